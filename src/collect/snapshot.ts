@@ -1,0 +1,59 @@
+// The immutable result of one poll cycle: what /metrics, /status and the policy engine read.
+import type {
+  ClusterOverview,
+  Health,
+  PlatformNode,
+  Sandbox,
+  Template,
+} from "../platform/types.js";
+
+/** The independent parts of a poll cycle; each succeeds or fails on its own. */
+export const COLLECTORS = ["health", "overview", "nodes", "templates", "sandboxes"] as const;
+export type CollectorName = (typeof COLLECTORS)[number];
+
+/** Outcome of one collector in the latest cycle. */
+export interface CollectorStatus {
+  name: CollectorName;
+  /** True when this cycle's attempt succeeded. */
+  success: boolean;
+  /** True when the data held for this collector is not from this cycle (it failed, or never ran). */
+  stale: boolean;
+  /** Epoch ms the latest attempt started. */
+  lastAttemptAt: number;
+  /** Epoch ms of the latest successful attempt, if any. */
+  lastSuccessAt?: number;
+  durationMs: number;
+  /** Requests this collector made in the latest attempt (pages, detail reads). */
+  requests: number;
+  error?: { code: string; message: string };
+}
+
+/** Per state x template roll-up of the sandbox list. */
+export interface SandboxAggregate {
+  state: string;
+  templateId: string;
+  count: number;
+  cpuSum: number;
+  memoryBytesSum: number;
+  /** Epoch seconds of the oldest start time in the group, when any sandbox carries one. */
+  oldestStartSeconds?: number;
+}
+
+/** Everything one poll cycle produced, plus the last good data of collectors that failed. */
+export interface Snapshot {
+  /** Monotonic cycle number, starting at 1. */
+  cycle: number;
+  /** Epoch ms the cycle started. */
+  startedAt: number;
+  /** Epoch ms the cycle finished. */
+  finishedAt: number;
+  health?: Health;
+  overview?: ClusterOverview;
+  nodes?: readonly PlatformNode[];
+  templates?: readonly Template[];
+  /** All sandboxes of the walk (every shard); per-sandbox output filters by shard. */
+  sandboxes?: readonly Sandbox[];
+  /** True when every page of /v2/sandboxes was walked in this very cycle. */
+  sandboxesComplete: boolean;
+  collectors: Readonly<Record<CollectorName, CollectorStatus>>;
+}
