@@ -18,6 +18,8 @@ export interface CollectorStatus {
   success: boolean;
   /** True when the data held for this collector is not from this cycle (it failed, or never ran). */
   stale: boolean;
+  /** True when this instance does not run the collector (cluster-wide data comes from shard 0). */
+  skipped?: boolean;
   /** Epoch ms the latest attempt started. */
   lastAttemptAt: number;
   /** Epoch ms of the latest successful attempt, if any. */

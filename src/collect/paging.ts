@@ -1,0 +1,59 @@
+// Walks every page of a token-paged list, ending with an error (never a loop) on bad paging.
+import type { Page } from "../platform/types.js";
+import { ExporterError } from "../util/errors.js";
+
+/** Paging went wrong: a repeated token, an empty page carrying a token, or too many pages. */
+export class PagingError extends ExporterError {
+  constructor(
+    code: "ERR_PAGING_REPEATED_TOKEN" | "ERR_PAGING_EMPTY_PAGE" | "ERR_PAGING_CEILING",
+    message: string,
+    readonly page: number,
+  ) {
+    super(code, message);
+  }
+}
+
+/** Result of a full walk. */
+export interface Walk<T> {
+  items: T[];
+  pages: number;
+}
+
+/** Fetches pages until one has no next token; `fetchPage` receives the token of the page to read. */
+export async function walkPages<T>(
+  fetchPage: (token: string | undefined) => Promise<Page<T>>,
+  maxPages: number,
+): Promise<Walk<T>> {
+  const items: T[] = [];
+  const seen = new Set<string>();
+  let token: string | undefined;
+  for (let pages = 1; ; pages++) {
+    const page = await fetchPage(token);
+    for (const item of page.items) items.push(item);
+    const next = page.nextToken;
+    if (next === undefined || next === "") return { items, pages };
+    if (page.items.length === 0) {
+      throw new PagingError(
+        "ERR_PAGING_EMPTY_PAGE",
+        `page ${pages} is empty but carries a next token`,
+        pages,
+      );
+    }
+    if (seen.has(next)) {
+      throw new PagingError(
+        "ERR_PAGING_REPEATED_TOKEN",
+        `page ${pages} repeats an earlier next token`,
+        pages,
+      );
+    }
+    if (pages >= maxPages) {
+      throw new PagingError(
+        "ERR_PAGING_CEILING",
+        `more than ${maxPages} pages (the configured ceiling)`,
+        pages,
+      );
+    }
+    seen.add(next);
+    token = next;
+  }
+}

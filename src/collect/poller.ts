@@ -1,0 +1,236 @@
+// One poll cycle: every collector runs on its own; failures keep the last good data, marked stale.
+import type {
+  ClusterOverview,
+  Health,
+  Page,
+  PlatformNode,
+  Sandbox,
+  Template,
+} from "../platform/types.js";
+import type { Clock } from "../util/clock.js";
+import { mapLimit } from "../util/concurrency.js";
+import { walkPages } from "./paging.js";
+import { COLLECTORS, type CollectorName, type CollectorStatus, type Snapshot } from "./snapshot.js";
+
+/** Detail reads (/nodes/{id}, /templates/{id}) in flight at once. */
+const DETAIL_CONCURRENCY = 8;
+
+/** The read-only part of the control client that the poller needs. */
+export interface PlatformReader {
+  health(): Promise<Health>;
+  clusterOverview(): Promise<ClusterOverview>;
+  listNodes(): Promise<PlatformNode[]>;
+  getNode(id: string): Promise<PlatformNode>;
+  listTemplates(): Promise<Template[]>;
+  getTemplate(id: string): Promise<Template>;
+  listSandboxes(q: {
+    state?: string;
+    metadata?: string;
+    nextToken?: string;
+    limit?: number;
+  }): Promise<Page<Sandbox>>;
+}
+
+/** What to walk and how. */
+export interface PollerOptions {
+  reader: PlatformReader;
+  clock: Clock;
+  pageLimit: number;
+  maxPages: number;
+  state?: string;
+  metadata?: string;
+  nodeDetails: boolean;
+  templateDetails: boolean;
+  /** Whether cluster-wide collectors run (only shard 0 exports them). */
+  clusterWide: boolean;
+}
+
+interface Outcome<T> {
+  value?: T;
+  ok: boolean;
+  requests: number;
+  startedAt: number;
+  durationMs: number;
+  error?: { code: string; message: string };
+}
+
+/** Turns the platform into a sequence of immutable snapshots. */
+export class Poller {
+  private last: Snapshot | undefined;
+  private cycle = 0;
+
+  constructor(private readonly options: PollerOptions) {}
+
+  /** The latest completed snapshot, if any cycle has finished. */
+  get latest(): Snapshot | undefined {
+    return this.last;
+  }
+
+  /** Runs one full cycle and returns (and keeps) its snapshot. */
+  async runCycle(): Promise<Snapshot> {
+    const { clock, clusterWide } = this.options;
+    const startedAt = clock.now();
+    const [health, overview, nodes, templates, sandboxes] = await Promise.all([
+      clusterWide ? this.attempt(() => this.readHealth()) : undefined,
+      clusterWide ? this.attempt(() => this.readOverview()) : undefined,
+      clusterWide ? this.attempt(() => this.readNodes()) : undefined,
+      clusterWide ? this.attempt(() => this.readTemplates()) : undefined,
+      this.attempt(() => this.readSandboxes()),
+    ]);
+    const prev = this.last;
+    const outcomes: Record<CollectorName, Outcome<unknown> | undefined> = {
+      health,
+      overview,
+      nodes,
+      templates,
+      sandboxes,
+    };
+    const collectors = {} as Record<CollectorName, CollectorStatus>;
+    for (const name of COLLECTORS) {
+      collectors[name] = this.status(name, outcomes[name], prev?.collectors[name], startedAt);
+    }
+    const snapshot: Snapshot = {
+      cycle: ++this.cycle,
+      startedAt,
+      finishedAt: clock.now(),
+      health: health?.ok ? health.value : prev?.health,
+      overview: overview?.ok ? overview.value : prev?.overview,
+      nodes: nodes?.ok ? nodes.value : prev?.nodes,
+      templates: templates?.ok ? templates.value : prev?.templates,
+      sandboxes: sandboxes.ok ? sandboxes.value : prev?.sandboxes,
+      sandboxesComplete: sandboxes.ok,
+      collectors,
+    };
+    this.last = snapshot;
+    return snapshot;
+  }
+
+  private status(
+    name: CollectorName,
+    outcome: Outcome<unknown> | undefined,
+    prev: CollectorStatus | undefined,
+    cycleStart: number,
+  ): CollectorStatus {
+    if (!outcome) {
+      return {
+        name,
+        success: false,
+        stale: false,
+        skipped: true,
+        lastAttemptAt: cycleStart,
+        durationMs: 0,
+        requests: 0,
+      };
+    }
+    const lastSuccessAt = outcome.ok ? outcome.startedAt : prev?.lastSuccessAt;
+    return {
+      name,
+      success: outcome.ok,
+      stale: !outcome.ok,
+      lastAttemptAt: outcome.startedAt,
+      ...(lastSuccessAt !== undefined ? { lastSuccessAt } : {}),
+      durationMs: outcome.durationMs,
+      requests: outcome.requests,
+      ...(outcome.error ? { error: outcome.error } : {}),
+    };
+  }
+
+  private async attempt<T>(
+    read: () => Promise<{ value: T; requests: number }>,
+  ): Promise<Outcome<T>> {
+    const startedAt = this.options.clock.now();
+    try {
+      const { value, requests } = await read();
+      return {
+        value,
+        ok: true,
+        requests,
+        startedAt,
+        durationMs: this.options.clock.now() - startedAt,
+      };
+    } catch (err) {
+      return {
+        ok: false,
+        requests: 0,
+        startedAt,
+        durationMs: this.options.clock.now() - startedAt,
+        error: describeError(err),
+      };
+    }
+  }
+
+  private async readHealth(): Promise<{ value: Health; requests: number }> {
+    return { value: await this.options.reader.health(), requests: 1 };
+  }
+
+  private async readOverview(): Promise<{ value: ClusterOverview; requests: number }> {
+    return { value: await this.options.reader.clusterOverview(), requests: 1 };
+  }
+
+  private async readNodes(): Promise<{ value: PlatformNode[]; requests: number }> {
+    const { reader, nodeDetails } = this.options;
+    const list = await reader.listNodes();
+    if (!nodeDetails) return { value: list, requests: 1 };
+    const value = await mapLimit(list, DETAIL_CONCURRENCY, async (n) =>
+      mergeDetail(n, await reader.getNode(n.id)),
+    );
+    return { value, requests: 1 + list.length };
+  }
+
+  private async readTemplates(): Promise<{ value: Template[]; requests: number }> {
+    const { reader, templateDetails } = this.options;
+    const list = await reader.listTemplates();
+    if (!templateDetails) return { value: list, requests: 1 };
+    const value = await mapLimit(list, DETAIL_CONCURRENCY, async (t) =>
+      mergeDetail(t, await reader.getTemplate(t.id)),
+    );
+    return { value, requests: 1 + list.length };
+  }
+
+  private async readSandboxes(): Promise<{ value: Sandbox[]; requests: number }> {
+    const { reader, pageLimit, maxPages, state, metadata } = this.options;
+    const walk = await walkPages(
+      (nextToken) =>
+        reader.listSandboxes({
+          limit: pageLimit,
+          ...(state ? { state } : {}),
+          ...(metadata ? { metadata } : {}),
+          ...(nextToken !== undefined ? { nextToken } : {}),
+        }),
+      maxPages,
+    );
+    return { value: dedupeById(walk.items), requests: walk.pages };
+  }
+}
+
+/** Detail records win over list summaries, field by field. */
+function mergeDetail<T extends { numeric: Record<string, number>; info: Record<string, string> }>(
+  summary: T,
+  detail: T,
+): T {
+  return {
+    ...summary,
+    ...detail,
+    numeric: { ...summary.numeric, ...detail.numeric },
+    info: { ...summary.info, ...detail.info },
+  };
+}
+
+/** A sandbox listed twice (it moved while we paged) is kept once, at its latest position. */
+function dedupeById(items: Sandbox[]): Sandbox[] {
+  const byId = new Map<string, Sandbox>();
+  for (const s of items) byId.set(s.id, s);
+  return byId.size === items.length ? items : [...byId.values()];
+}
+
+/** Stable code and a one-line message of any error, for /status and metrics. */
+export function describeError(err: unknown): { code: string; message: string } {
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    return {
+      code: typeof code === "string" ? code : "ERR_UNKNOWN",
+      message: err.message.split("\n")[0] ?? "",
+    };
+  }
+  return { code: "ERR_UNKNOWN", message: String(err) };
+}

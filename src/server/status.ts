@@ -1,0 +1,36 @@
+// The /status JSON document: what the last cycle did, per collector, and how old the data is.
+import { COLLECTORS, type Snapshot } from "../collect/snapshot.js";
+
+/** Builds the /status body from the latest snapshot; `sections` carries optional parts (probe, policy). */
+export function statusReport(
+  snapshot: Snapshot | undefined,
+  now: number,
+  sections: Record<string, unknown> = {},
+): Record<string, unknown> {
+  if (!snapshot) return { ready: false, cycle: 0, collectors: {}, ...sections };
+  const collectors: Record<string, unknown> = {};
+  for (const name of COLLECTORS) {
+    const c = snapshot.collectors[name];
+    if (c.skipped) continue;
+    collectors[name] = {
+      success: c.success,
+      stale: c.stale,
+      lastAttempt: new Date(c.lastAttemptAt).toISOString(),
+      lastSuccess: c.lastSuccessAt === undefined ? null : new Date(c.lastSuccessAt).toISOString(),
+      dataAgeSeconds: c.lastSuccessAt === undefined ? null : (now - c.lastSuccessAt) / 1000,
+      durationSeconds: c.durationMs / 1000,
+      requests: c.requests,
+      error: c.error ?? null,
+    };
+  }
+  return {
+    ready: true,
+    cycle: snapshot.cycle,
+    cycleStarted: new Date(snapshot.startedAt).toISOString(),
+    cycleDurationSeconds: (snapshot.finishedAt - snapshot.startedAt) / 1000,
+    sandboxes: snapshot.sandboxes?.length ?? null,
+    sandboxesComplete: snapshot.sandboxesComplete,
+    collectors,
+    ...sections,
+  };
+}

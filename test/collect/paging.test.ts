@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest";
+import { PagingError, walkPages } from "../../src/collect/paging.js";
+import type { Page } from "../../src/platform/types.js";
+
+function pages(list: Array<Page<number>>) {
+  let calls = 0;
+  const tokens: Array<string | undefined> = [];
+  const fetch = async (token: string | undefined): Promise<Page<number>> => {
+    tokens.push(token);
+    const page = list[calls++];
+    if (!page) throw new Error("walked past the last page");
+    return page;
+  };
+  return { fetch, tokens, calls: () => calls };
+}
+
+describe("walkPages", () => {
+  it("collects every page in order and passes each next token on", async () => {
+    const p = pages([
+      { items: [1, 2], nextToken: "a" },
+      { items: [3], nextToken: "b" },
+      { items: [4] },
+    ]);
+    const walk = await walkPages(p.fetch, 10);
+    expect(walk).toEqual({ items: [1, 2, 3, 4], pages: 3 });
+    expect(p.tokens).toEqual([undefined, "a", "b"]);
+  });
+
+  it("treats an empty-string token as the last page", async () => {
+    const p = pages([{ items: [1], nextToken: "" }]);
+    expect((await walkPages(p.fetch, 10)).items).toEqual([1]);
+  });
+
+  it("ends the walk when the next token repeats", async () => {
+    const p = pages([
+      { items: [1], nextToken: "a" },
+      { items: [2], nextToken: "b" },
+      { items: [3], nextToken: "a" },
+    ]);
+    const err = await walkPages(p.fetch, 100).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PagingError);
+    expect((err as PagingError).code).toBe("ERR_PAGING_REPEATED_TOKEN");
+    expect(p.calls()).toBe(3);
+  });
+
+  it("ends the walk on an empty page that still carries a token", async () => {
+    const p = pages([{ items: [], nextToken: "a" }]);
+    await expect(walkPages(p.fetch, 100)).rejects.toMatchObject({ code: "ERR_PAGING_EMPTY_PAGE" });
+  });
+
+  it("stops at the page ceiling", async () => {
+    let n = 0;
+    const endless = async (): Promise<Page<number>> => ({ items: [n], nextToken: `t${n++}` });
+    await expect(walkPages(endless, 5)).rejects.toMatchObject({
+      code: "ERR_PAGING_CEILING",
+      page: 5,
+    });
+    expect(n).toBe(5);
+  });
+});
