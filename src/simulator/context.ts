@@ -1,0 +1,34 @@
+// What every simulator handler reads: the state, the fault switchboard, counters and settings.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Clock } from "../util/clock.js";
+import type { SimCounters } from "./counters.js";
+import type { SimFaults } from "./faults.js";
+import type { Timers } from "./http-io.js";
+import type { Prng } from "./prng.js";
+import type { SimState } from "./state.js";
+
+/** Shared, mutable simulator context handed to every handler. */
+export interface SimContext {
+  readonly state: SimState;
+  readonly faults: SimFaults;
+  readonly counters: SimCounters;
+  readonly clock: Clock;
+  readonly timers: Timers;
+  readonly domain: string;
+  readonly apiKey: string | undefined;
+  readonly pageSizeCap: number;
+  readonly tokenStyle: "header" | "body";
+  /** Randomness for created sandboxes (ids, tokens), apart from the fleet's. */
+  readonly createRng: Prng;
+  /** Next process id handed out by process.Process/Start. */
+  nextPid: number;
+}
+
+/** A management API handler; `params` are the route's {placeholders}. */
+export type ApiHandler = (
+  ctx: SimContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  params: readonly string[],
+  url: URL,
+) => void | Promise<void>;

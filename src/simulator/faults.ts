@@ -1,0 +1,101 @@
+// Fault and latency injection, switched on and off by tests at runtime.
+import { deriveSeed, Prng } from "./prng.js";
+
+/** A fault applied to every request of one route. */
+export interface RouteFault {
+  /** Answer with this status (always, or at `errorRate` when that is set). */
+  status?: number;
+  /** Fraction 0..1 of requests that fail (deterministic PRNG); status defaults to 500. */
+  errorRate?: number;
+  /** Delay before answering. */
+  latencyMs?: number;
+  /** Answer 200 with a body that is not valid JSON. */
+  malformed?: boolean;
+}
+
+/** Knobs of the process.Process/Start stream. */
+export interface StreamFaults {
+  /** Delay from request arrival to the `start` event. */
+  startDelayMs?: number;
+  /** Delay from `start` to the first command output. */
+  firstDataDelayMs?: number;
+  /** Delay from the last output to the `end` event. */
+  endDelayMs?: number;
+  /** Keepalive period; overrides the Keepalive-Ping-Interval request header. */
+  keepaliveIntervalMs?: number;
+  /** true: always gzip frames; false: never; unset: honour Connect-Accept-Encoding. */
+  compress?: boolean;
+  /** End the stream with this error (and no `end` event). */
+  endStreamError?: { code: string; message: string };
+  /** Close the response without the end-of-stream frame. */
+  truncate?: boolean;
+  /** Send a frame header declaring a 4 GiB payload, then close. */
+  malformedEnvelope?: boolean;
+  /** Replace every stdout chunk with unexpected text. */
+  wrongStdout?: boolean;
+}
+
+/** What the dispatcher must do to one request because of faults. */
+export interface FaultDecision {
+  latencyMs: number;
+  status?: number;
+  malformed: boolean;
+}
+
+/** The mutable fault switchboard of a simulator; everything is off by default. */
+export class SimFaults {
+  /** Every list page returns the same next token. */
+  repeatNextToken = false;
+  /** List pages come back empty but still carry a next token. */
+  emptyPageWithToken = false;
+  /** Stream knobs for process.Process/Start. */
+  stream: StreamFaults = {};
+  /** Sandbox creation fails with this HTTP status. */
+  createFails: number | undefined = undefined;
+  /** Sandbox deletion fails with this HTTP status. */
+  deleteFails: number | undefined = undefined;
+  /** GET /health answers 503. */
+  healthDown = false;
+
+  private readonly routes = new Map<string, RouteFault>();
+  private rng: Prng;
+  private readonly seed: number;
+
+  constructor(seed = 1) {
+    this.seed = seed;
+    this.rng = new Prng(deriveSeed(seed, "faults"));
+  }
+
+  /** Sets (replaces) the fault of one route, e.g. route("GET /nodes", { status: 503 }). */
+  route(route: string, fault: RouteFault): void {
+    this.routes.set(route, { ...fault });
+  }
+
+  /** Turns every fault off and restarts the error-rate PRNG. */
+  clear(): void {
+    this.routes.clear();
+    this.repeatNextToken = false;
+    this.emptyPageWithToken = false;
+    this.stream = {};
+    this.createFails = undefined;
+    this.deleteFails = undefined;
+    this.healthDown = false;
+    this.rng = new Prng(deriveSeed(this.seed, "faults"));
+  }
+
+  /** Decides the fault treatment of one request of `route`. */
+  decide(route: string): FaultDecision {
+    const f = this.routes.get(route);
+    if (!f) return { latencyMs: 0, malformed: false };
+    const decision: FaultDecision = {
+      latencyMs: f.latencyMs ?? 0,
+      malformed: f.malformed ?? false,
+    };
+    if (f.errorRate !== undefined) {
+      if (this.rng.next() < f.errorRate) decision.status = f.status ?? 500;
+    } else if (f.status !== undefined) {
+      decision.status = f.status;
+    }
+    return decision;
+  }
+}

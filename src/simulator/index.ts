@@ -1,0 +1,20 @@
+// Public surface of the simulator for tests, benchmarks and the demo.
+export { SimCounters } from "./counters.js";
+export { SimulatorError } from "./errors.js";
+export { type FaultDecision, type RouteFault, SimFaults, type StreamFaults } from "./faults.js";
+export { API_PREFIX } from "./management-server.js";
+export {
+  type GroundTruthRow,
+  type SandboxInit,
+  type SimLogEntry,
+  type SimNode,
+  SimSandbox,
+  type SimTemplate,
+} from "./model.js";
+export {
+  ENVD_PORT,
+  type Simulator,
+  type SimulatorOptions,
+  startSimulator,
+} from "./simulator.js";
+export { SimState } from "./state.js";

@@ -1,0 +1,113 @@
+// GET /v2/sandboxes: filtered, token-paged walk over the sorted id index.
+import type { ApiHandler } from "./context.js";
+import { sendError, sendJson } from "./http-io.js";
+import type { SimSandbox } from "./model.js";
+import { renderSandbox } from "./render.js";
+import { type SimState, upperBound } from "./state.js";
+
+/** A parsed list request. */
+export interface ListQuery {
+  /** Allowed states; empty means any. */
+  states: ReadonlySet<string>;
+  /** Metadata pairs that must all match. */
+  metadata: ReadonlyArray<readonly [string, string]>;
+  /** Return ids strictly after this one. */
+  after: string | undefined;
+  limit: number;
+}
+
+/** One page: the sandboxes and the id to continue after, if any match remains. */
+export interface ListPage {
+  items: SimSandbox[];
+  nextAfter: string | undefined;
+}
+
+/** Encodes a page position as an opaque token (the last id, base64url). */
+export function encodeToken(id: string): string {
+  return Buffer.from(id, "utf8").toString("base64url");
+}
+
+/** Decodes a token; undefined when it is not one of ours. */
+export function decodeToken(token: string): string | undefined {
+  if (!/^[A-Za-z0-9_-]+$/.test(token)) return undefined;
+  const id = Buffer.from(token, "base64url").toString("utf8");
+  return /^[\x21-\x7e]+$/.test(id) ? id : undefined;
+}
+
+function matches(s: SimSandbox, q: ListQuery): boolean {
+  if (q.states.size > 0 && !q.states.has(s.state)) return false;
+  for (const [k, v] of q.metadata) if (s.metadata[k] !== v) return false;
+  return true;
+}
+
+/** Walks the index from `after`; stable under inserts and deletes because positions are ids. */
+export function listPage(state: SimState, q: ListQuery): ListPage {
+  const ids = state.sortedIds();
+  const items: SimSandbox[] = [];
+  let i = q.after === undefined ? 0 : upperBound(ids, q.after);
+  for (; i < ids.length && items.length < q.limit; i++) {
+    const s = state.sandboxes.get(ids[i] as string);
+    if (s && matches(s, q)) items.push(s);
+  }
+  // Look ahead for one more match so the last page carries no token.
+  for (; i < ids.length; i++) {
+    const s = state.sandboxes.get(ids[i] as string);
+    if (s && matches(s, q)) return { items, nextAfter: items.at(-1)?.sandboxID };
+  }
+  return { items, nextAfter: undefined };
+}
+
+/** Parses the query string; a string is an error message for a 400. */
+export function parseListQuery(url: URL, pageSizeCap: number): ListQuery | string {
+  const states = new Set(
+    url.searchParams
+      .getAll("state")
+      .flatMap((v) => v.split(","))
+      .map((v) => v.trim())
+      .filter((v) => v !== ""),
+  );
+  // E2B style: metadata=<url-encoded "k=v&k2=v2">.
+  const metadata = url.searchParams
+    .getAll("metadata")
+    .flatMap((v) => [...new URLSearchParams(v)])
+    .filter(([k]) => k !== "");
+  let after: string | undefined;
+  const token = url.searchParams.get("nextToken");
+  if (token !== null && token !== "") {
+    after = decodeToken(token);
+    if (after === undefined) return "invalid nextToken";
+  }
+  let limit = pageSizeCap;
+  const rawLimit = url.searchParams.get("limit");
+  if (rawLimit !== null) {
+    const n = Number(rawLimit);
+    if (!Number.isInteger(n) || n < 1) return `invalid limit '${rawLimit}'`;
+    limit = Math.min(n, pageSizeCap);
+  }
+  return { states, metadata, after, limit };
+}
+
+/** Handler of GET /v2/sandboxes, including the paging faults. */
+export const listSandboxes: ApiHandler = (ctx, _req, res, _params, url) => {
+  const q = parseListQuery(url, ctx.pageSizeCap);
+  if (typeof q === "string") return sendError(res, 400, q);
+  const page = listPage(ctx.state, q);
+  let items = page.items;
+  let next = page.nextAfter === undefined ? undefined : encodeToken(page.nextAfter);
+  const incoming = url.searchParams.get("nextToken") || undefined;
+  if (ctx.faults.repeatNextToken) next = incoming ?? next;
+  if (ctx.faults.emptyPageWithToken) {
+    items = [];
+    next ??= incoming ?? encodeToken(ctx.state.sortedIds().at(-1) ?? "~");
+  }
+  const rendered = items.map((s) => renderSandbox(s, ctx.domain, false));
+  if (ctx.tokenStyle === "body") {
+    sendJson(
+      res,
+      200,
+      next === undefined ? { sandboxes: rendered } : { sandboxes: rendered, nextToken: next },
+    );
+  } else {
+    sendJson(res, 200, rendered, next === undefined ? {} : { "x-next-token": next });
+  }
+};

@@ -1,0 +1,74 @@
+// `npm run simulator`: run the fake platform standalone (demo, manual testing). Flags only, no env.
+import { parseArgs } from "node:util";
+import { startSimulator } from "./simulator.js";
+
+const USAGE = `usage: npm run simulator -- [--sandboxes N] [--api-port P] [--data-port P] [--seed S]
+  [--templates N] [--nodes N] [--host 127.0.0.1|::1] [--domain D] [--api-key K] [--token-style header|body]`;
+
+function int(name: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer`);
+  return n;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      sandboxes: { type: "string" },
+      "api-port": { type: "string" },
+      "data-port": { type: "string" },
+      seed: { type: "string" },
+      templates: { type: "string" },
+      nodes: { type: "string" },
+      host: { type: "string" },
+      domain: { type: "string" },
+      "api-key": { type: "string" },
+      "token-style": { type: "string" },
+      help: { type: "boolean" },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const tokenStyle = values["token-style"];
+  if (tokenStyle !== undefined && tokenStyle !== "header" && tokenStyle !== "body") {
+    throw new Error("--token-style must be header or body");
+  }
+  const sim = await startSimulator({
+    sandboxes: int("sandboxes", values.sandboxes),
+    apiPort: int("api-port", values["api-port"]),
+    dataPort: int("data-port", values["data-port"]),
+    seed: int("seed", values.seed),
+    templates: int("templates", values.templates),
+    nodes: int("nodes", values.nodes),
+    host: values.host,
+    domain: values.domain,
+    apiKey: values["api-key"],
+    tokenStyle,
+  });
+  process.stdout.write(
+    [
+      `management API  ${sim.apiUrl}/sandboxapi/v1  (base_url ${sim.apiUrl})`,
+      `data plane      ${sim.dataUrl}  (Host: <port>-<sandboxId>.${sim.domain})`,
+      `sandboxes       ${sim.state.sandboxes.size}${values["api-key"] ? "  (API key required)" : ""}`,
+      "",
+    ].join("\n"),
+  );
+  const stop = () => {
+    sim.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(
+    `simulator: ${err instanceof Error ? err.message : String(err)}\n${USAGE}\n`,
+  );
+  process.exit(2);
+});

@@ -1,0 +1,162 @@
+// The fake platform's records: what the simulator serves, mutable from tests.
+import { deriveSeed, Prng } from "./prng.js";
+
+/** One structured log entry of a sandbox. */
+export interface SimLogEntry {
+  /** Epoch milliseconds. */
+  timestamp: number;
+  line: string;
+  level: "debug" | "info" | "warn" | "error";
+}
+
+/** Fields accepted by SimState.addSandbox; anything left out is filled in deterministically. */
+export interface SandboxInit {
+  sandboxID?: string;
+  templateID?: string;
+  alias?: string;
+  clientID?: string;
+  state?: string;
+  cpuCount?: number;
+  memoryMB?: number;
+  diskSizeMB?: number;
+  /** Epoch milliseconds. */
+  startedAt?: number;
+  /** Epoch milliseconds. */
+  endAt?: number;
+  metadata?: Record<string, string>;
+  domain?: string;
+  envdVersion?: string;
+  nodeID?: string;
+  /** When set, the data plane requires `X-Access-Token` with this value. */
+  accessToken?: string;
+  logs?: SimLogEntry[];
+  files?: Map<string, Buffer>;
+}
+
+/** Lines of the generated sandbox logs. */
+const LOG_LINES: ReadonlyArray<[SimLogEntry["level"], string]> = [
+  ["info", "[envd] starting envd"],
+  ["info", "[envd] listening on :49983"],
+  ["debug", "[envd] health check ok"],
+  ["info", "[process] started /bin/bash -l -c 'python app.py'"],
+  ["warn", "[fs] watcher limit reached, falling back to polling"],
+  ["info", "[process] process exited with code 0"],
+  ["error", "[process] process exited with code 1"],
+];
+
+/** A sandbox; `logs` and `files` are built on first use so 100,000 idle sandboxes stay cheap. */
+export class SimSandbox {
+  /** Immutable: the state's sorted index is keyed by it. */
+  readonly sandboxID: string;
+  templateID: string;
+  alias: string | undefined;
+  clientID: string;
+  state: string;
+  cpuCount: number;
+  memoryMB: number;
+  diskSizeMB: number;
+  startedAt: number;
+  endAt: number;
+  metadata: Record<string, string>;
+  domain: string | undefined;
+  envdVersion: string;
+  nodeID: string;
+  accessToken: string | undefined;
+  private logList: SimLogEntry[] | undefined;
+  private fileMap: Map<string, Buffer> | undefined;
+  private readonly logSeed: number;
+  private readonly logCount: number;
+
+  constructor(
+    init: Required<Omit<SandboxInit, "alias" | "domain" | "accessToken" | "logs" | "files">> &
+      SandboxInit,
+    logSeed: number,
+    logCount: number,
+  ) {
+    this.sandboxID = init.sandboxID;
+    this.templateID = init.templateID;
+    this.alias = init.alias;
+    this.clientID = init.clientID;
+    this.state = init.state;
+    this.cpuCount = init.cpuCount;
+    this.memoryMB = init.memoryMB;
+    this.diskSizeMB = init.diskSizeMB;
+    this.startedAt = init.startedAt;
+    this.endAt = init.endAt;
+    this.metadata = init.metadata;
+    this.domain = init.domain;
+    this.envdVersion = init.envdVersion;
+    this.nodeID = init.nodeID;
+    this.accessToken = init.accessToken;
+    this.logList = init.logs;
+    this.fileMap = init.files;
+    this.logSeed = logSeed;
+    this.logCount = logCount;
+  }
+
+  /** Log entries, oldest first. */
+  get logs(): SimLogEntry[] {
+    if (!this.logList) {
+      const rng = new Prng(deriveSeed(this.logSeed, this.sandboxID));
+      this.logList = [];
+      for (let i = 0; i < this.logCount; i++) {
+        const [level, line] = rng.pick(LOG_LINES);
+        this.logList.push({ timestamp: this.startedAt + i * 1000 + rng.int(0, 999), line, level });
+      }
+    }
+    return this.logList;
+  }
+
+  /** In-memory file system: absolute path -> content. */
+  get files(): Map<string, Buffer> {
+    this.fileMap ??= new Map();
+    return this.fileMap;
+  }
+}
+
+/** A cluster node. */
+export interface SimNode {
+  nodeID: string;
+  clusterID: string;
+  status: string;
+  version: string;
+  commit: string;
+  cpuCount: number;
+  memoryTotalBytes: number;
+  maxSandboxes: number;
+  createSuccesses: number;
+  createFails: number;
+}
+
+/** A template (sandbox image). */
+export interface SimTemplate {
+  templateID: string;
+  alias: string;
+  buildID: string;
+  status: string;
+  version: string;
+  replicas: number;
+  error: string | undefined;
+  cpuCount: number;
+  memoryMB: number;
+  diskSizeMB: number;
+  envdVersion: string;
+  public: boolean;
+  /** Epoch milliseconds. */
+  createdAt: number;
+  /** Epoch milliseconds. */
+  updatedAt: number;
+  spawnCount: number;
+  buildCount: number;
+}
+
+/** Expected per state x template roll-up, to compare with what the exporter exports. */
+export interface GroundTruthRow {
+  state: string;
+  templateId: string;
+  count: number;
+  cpuSum: number;
+  memoryBytesSum: number;
+  /** Epoch seconds of the oldest start in the group. */
+  oldestStartSeconds: number;
+}

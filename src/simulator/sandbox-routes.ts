@@ -1,0 +1,130 @@
+// One-sandbox endpoints: read, delete, pause, resume, and the control-channel create.
+import { z } from "zod";
+import type { ApiHandler, SimContext } from "./context.js";
+import { BodyTooLargeError, readBody, sendError, sendJson } from "./http-io.js";
+import { renderSandbox } from "./render.js";
+import type { RouteDef } from "./router.js";
+
+const MAX_JSON_BODY = 1024 * 1024;
+/** E2B's default time to live of a new sandbox, seconds. */
+const DEFAULT_TIMEOUT_S = 15;
+
+const CreateBody = z.object({
+  templateID: z.string().min(1),
+  timeout: z.number().int().min(0).optional(),
+  metadata: z.record(z.string(), z.string()).optional(),
+});
+const ResumeBody = z.object({ timeout: z.number().int().min(0).optional() }).passthrough();
+
+/** Parses an optional JSON body with `schema`; a string is the 400 message. */
+async function parseBody<T>(
+  req: Parameters<ApiHandler>[1],
+  schema: z.ZodType<T>,
+  required: boolean,
+): Promise<T | { error: string }> {
+  let raw: Buffer;
+  try {
+    raw = await readBody(req, MAX_JSON_BODY);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) return { error: err.message };
+    throw err;
+  }
+  if (raw.byteLength === 0 && !required) raw = Buffer.from("{}");
+  let json: unknown;
+  try {
+    json = JSON.parse(raw.toString("utf8"));
+  } catch {
+    return { error: "request body is not valid JSON" };
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success)
+    return { error: `invalid request body: ${parsed.error.issues[0]?.message ?? ""}` };
+  return parsed.data;
+}
+
+function isError(v: unknown): v is { error: string } {
+  return typeof v === "object" && v !== null && "error" in v && typeof v.error === "string";
+}
+
+const getSandbox: ApiHandler = (ctx, _req, res, [id]) => {
+  const s = ctx.state.sandbox(id ?? "");
+  if (!s) return sendError(res, 404, `sandbox '${id}' not found`);
+  sendJson(res, 200, renderSandbox(s, ctx.domain, true));
+};
+
+const deleteSandbox: ApiHandler = (ctx, _req, res, [id]) => {
+  if (ctx.faults.deleteFails !== undefined)
+    return sendError(res, ctx.faults.deleteFails, "delete failed");
+  if (!ctx.state.removeSandbox(id ?? "")) return sendError(res, 404, `sandbox '${id}' not found`);
+  res.writeHead(204).end();
+};
+
+const pauseSandbox: ApiHandler = (ctx, _req, res, [id]) => {
+  const s = ctx.state.sandbox(id ?? "");
+  if (!s) return sendError(res, 404, `sandbox '${id}' not found`);
+  if (s.state !== "running")
+    return sendError(res, 409, `sandbox '${id}' is ${s.state}, not running`);
+  s.state = "paused";
+  res.writeHead(204).end();
+};
+
+const resumeSandbox: ApiHandler = async (ctx, req, res, [id]) => {
+  const body = await parseBody(req, ResumeBody, false);
+  if (isError(body)) return sendError(res, 400, body.error);
+  const s = ctx.state.sandbox(id ?? "");
+  if (!s) return sendError(res, 404, `sandbox '${id}' not found`);
+  if (s.state !== "paused") return sendError(res, 409, `sandbox '${id}' is ${s.state}, not paused`);
+  s.state = "running";
+  if (body.timeout !== undefined) s.endAt = ctx.clock.now() + body.timeout * 1000;
+  sendJson(res, 201, renderSandbox(s, ctx.domain, true));
+};
+
+const createSandbox: ApiHandler = async (ctx, req, res) => {
+  if (ctx.faults.createFails !== undefined)
+    return sendError(res, ctx.faults.createFails, "create failed");
+  const body = await parseBody(req, CreateBody, true);
+  if (isError(body)) return sendError(res, 400, body.error);
+  const template = ctx.state.template(body.templateID);
+  if (!template) return sendError(res, 404, `template '${body.templateID}' not found`);
+  if (template.status !== "ready") {
+    return sendError(res, 400, `template '${body.templateID}' is ${template.status}, not ready`);
+  }
+  if (!ctx.state.nodes.some((n) => n.status === "ready")) {
+    return sendError(res, 503, "no node can accept sandboxes");
+  }
+  const sandbox = ctx.state.addSandbox(createInit(ctx, template.templateID, body));
+  template.spawnCount++;
+  const node = ctx.state.node(sandbox.nodeID);
+  if (node) node.createSuccesses++;
+  sendJson(res, 201, {
+    sandboxID: sandbox.sandboxID,
+    templateID: sandbox.templateID,
+    alias: sandbox.alias,
+    clientID: sandbox.clientID,
+    envdVersion: sandbox.envdVersion,
+    envdAccessToken: sandbox.accessToken,
+    domain: ctx.domain,
+  });
+};
+
+function createInit(ctx: SimContext, templateID: string, body: z.infer<typeof CreateBody>) {
+  const now = ctx.clock.now();
+  return {
+    templateID,
+    state: "running",
+    startedAt: now,
+    endAt: now + (body.timeout ?? DEFAULT_TIMEOUT_S) * 1000,
+    metadata: body.metadata ?? {},
+    accessToken: `ea_${ctx.createRng.chars(32)}`,
+    logs: [],
+  };
+}
+
+/** Sandbox endpoints; these are also reachable without the API prefix (control channel). */
+export const sandboxRoutes: RouteDef<ApiHandler>[] = [
+  { method: "POST", template: "/sandboxes", handler: createSandbox, root: true },
+  { method: "GET", template: "/sandboxes/{id}", handler: getSandbox, root: true },
+  { method: "DELETE", template: "/sandboxes/{id}", handler: deleteSandbox, root: true },
+  { method: "POST", template: "/sandboxes/{id}/pause", handler: pauseSandbox, root: true },
+  { method: "POST", template: "/sandboxes/{id}/resume", handler: resumeSandbox, root: true },
+];

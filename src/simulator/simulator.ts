@@ -1,0 +1,145 @@
+// startSimulator: the fake platform on two loopback ports (management API and data-plane proxy).
+
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { type Clock, systemClock } from "../util/clock.js";
+import type { SimContext } from "./context.js";
+import { SimCounters } from "./counters.js";
+import { createDataPlaneServer } from "./data-plane-server.js";
+import { SimulatorError } from "./errors.js";
+import { SimFaults } from "./faults.js";
+import { Timers } from "./http-io.js";
+import { createManagementServer } from "./management-server.js";
+import { deriveSeed, Prng } from "./prng.js";
+import { SimState } from "./state.js";
+
+/** Port of the in-sandbox agent, as used in `{port}-{id}.{domain}` host names. */
+export const ENVD_PORT = 49983;
+const MAX_SANDBOXES = 1_000_000;
+
+export interface SimulatorOptions {
+  /** Loopback address to listen on: "127.0.0.1" (default), "::1" or "localhost". */
+  host?: string;
+  /** Management API port; 0 (default) picks a free one. */
+  apiPort?: number;
+  /** Data-plane proxy port; 0 (default) picks a free one. */
+  dataPort?: number;
+  /** Sandbox domain; default "sandbox.test". */
+  domain?: string;
+  /** When set, management and create calls need `X-API-Key: key` or `Authorization: Bearer key`. */
+  apiKey?: string;
+  /** Initial sandbox count (default 300), generated deterministically from `seed`. */
+  sandboxes?: number;
+  /** Template count, default 5. */
+  templates?: number;
+  /** Node count, default 3. */
+  nodes?: number;
+  /** Seed of every generated value, default 1. */
+  seed?: number;
+  /** The server caps `limit` to this; default 100. */
+  pageSizeCap?: number;
+  /** Next token in the `x-next-token` header with a bare array body (default) or in `{sandboxes, nextToken}`. */
+  tokenStyle?: "header" | "body";
+  /** Generated log entries per sandbox, default 5. */
+  logLinesPerSandbox?: number;
+  /** Source of timestamps (startedAt, log times); default the system clock. */
+  clock?: Clock;
+}
+
+export interface Simulator {
+  /** Base URL of the management service; the API itself is under `${apiUrl}/sandboxapi/v1`. */
+  readonly apiUrl: string;
+  /** Port of the data-plane proxy (route by Host `{port}-{id}.{domain}`). */
+  readonly dataPort: number;
+  /** `http://host:dataPort`, for dialling the data plane directly. */
+  readonly dataUrl: string;
+  readonly domain: string;
+  readonly counters: SimCounters;
+  readonly faults: SimFaults;
+  readonly state: SimState;
+  /** Host header naming a sandbox's agent port, e.g. `49983-i123.sandbox.test`. */
+  sandboxHost(sandboxId: string, port?: number): string;
+  close(): Promise<void>;
+}
+
+function checkLoopback(host: string): void {
+  if (host === "::1" || host === "localhost" || /^127\.\d+\.\d+\.\d+$/.test(host)) return;
+  throw new SimulatorError(`simulator listens on loopback only, not '${host}'`);
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+function shut(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+/** Starts the fake platform and resolves once both ports listen. */
+export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
+  const host = options.host ?? "127.0.0.1";
+  checkLoopback(host);
+  const sandboxes = options.sandboxes ?? 300;
+  if (!Number.isInteger(sandboxes) || sandboxes < 0 || sandboxes > MAX_SANDBOXES) {
+    throw new SimulatorError(`sandboxes must be an integer in 0..${MAX_SANDBOXES}`);
+  }
+  const seed = options.seed ?? 1;
+  const clock = options.clock ?? systemClock;
+  const domain = options.domain ?? "sandbox.test";
+  const state = new SimState({
+    seed,
+    sandboxes,
+    templates: options.templates ?? 5,
+    nodes: options.nodes ?? 3,
+    logLinesPerSandbox: options.logLinesPerSandbox ?? 5,
+    clock,
+  });
+  const ctx: SimContext = {
+    state,
+    faults: new SimFaults(seed),
+    counters: new SimCounters(),
+    clock,
+    timers: new Timers(),
+    domain,
+    apiKey: options.apiKey,
+    pageSizeCap: options.pageSizeCap ?? 100,
+    tokenStyle: options.tokenStyle ?? "header",
+    createRng: new Prng(deriveSeed(seed, "create")),
+    nextPid: 1000,
+  };
+  const api = createManagementServer(ctx);
+  const data = createDataPlaneServer(ctx);
+  const urlHost = host.includes(":") ? `[${host}]` : host;
+  let apiPort: number;
+  let dataPort: number;
+  try {
+    apiPort = await listen(api, options.apiPort ?? 0, host);
+    dataPort = await listen(data, options.dataPort ?? 0, host);
+  } catch (err) {
+    await Promise.all([shut(api), shut(data)]);
+    throw err;
+  }
+  return {
+    apiUrl: `http://${urlHost}:${apiPort}`,
+    dataPort,
+    dataUrl: `http://${urlHost}:${dataPort}`,
+    domain,
+    counters: ctx.counters,
+    faults: ctx.faults,
+    state,
+    sandboxHost: (sandboxId, port = ENVD_PORT) => `${port}-${sandboxId}.${domain}`,
+    async close() {
+      ctx.timers.cancelAll();
+      await Promise.all([shut(api), shut(data)]);
+    },
+  };
+}

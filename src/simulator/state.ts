@@ -1,0 +1,246 @@
+// The fake platform's data: sandboxes (with a sorted id index for paging), nodes, templates.
+import type { Clock } from "../util/clock.js";
+import { SimulatorError } from "./errors.js";
+import { generateNodes, generateSandbox, generateTemplates, sandboxId } from "./generate.js";
+import {
+  type GroundTruthRow,
+  type SandboxInit,
+  type SimNode,
+  SimSandbox,
+  type SimTemplate,
+} from "./model.js";
+import { deriveSeed, Prng } from "./prng.js";
+
+export interface SimStateOptions {
+  seed: number;
+  sandboxes: number;
+  templates: number;
+  nodes: number;
+  logLinesPerSandbox: number;
+  clock: Clock;
+}
+
+/** Index of the first element of sorted `ids` greater than `id` (or >= when `inclusive`). */
+export function upperBound(ids: readonly string[], id: string, inclusive = false): number {
+  let lo = 0;
+  let hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const v = ids[mid] as string;
+    if (v < id || (!inclusive && v === id)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Everything the simulator serves; tests mutate it through these methods. */
+export class SimState {
+  readonly sandboxes = new Map<string, SimSandbox>();
+  readonly nodes: SimNode[];
+  readonly templates: SimTemplate[];
+  readonly clock: Clock;
+  /** Sandbox ids in ascending order: list pages are slices of it, found by binary search. */
+  private ids: string[] = [];
+  private readonly fleetRng: Prng;
+  private readonly addRng: Prng;
+  private readonly seed: number;
+  private readonly logLines: number;
+  private nextNode = 0;
+
+  constructor(options: SimStateOptions) {
+    if (options.templates < 1) throw new SimulatorError("at least one template is required");
+    this.clock = options.clock;
+    this.seed = options.seed;
+    this.logLines = options.logLinesPerSandbox;
+    const now = this.clock.now();
+    this.templates = generateTemplates(
+      new Prng(deriveSeed(this.seed, "templates")),
+      options.templates,
+      now,
+    );
+    this.nodes = generateNodes(
+      new Prng(deriveSeed(this.seed, "nodes")),
+      options.nodes,
+      options.sandboxes,
+    );
+    this.fleetRng = new Prng(deriveSeed(this.seed, "fleet"));
+    this.addRng = new Prng(deriveSeed(this.seed, "add"));
+    this.setSandboxCount(options.sandboxes);
+  }
+
+  /** Sandbox ids in ascending order (do not mutate). */
+  sortedIds(): readonly string[] {
+    return this.ids;
+  }
+
+  /** Adds a sandbox; unspecified fields are filled deterministically. Returns it. */
+  addSandbox(partial: SandboxInit = {}): SimSandbox {
+    const base = generateSandbox(this.addRng, this.templates, this.nodes, this.clock.now());
+    let id = partial.sandboxID ?? base.sandboxID;
+    if (partial.sandboxID !== undefined && this.sandboxes.has(id)) {
+      throw new SimulatorError(`sandbox ${id} already exists`);
+    }
+    while (this.sandboxes.has(id)) id = sandboxId(this.addRng);
+    const template = this.template(partial.templateID ?? base.templateID);
+    const merged = {
+      ...base,
+      state: "running",
+      startedAt: this.clock.now(),
+      metadata: {},
+      nodeID: this.pickNode(),
+      ...(template && {
+        alias: template.alias,
+        cpuCount: template.cpuCount,
+        memoryMB: template.memoryMB,
+        diskSizeMB: template.diskSizeMB,
+        envdVersion: template.envdVersion,
+      }),
+      ...stripUndefined(partial),
+      sandboxID: id,
+    };
+    return this.insert(new SimSandbox(merged, this.seed, this.logLines));
+  }
+
+  /** Removes a sandbox; false when it did not exist. */
+  removeSandbox(id: string): boolean {
+    if (!this.sandboxes.delete(id)) return false;
+    const i = upperBound(this.ids, id, true);
+    if (this.ids[i] === id) this.ids.splice(i, 1);
+    return true;
+  }
+
+  /** The sandbox with this id, or undefined. */
+  sandbox(id: string): SimSandbox | undefined {
+    return this.sandboxes.get(id);
+  }
+
+  /** Sets a sandbox's lifecycle state. */
+  setState(id: string, state: string): void {
+    this.mustSandbox(id).state = state;
+  }
+
+  /** Appends a log line stamped with the clock's now. */
+  appendLog(id: string, line: string, level: "debug" | "info" | "warn" | "error" = "info"): void {
+    this.mustSandbox(id).logs.push({ timestamp: this.clock.now(), line, level });
+  }
+
+  /** The node with this id, or undefined. */
+  node(id: string): SimNode | undefined {
+    return this.nodes.find((n) => n.nodeID === id);
+  }
+
+  /** Sets a node's status (ready|draining|connecting|unhealthy|...). */
+  setNodeStatus(id: string, status: string): void {
+    const node = this.node(id);
+    if (!node) throw new SimulatorError(`unknown node ${id}`);
+    node.status = status;
+  }
+
+  /** The template with this id or alias, or undefined. */
+  template(idOrAlias: string): SimTemplate | undefined {
+    return this.templates.find((t) => t.templateID === idOrAlias || t.alias === idOrAlias);
+  }
+
+  /** Sets a template's status, and its error text (cleared when omitted). */
+  setTemplateStatus(id: string, status: string, error?: string): void {
+    const template = this.template(id);
+    if (!template) throw new SimulatorError(`unknown template ${id}`);
+    template.status = status;
+    template.error = error;
+    template.updatedAt = this.clock.now();
+  }
+
+  /** Grows (with freshly generated sandboxes) or shrinks (dropping the highest ids) to n. */
+  setSandboxCount(n: number): void {
+    const now = this.clock.now();
+    const added: string[] = [];
+    while (this.sandboxes.size < n) {
+      const init = generateSandbox(this.fleetRng, this.templates, this.nodes, now);
+      while (this.sandboxes.has(init.sandboxID)) init.sandboxID = sandboxId(this.fleetRng);
+      this.sandboxes.set(init.sandboxID, new SimSandbox(init, this.seed, this.logLines));
+      added.push(init.sandboxID);
+    }
+    if (added.length > 0) this.mergeIds(added.sort());
+    while (this.sandboxes.size > n) {
+      const id = this.ids.pop() as string;
+      this.sandboxes.delete(id);
+    }
+  }
+
+  /** Per state x template totals of the current fleet, sorted by state then template. */
+  groundTruth(): GroundTruthRow[] {
+    const rows = new Map<string, GroundTruthRow>();
+    for (const s of this.sandboxes.values()) {
+      const key = `${s.state}\u0000${s.templateID}`;
+      let row = rows.get(key);
+      if (!row) {
+        row = {
+          state: s.state,
+          templateId: s.templateID,
+          count: 0,
+          cpuSum: 0,
+          memoryBytesSum: 0,
+          oldestStartSeconds: Number.POSITIVE_INFINITY,
+        };
+        rows.set(key, row);
+      }
+      row.count++;
+      row.cpuSum += s.cpuCount;
+      row.memoryBytesSum += s.memoryMB * 1048576;
+      row.oldestStartSeconds = Math.min(row.oldestStartSeconds, s.startedAt / 1000);
+    }
+    return [...rows.values()].sort((a, b) =>
+      a.state === b.state ? cmp(a.templateId, b.templateId) : cmp(a.state, b.state),
+    );
+  }
+
+  private insert(sandbox: SimSandbox): SimSandbox {
+    this.sandboxes.set(sandbox.sandboxID, sandbox);
+    const i = upperBound(this.ids, sandbox.sandboxID);
+    // One insertion is a binary search and a memmove; no list request ever re-sorts.
+    this.ids.splice(i, 0, sandbox.sandboxID);
+    return sandbox;
+  }
+
+  /** Merges sorted new ids into the index in one pass (splicing 100,000 one by one is quadratic). */
+  private mergeIds(added: readonly string[]): void {
+    const merged: string[] = new Array(this.ids.length + added.length);
+    let i = 0;
+    let j = 0;
+    let k = 0;
+    while (i < this.ids.length || j < added.length) {
+      const a = this.ids[i];
+      const b = added[j];
+      if (b === undefined || (a !== undefined && a < b)) {
+        merged[k++] = a as string;
+        i++;
+      } else {
+        merged[k++] = b;
+        j++;
+      }
+    }
+    this.ids = merged;
+  }
+
+  private mustSandbox(id: string): SimSandbox {
+    const s = this.sandboxes.get(id);
+    if (!s) throw new SimulatorError(`unknown sandbox ${id}`);
+    return s;
+  }
+
+  /** Round-robin over ready nodes, so created sandboxes spread like a scheduler would. */
+  private pickNode(): string {
+    const ready = this.nodes.filter((n) => n.status === "ready");
+    if (ready.length === 0) return this.nodes[0]?.nodeID ?? "";
+    const node = ready[this.nextNode++ % ready.length] as SimNode;
+    return node.nodeID;
+  }
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
