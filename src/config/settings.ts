@@ -1,0 +1,267 @@
+// Every setting reachable from the environment or a flag, with its dotted path in the schema.
+
+/** How a string from the environment or a flag becomes a value. */
+export type SettingKind = "string" | "int" | "bool" | "list" | "duration";
+
+/** One setting's names in each source. */
+export interface Setting {
+  path: string;
+  env: string;
+  flag?: string;
+  /** The seed client's PascalCase field name, accepted at the top of a config file. */
+  seed?: string;
+  kind: SettingKind;
+  secret?: boolean;
+  help: string;
+}
+
+const X = "SANDBOX_EXPORTER_";
+
+/** The table the loader, the flag parser and --help share. */
+export const SETTINGS: readonly Setting[] = [
+  {
+    path: "platform.apiUrl",
+    env: "SANDBOX_API_URL",
+    flag: "api-url",
+    seed: "ApiURL",
+    kind: "string",
+    help: "management API base URL (without /sandboxapi/v1)",
+  },
+  {
+    path: "platform.apiKey",
+    env: "SANDBOX_API_KEY",
+    seed: "ApiKey",
+    kind: "string",
+    secret: true,
+    help: "API key (environment or file only, never a flag)",
+  },
+  {
+    path: "platform.apiKeyFile",
+    env: "SANDBOX_API_KEY_FILE",
+    flag: "api-key-file",
+    kind: "string",
+    help: "file holding the API key (Kubernetes Secret mount)",
+  },
+  {
+    path: "platform.sandboxDomain",
+    env: "SANDBOX_DOMAIN",
+    flag: "sandbox-domain",
+    seed: "SandboxDomain",
+    kind: "string",
+    help: "sandbox domain for data-plane host names",
+  },
+  {
+    path: "platform.timeoutMs",
+    env: "SANDBOX_TIMEOUT",
+    flag: "timeout",
+    seed: "Timeout",
+    kind: "duration",
+    help: "per-request timeout",
+  },
+  {
+    path: "platform.proxyNodeIp",
+    env: `${X}PROXY_NODE_IP`,
+    flag: "proxy-node-ip",
+    seed: "ProxyNodeIP",
+    kind: "string",
+    help: "dial every data-plane connection to this node address",
+  },
+  {
+    path: "platform.proxyPortHttp",
+    env: `${X}PROXY_PORT_HTTP`,
+    flag: "proxy-port-http",
+    seed: "ProxyPortHTTP",
+    kind: "int",
+    help: "data-plane proxy port (0 = scheme default)",
+  },
+  {
+    path: "platform.proxyScheme",
+    env: `${X}PROXY_SCHEME`,
+    flag: "proxy-scheme",
+    seed: "ProxyScheme",
+    kind: "string",
+    help: "data-plane scheme, http or https",
+  },
+  {
+    path: "platform.authStyle",
+    env: `${X}AUTH_STYLE`,
+    flag: "auth-style",
+    kind: "string",
+    help: "x-api-key (header) or bearer (Authorization)",
+  },
+  {
+    path: "platform.authHeader",
+    env: `${X}AUTH_HEADER`,
+    flag: "auth-header",
+    kind: "string",
+    help: "header name for the x-api-key style",
+  },
+  {
+    path: "platform.agentPort",
+    env: `${X}AGENT_PORT`,
+    flag: "agent-port",
+    kind: "int",
+    help: "in-sandbox agent port in data-plane host names",
+  },
+  {
+    path: "platform.retries",
+    env: `${X}RETRIES`,
+    flag: "retries",
+    kind: "int",
+    help: "retries of idempotent GETs",
+  },
+  {
+    path: "server.listen",
+    env: `${X}LISTEN`,
+    flag: "listen",
+    kind: "string",
+    help: "listen address host:port",
+  },
+  {
+    path: "server.bearerTokenFile",
+    env: `${X}WEB_BEARER_TOKEN_FILE`,
+    flag: "web-bearer-token-file",
+    kind: "string",
+    help: "require this bearer token on the listener",
+  },
+  {
+    path: "server.tlsCertFile",
+    env: `${X}WEB_TLS_CERT_FILE`,
+    flag: "web-tls-cert-file",
+    kind: "string",
+    help: "serve HTTPS with this certificate",
+  },
+  {
+    path: "server.tlsKeyFile",
+    env: `${X}WEB_TLS_KEY_FILE`,
+    flag: "web-tls-key-file",
+    kind: "string",
+    help: "private key of the certificate",
+  },
+  {
+    path: "poll.schedule",
+    env: `${X}POLL_SCHEDULE`,
+    flag: "poll-schedule",
+    kind: "string",
+    help: "poll interval (15s) or cron expression",
+  },
+  {
+    path: "poll.pageLimit",
+    env: `${X}PAGE_LIMIT`,
+    flag: "page-limit",
+    kind: "int",
+    help: "limit= of each /v2/sandboxes page",
+  },
+  {
+    path: "poll.maxPages",
+    env: `${X}MAX_PAGES`,
+    flag: "max-pages",
+    kind: "int",
+    help: "page ceiling of one sandbox walk",
+  },
+  {
+    path: "poll.state",
+    env: `${X}STATE_FILTER`,
+    flag: "state-filter",
+    kind: "string",
+    help: "state= filter of the sandbox list",
+  },
+  {
+    path: "poll.metadata",
+    env: `${X}METADATA_FILTER`,
+    flag: "metadata-filter",
+    kind: "string",
+    help: "metadata= filter of the sandbox list",
+  },
+  {
+    path: "poll.nodeDetails",
+    env: `${X}NODE_DETAILS`,
+    flag: "node-details",
+    kind: "bool",
+    help: "also read /nodes/{id}",
+  },
+  {
+    path: "poll.templateDetails",
+    env: `${X}TEMPLATE_DETAILS`,
+    flag: "template-details",
+    kind: "bool",
+    help: "also read /templates/{id}",
+  },
+  {
+    path: "metrics.namespace",
+    env: `${X}NAMESPACE`,
+    flag: "namespace",
+    kind: "string",
+    help: "metric name prefix",
+  },
+  {
+    path: "metrics.perSandboxMetrics",
+    env: `${X}PER_SANDBOX_METRICS`,
+    flag: "per-sandbox-metrics",
+    kind: "bool",
+    help: "export per-sandbox series",
+  },
+  {
+    path: "metrics.metadataLabels",
+    env: `${X}METADATA_LABELS`,
+    flag: "metadata-labels",
+    kind: "list",
+    help: "metadata keys allowed as labels (comma list)",
+  },
+  {
+    path: "metrics.maxSandboxSeries",
+    env: `${X}MAX_SANDBOX_SERIES`,
+    flag: "max-sandbox-series",
+    kind: "int",
+    help: "cap of per-sandbox series",
+  },
+  {
+    path: "shard.index",
+    env: `${X}SHARD`,
+    flag: "shard",
+    kind: "int",
+    help: "this replica's shard",
+  },
+  {
+    path: "shard.total",
+    env: `${X}TOTAL_SHARDS`,
+    flag: "total-shards",
+    kind: "int",
+    help: "number of shards",
+  },
+  {
+    path: "probe.enabled",
+    env: `${X}PROBE_ENABLED`,
+    flag: "probe",
+    kind: "bool",
+    help: "run synthetic probes",
+  },
+  {
+    path: "policy.file",
+    env: `${X}POLICY_FILE`,
+    flag: "policy",
+    kind: "string",
+    help: "policy rule file",
+  },
+  {
+    path: "policy.dryRun",
+    env: `${X}POLICY_DRY_RUN`,
+    flag: "policy-dry-run",
+    kind: "bool",
+    help: "policy acts only in dry-run",
+  },
+  {
+    path: "log.level",
+    env: `${X}LOG_LEVEL`,
+    flag: "log-level",
+    kind: "string",
+    help: "trace|debug|info|warn|error",
+  },
+  {
+    path: "log.format",
+    env: `${X}LOG_FORMAT`,
+    flag: "log-format",
+    kind: "string",
+    help: "json or pretty",
+  },
+];
