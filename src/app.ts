@@ -1,0 +1,157 @@
+// Wires config -> platform client -> poller -> metrics -> server. No policy of its own.
+import { readFileSync } from "node:fs";
+import type { Logger } from "pino";
+import type { Dispatcher } from "undici";
+import { Poller } from "./collect/poller.js";
+import { type Schedule, startSchedule } from "./collect/schedule.js";
+import type { Snapshot } from "./collect/snapshot.js";
+import type { Config } from "./config/schema.js";
+import { ExporterMetrics, negotiateFormat } from "./metrics/exporter-metrics.js";
+import { ControlClient } from "./platform/control.js";
+import { type RunningServer, startServer } from "./server/server.js";
+import { statusReport } from "./server/status.js";
+import type { Clock } from "./util/clock.js";
+import { intervalOf } from "./util/duration.js";
+import { VERSION } from "./version.js";
+
+/** Effects the exporter needs from outside. */
+export interface AppDeps {
+  logger: Logger;
+  clock: Clock;
+  /** Control-channel dispatcher; defaults to one honouring HTTP(S)_PROXY. */
+  dispatcher?: Dispatcher;
+  /** Do not start the schedule (tests drive cycles with runCycle). */
+  manual?: boolean;
+}
+
+/** A running exporter. */
+export interface Exporter {
+  readonly server: RunningServer;
+  readonly metrics: ExporterMetrics;
+  readonly poller: Poller;
+  /** Runs one poll cycle now (skipped and counted if one is in flight). */
+  runCycle(): Promise<Snapshot | undefined>;
+  stop(): Promise<void>;
+}
+
+/** Starts the exporter described by `config`; the first cycle starts at once. */
+export async function startExporter(config: Config, deps: AppDeps): Promise<Exporter> {
+  const { logger, clock } = deps;
+  const metrics = new ExporterMetrics({
+    namespace: config.metrics.namespace,
+    perSandboxMetrics: config.metrics.perSandboxMetrics,
+    metadataLabels: config.metrics.metadataLabels,
+    maxSandboxSeries: config.metrics.maxSandboxSeries,
+    shard: config.shard,
+    clock,
+    version: VERSION,
+    logger,
+  });
+  const control = new ControlClient({
+    apiUrl: config.platform.apiUrl,
+    apiKey: config.platform.apiKey,
+    authStyle: config.platform.authStyle,
+    authHeader: config.platform.authHeader,
+    timeoutMs: config.platform.timeoutMs,
+    retries: config.platform.retries,
+    fieldMap: config.fieldMap,
+    clock,
+    onRequest: (info) => metrics.observeRequest(info),
+    ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
+  });
+  const poller = new Poller({
+    reader: control,
+    clock,
+    pageLimit: config.poll.pageLimit,
+    maxPages: config.poll.maxPages,
+    ...(config.poll.state ? { state: config.poll.state } : {}),
+    ...(config.poll.metadata ? { metadata: config.poll.metadata } : {}),
+    nodeDetails: config.poll.nodeDetails,
+    templateDetails: config.poll.templateDetails,
+    clusterWide: config.shard.index === 0,
+  });
+  const cycle = async (): Promise<void> => {
+    const snapshot = await poller.runCycle();
+    metrics.update(snapshot);
+    for (const c of Object.values(snapshot.collectors)) {
+      if (!c.success && !c.skipped)
+        logger.warn(
+          { collector: c.name, error: c.error },
+          "collector failed; serving last good data",
+        );
+    }
+    logger.debug(
+      {
+        cycle: snapshot.cycle,
+        ms: snapshot.finishedAt - snapshot.startedAt,
+        sandboxes: snapshot.sandboxes?.length,
+      },
+      "poll cycle done",
+    );
+  };
+  const onSkip = (): void => {
+    metrics.skippedTick();
+    logger.warn("poll tick skipped: previous cycle still running");
+  };
+  const onError = (err: unknown): void => logger.error({ err: String(err) }, "poll cycle failed");
+  let schedule: Schedule | undefined;
+  let manualInFlight: Promise<void> | undefined;
+  const trigger = (): Promise<void> => {
+    if (schedule) return schedule.trigger();
+    if (manualInFlight) {
+      onSkip();
+      return manualInFlight;
+    }
+    manualInFlight = cycle()
+      .catch(onError)
+      .finally(() => {
+        manualInFlight = undefined;
+      });
+    return manualInFlight;
+  };
+  const server = await startServer(config.server.listen, {
+    render: (format, gzip) => metrics.render(format, gzip),
+    negotiate: negotiateFormat,
+    status: () => statusReport(poller.latest, clock.now(), { shard: config.shard }),
+    ready: () => poller.latest !== undefined,
+    logger,
+    ...serverSecurity(config),
+  });
+  if (!deps.manual) {
+    schedule = startSchedule(config.poll.schedule, intervalOf, cycle, onSkip, onError);
+    void schedule.trigger();
+  }
+  logger.info(
+    { url: server.url, schedule: config.poll.schedule, shard: config.shard },
+    "sandbox-exporter listening",
+  );
+  return {
+    server,
+    metrics,
+    poller,
+    runCycle: async () => {
+      await trigger();
+      return poller.latest;
+    },
+    async stop() {
+      await schedule?.stop();
+      await manualInFlight;
+      await server.close();
+      await control.close();
+    },
+  };
+}
+
+function serverSecurity(config: Config): Pick<Parameters<typeof startServer>[1], "auth" | "tls"> {
+  const s = config.server;
+  const out: Pick<Parameters<typeof startServer>[1], "auth" | "tls"> = {};
+  if (s.bearerTokenFile || s.basicAuthUsers) {
+    out.auth = {
+      ...(s.bearerTokenFile ? { bearerToken: readFileSync(s.bearerTokenFile, "utf8").trim() } : {}),
+      ...(s.basicAuthUsers ? { basicUsers: s.basicAuthUsers } : {}),
+    };
+  }
+  if (s.tlsCertFile && s.tlsKeyFile)
+    out.tls = { cert: readFileSync(s.tlsCertFile), key: readFileSync(s.tlsKeyFile) };
+  return out;
+}

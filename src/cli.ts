@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+// Entry point: parse flags and environment, build the config, start the parts, handle signals.
+import { readFileSync } from "node:fs";
+import { type Exporter, startExporter } from "./app.js";
+import {
+  ConfigError,
+  helpText,
+  type LoadedConfig,
+  loadConfig,
+  redactConfig,
+} from "./config/load.js";
+import { systemClock } from "./util/clock.js";
+import { createLogger } from "./util/logger.js";
+import { VERSION } from "./version.js";
+
+/** Exit code for unusable configuration. */
+const EXIT_CONFIG = 2;
+/** A stuck shutdown is cut off after this long. */
+const SHUTDOWN_DEADLINE_MS = 10_000;
+
+/** Loads config from argv and the environment, printing problems and exiting 2 on failure. */
+export function loadOrExit(argv: string[], env: Record<string, string | undefined>): LoadedConfig {
+  try {
+    return loadConfig({ argv, env, readFile: (p) => readFileSync(p, "utf8"), requireApi: true });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`sandbox-exporter: invalid configuration\n${err.format()}\n`);
+      process.exit(EXIT_CONFIG);
+    }
+    throw err;
+  }
+}
+
+/** Runs the daemon until SIGTERM or SIGINT. */
+export async function main(
+  argv: string[],
+  env: Record<string, string | undefined>,
+): Promise<Exporter | undefined> {
+  const loaded = loadOrExit(argv, env);
+  if (loaded.help) {
+    process.stdout.write(helpText());
+    return undefined;
+  }
+  if (loaded.version) {
+    process.stdout.write(`sandbox-exporter ${VERSION}\n`);
+    return undefined;
+  }
+  const { config } = loaded;
+  const logger = createLogger(config.log.level, config.log.format);
+  logger.info({ config: redactConfig(config), version: VERSION }, "starting");
+  const exporter = await startExporter(config, { logger, clock: systemClock });
+  let stopping = false;
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    setTimeout(() => process.exit(0), SHUTDOWN_DEADLINE_MS).unref();
+    exporter.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err: String(err) }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
+  process.on("SIGINT", () => shutdown("SIGINT"));
+  return exporter;
+}
+
+const invoked = process.argv[1] ? new URL(`file://${process.argv[1]}`).pathname : "";
+if (
+  invoked.endsWith("/cli.ts") ||
+  invoked.endsWith("/cli.js") ||
+  invoked.endsWith("/sandbox-exporter")
+) {
+  main(process.argv.slice(2), process.env).catch((err: unknown) => {
+    process.stderr.write(`sandbox-exporter: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}
