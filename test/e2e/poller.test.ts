@@ -1,0 +1,167 @@
+import { spawnSync } from "node:child_process";
+import { afterEach, describe, expect, it } from "vitest";
+import type { Exporter } from "../../src/app.js";
+import { type Simulator, startSimulator } from "../../src/simulator/index.js";
+import { exporterFor, samples, scrape } from "../helpers/exporter.js";
+
+let sim: Simulator | undefined;
+const exporters: Exporter[] = [];
+
+async function setup(
+  sandboxes: number,
+  argv: string[] = [],
+): Promise<{ sim: Simulator; e: Exporter }> {
+  sim = await startSimulator({ sandboxes, templates: 5, nodes: 3, pageSizeCap: 100 });
+  const e = await exporterFor(sim, argv);
+  exporters.push(e);
+  return { sim, e };
+}
+
+afterEach(async () => {
+  await Promise.all(exporters.splice(0).map((e) => e.stop()));
+  await sim?.close();
+  sim = undefined;
+});
+
+describe("poller and /metrics against the simulator", () => {
+  it("matches the simulator's ground truth per state x template at 10,000 sandboxes over 100 pages", async () => {
+    const { sim, e } = await setup(10_000, ["--page-limit", "100"]);
+    const snap = await e.runCycle();
+    expect(snap?.collectors.sandboxes.requests).toBe(100);
+    expect(sim.counters.get("GET /v2/sandboxes")).toBe(100);
+    const m = samples(await scrape(e));
+    const truth = sim.state.groundTruth();
+    expect(truth.length).toBeGreaterThan(5);
+    let total = 0;
+    for (const row of truth) {
+      const l = `{state="${row.state}",template="${row.templateId}"}`;
+      expect(m.get(`sandbox_sandboxes${l}`), l).toBe(row.count);
+      expect(m.get(`sandbox_sandboxes_cpus${l}`), l).toBe(row.cpuSum);
+      expect(m.get(`sandbox_sandboxes_memory_bytes${l}`), l).toBe(row.memoryBytesSum);
+      expect(m.get(`sandbox_sandboxes_oldest_start_time_seconds${l}`), l).toBe(
+        row.oldestStartSeconds,
+      );
+      total += row.count;
+    }
+    expect(total).toBe(10_000);
+    expect([...m.keys()].filter((k) => k.startsWith("sandbox_sandboxes{"))).toHaveLength(
+      truth.length,
+    );
+  });
+
+  it("answers scrapes from the cached snapshot without calling the platform", async () => {
+    const { sim, e } = await setup(500);
+    await e.runCycle();
+    sim.counters.reset();
+    for (let i = 0; i < 5; i++) await scrape(e);
+    await scrape(e, "application/openmetrics-text; version=1.0.0");
+    expect(sim.counters.total()).toBe(0);
+  });
+
+  it("marks node series stale when /nodes fails while sandboxes and templates stay fresh", async () => {
+    const { sim, e } = await setup(300);
+    await e.runCycle();
+    const nodeId = sim.state.nodes[0]!.nodeID;
+    sim.faults.route("GET /nodes", { status: 500 });
+    await e.runCycle();
+    const m = samples(await scrape(e));
+    expect(m.get('sandbox_exporter_collect_success{collector="nodes"}')).toBe(0);
+    expect(m.get('sandbox_exporter_collect_stale{collector="nodes"}')).toBe(1);
+    expect(m.get('sandbox_exporter_collect_success{collector="sandboxes"}')).toBe(1);
+    expect(m.get('sandbox_exporter_collect_stale{collector="templates"}')).toBe(0);
+    expect(m.get(`sandbox_node_status{node="${nodeId}",status="ready"}`)).toBeDefined();
+    const status = (await (await fetch(`${e.server.url}/status`)).json()) as {
+      collectors: Record<
+        string,
+        { success: boolean; stale: boolean; error: { code: string } | null }
+      >;
+    };
+    expect(status.collectors.nodes).toMatchObject({
+      success: false,
+      stale: true,
+      error: { code: "ERR_PLATFORM_HTTP" },
+    });
+    expect(status.collectors.sandboxes).toMatchObject({ success: true, stale: false, error: null });
+  });
+
+  it("ends the walk when the next token repeats, with an error metric and no hang", async () => {
+    const { sim, e } = await setup(1_000);
+    sim.faults.repeatNextToken = true;
+    const snap = await e.runCycle();
+    expect(snap?.collectors.sandboxes.error?.code).toBe("ERR_PAGING_REPEATED_TOKEN");
+    expect(sim.counters.get("GET /v2/sandboxes")).toBeLessThanOrEqual(3);
+    const m = samples(await scrape(e));
+    expect(m.get('sandbox_exporter_collect_success{collector="sandboxes"}')).toBe(0);
+    expect(snap?.sandboxesComplete).toBe(false);
+  });
+
+  it("produces output that promtool check metrics accepts, per-sandbox series off and on", async () => {
+    const { e } = await setup(400, ["--per-sandbox-metrics", "--metadata-labels", "team,env"]);
+    await e.runCycle();
+    const off = await exporterFor(sim!);
+    exporters.push(off);
+    await off.runCycle();
+    for (const text of [await scrape(e), await scrape(off)]) {
+      const r = spawnSync("promtool", ["check", "metrics"], { input: text, encoding: "utf8" });
+      expect(r.error).toBeUndefined();
+      expect(`${r.stdout}${r.stderr}`).toBe("");
+      expect(r.status).toBe(0);
+    }
+  });
+
+  it("partitions per-sandbox series exactly across two shards", async () => {
+    const { sim } = await setup(2_000);
+    const shards = await Promise.all(
+      [0, 1].map((i) =>
+        exporterFor(sim, [
+          "--per-sandbox-metrics",
+          "--max-sandbox-series",
+          "100000",
+          "--shard",
+          String(i),
+          "--total-shards",
+          "2",
+        ]),
+      ),
+    );
+    exporters.push(...shards);
+    const ids = await Promise.all(
+      shards.map(async (e) => {
+        await e.runCycle();
+        const text = await scrape(e);
+        return new Set(
+          [...text.matchAll(/^sandbox_sandbox_info\{sandbox_id="([^"]+)"/gm)].map((m) => m[1]),
+        );
+      }),
+    );
+    const [a, b] = ids as [Set<string>, Set<string>];
+    expect(a.size).toBeGreaterThan(0);
+    expect(b.size).toBeGreaterThan(0);
+    expect([...a].filter((id) => b.has(id))).toEqual([]);
+    expect(new Set([...a, ...b])).toEqual(new Set(sim.state.sortedIds()));
+    const text1 = await scrape(shards[1]!);
+    expect(text1).not.toContain("sandbox_node_status");
+    expect(text1).toMatch(/sandbox_sandboxes\{state="[^"]+",template="[^"]+",shard="1"\}/);
+  });
+
+  it("counts sandboxes created and gone between complete walks", async () => {
+    const { sim, e } = await setup(200);
+    await e.runCycle();
+    const victim = sim.state.sortedIds()[0]!;
+    const tpl = sim.state.sandbox(victim)!.templateID;
+    sim.state.removeSandbox(victim);
+    const added = sim.state.addSandbox({ templateID: tpl });
+    await e.runCycle();
+    const m = samples(await scrape(e));
+    expect(m.get(`sandbox_sandboxes_disappeared_total{template="${tpl}"}`)).toBe(1);
+    expect(m.get(`sandbox_sandboxes_created_total{template="${added.templateID}"}`)).toBe(1);
+  });
+
+  it("serves readiness only after a first cycle, and /healthz always", async () => {
+    const { e } = await setup(50);
+    expect((await fetch(`${e.server.url}/readyz`)).status).toBe(503);
+    expect((await fetch(`${e.server.url}/healthz`)).status).toBe(200);
+    await e.runCycle();
+    expect((await fetch(`${e.server.url}/readyz`)).status).toBe(200);
+  });
+});
