@@ -1,0 +1,54 @@
+import { spawn, spawnSync } from "node:child_process";
+import { once } from "node:events";
+import { describe, expect, it } from "vitest";
+import { startSimulator } from "../src/simulator/index.js";
+
+const TSX = ["node_modules/.bin/tsx", "src/cli.ts"];
+
+describe("sandbox-exporter CLI", () => {
+  it("exits 2 with one line per problem naming field and source, never the key", () => {
+    const r = spawnSync(TSX[0]!, [TSX[1]!, "--page-limit", "zero", "--timeout", "soon"], {
+      env: {
+        ...process.env,
+        SANDBOX_API_URL: "http://127.0.0.1:1",
+        SANDBOX_API_KEY: "super-secret-key",
+        SANDBOX_EXPORTER_PROXY_SCHEME: "ftp",
+      },
+      encoding: "utf8",
+    });
+    expect(r.status).toBe(2);
+    const lines = r.stderr.trim().split("\n").slice(1);
+    expect(lines).toHaveLength(3);
+    expect(r.stderr).toContain("poll.pageLimit (flag --page-limit)");
+    expect(r.stderr).toContain("platform.proxyScheme (env SANDBOX_EXPORTER_PROXY_SCHEME)");
+    expect(r.stderr + r.stdout).not.toContain("super-secret-key");
+  });
+
+  it("serves /metrics, never logs the key, and exits 0 on SIGTERM", async () => {
+    const sim = await startSimulator({ sandboxes: 20, apiKey: "log-secret-key" });
+    const child = spawn(TSX[0]!, [TSX[1]!, "--listen", "127.0.0.1:0", "--log-level", "debug"], {
+      env: { ...process.env, SANDBOX_API_URL: sim.apiUrl, SANDBOX_API_KEY: "log-secret-key" },
+    });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    try {
+      // Wait (bounded) for the first cycle's log line, which carries the URL.
+      for (let i = 0; i < 200 && !out.includes("poll cycle done"); i++)
+        await new Promise((r) => setTimeout(r, 50));
+      const url = /"url":"(http:[^"]+)"/.exec(out)?.[1];
+      expect(url).toBeDefined();
+      const text = await (await fetch(`${url}/metrics`)).text();
+      expect(text).toContain("sandbox_platform_up 1");
+      child.kill("SIGTERM");
+      const [code] = await once(child, "exit");
+      expect(code).toBe(0);
+      expect(out).toContain('"apiKey":"***"');
+      expect(out).not.toContain("log-secret-key");
+    } finally {
+      child.kill("SIGKILL");
+      await sim.close();
+    }
+  });
+});
