@@ -37,9 +37,9 @@ export interface MetricsOptions {
   logger?: { warn(obj: object, msg: string): void };
 }
 
-/** A rendered scrape body. */
+/** A rendered scrape body, as chunks written in order (the cached snapshot part is shared, not copied). */
 export interface Rendered {
-  body: Buffer;
+  body: Buffer[];
   contentType: string;
   contentEncoding?: "gzip";
 }
@@ -50,16 +50,16 @@ export function negotiateFormat(accept: string | undefined): Format {
 }
 
 interface Cached {
-  text: Partial<Record<Format, string>>;
-  gzip: Partial<Record<Format, Buffer>>;
   body: Partial<Record<Format, Buffer>>;
+  /** One gzip member of the snapshot part; gzip members concatenate into a valid stream. */
+  gzip: Partial<Record<Format, Buffer>>;
 }
 
 /** Owns the registry and the cached exposition of the latest snapshot. */
 export class ExporterMetrics {
   readonly registry = new Registry<RegistryContentType>();
   private families: Family[] = [];
-  private cache: Cached = { text: {}, gzip: {}, body: {} };
+  private cache: Cached = { gzip: {}, body: {} };
   private snapshot: Snapshot | undefined;
   private readonly seen: SeenStatuses = { health: new Set(), node: new Set(), template: new Set() };
   private readonly churn = new ChurnTracker();
@@ -167,7 +167,7 @@ export class ExporterMetrics {
     }
     families.push(...this.collectorFamilies(snapshot));
     this.families = families;
-    this.cache = { text: {}, gzip: {}, body: {} };
+    this.cache = { gzip: {}, body: {} };
   }
 
   /** Records one platform API request. */
@@ -207,16 +207,24 @@ export class ExporterMetrics {
     } finally {
       this.registry.setContentType(Registry.PROMETHEUS_CONTENT_TYPE);
     }
-    let cached = this.cache.text[format];
+    let cached = this.cache.body[format];
     if (cached === undefined) {
-      cached = this.families.map((f) => f.render(format)).join("");
-      this.cache.text[format] = cached;
+      cached = Buffer.from(this.families.map((f) => f.render(format)).join(""), "utf8");
+      this.cache.body[format] = cached;
     }
-    const body = Buffer.from(cached + live, "utf8");
+    const liveBuf = Buffer.from(live, "utf8");
     const contentType = format === "openmetrics" ? OPENMETRICS_TYPE : PROMETHEUS_TYPE;
-    return gzip
-      ? { body: gzipSync(body, { level: 1 }), contentType, contentEncoding: "gzip" }
-      : { body, contentType };
+    if (!gzip) return { body: [cached, liveBuf], contentType };
+    let zipped = this.cache.gzip[format];
+    if (zipped === undefined) {
+      zipped = gzipSync(cached, { level: 1 });
+      this.cache.gzip[format] = zipped;
+    }
+    return {
+      body: [zipped, gzipSync(liveBuf, { level: 1 })],
+      contentType,
+      contentEncoding: "gzip",
+    };
   }
 
   private collectorFamilies(s: Snapshot): Family[] {

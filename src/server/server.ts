@@ -12,9 +12,9 @@ import { indexPage } from "./index-page.js";
 /** Exposition formats the metrics layer renders. */
 export type ExpositionFormat = "prometheus" | "openmetrics";
 
-/** A rendered scrape body. */
+/** A rendered scrape body, as chunks written in order. */
 export interface RenderedMetrics {
-  body: Buffer;
+  body: Buffer[];
   contentType: string;
   contentEncoding?: "gzip";
 }
@@ -102,8 +102,12 @@ async function handle(deps: ServerDeps, req: IncomingMessage, res: ServerRespons
       res.statusCode = 200;
       res.setHeader("Content-Type", out.contentType);
       if (out.contentEncoding) res.setHeader("Content-Encoding", out.contentEncoding);
-      res.setHeader("Content-Length", out.body.byteLength);
-      res.end(req.method === "HEAD" ? undefined : out.body);
+      res.setHeader(
+        "Content-Length",
+        out.body.reduce((n, b) => n + b.byteLength, 0),
+      );
+      if (req.method !== "HEAD") for (const chunk of out.body) res.write(chunk);
+      res.end();
       return;
     }
     case "/healthz":

@@ -1,4 +1,6 @@
 import { spawnSync } from "node:child_process";
+import { get } from "node:http";
+import { gunzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Exporter } from "../../src/app.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
@@ -155,6 +157,31 @@ describe("poller and /metrics against the simulator", () => {
     const m = samples(await scrape(e));
     expect(m.get(`sandbox_sandboxes_disappeared_total{template="${tpl}"}`)).toBe(1);
     expect(m.get(`sandbox_sandboxes_created_total{template="${added.templateID}"}`)).toBe(1);
+  });
+
+  it("serves gzip that decompresses to the plain body, reusing the cached snapshot part", async () => {
+    const { e } = await setup(300, ["--per-sandbox-metrics"]);
+    await e.runCycle();
+    const a = await e.metrics.render("prometheus", false);
+    const b = await e.metrics.render("prometheus", false);
+    expect(a.body[0]).toBe(b.body[0]);
+    const raw = await new Promise<Buffer>((resolve, reject) => {
+      get(`${e.server.url}/metrics`, { headers: { "accept-encoding": "gzip" } }, (res) => {
+        expect(res.headers["content-encoding"]).toBe("gzip");
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve(Buffer.concat(chunks)));
+      }).on("error", reject);
+    });
+    const unzipped = gunzipSync(raw).toString("utf8");
+    const plain = Buffer.concat(a.body).toString("utf8");
+    const strip = (t: string) =>
+      t
+        .split("\n")
+        .filter((l) => l.startsWith("sandbox_sandbox"))
+        .join("\n");
+    expect(strip(unzipped)).toBe(strip(plain));
+    expect(strip(plain).length).toBeGreaterThan(1000);
   });
 
   it("serves readiness only after a first cycle, and /healthz always", async () => {
