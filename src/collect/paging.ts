@@ -1,5 +1,5 @@
 // Walks every page of a token-paged list, ending with an error (never a loop) on bad paging.
-import type { Page } from "../platform/types.js";
+import type { DeferredPage } from "../platform/normalize.js";
 import { ExporterError } from "../util/errors.js";
 
 /** Paging went wrong: a repeated token, an empty page carrying a token, or too many pages. */
@@ -19,41 +19,56 @@ export interface Walk<T> {
   pages: number;
 }
 
-/** Fetches pages until one has no next token; `fetchPage` receives the token of the page to read. */
+/**
+ * Fetches pages until one has no next token; `fetchPage` receives the token of the page to read.
+ * The next request is sent before the current page's items are normalized, so parsing overlaps
+ * the network wait.
+ */
 export async function walkPages<T>(
-  fetchPage: (token: string | undefined) => Promise<Page<T>>,
+  fetchPage: (token: string | undefined) => Promise<DeferredPage<T>>,
   maxPages: number,
 ): Promise<Walk<T>> {
   const items: T[] = [];
   const seen = new Set<string>();
-  let token: string | undefined;
+  let pending = fetchPage(undefined);
   for (let pages = 1; ; pages++) {
-    const page = await fetchPage(token);
-    for (const item of page.items) items.push(item);
+    const page = await pending;
     const next = page.nextToken;
-    if (next === undefined || next === "") return { items, pages };
-    if (page.items.length === 0) {
-      throw new PagingError(
-        "ERR_PAGING_EMPTY_PAGE",
-        `page ${pages} is empty but carries a next token`,
-        pages,
-      );
+    const last = next === undefined || next === "";
+    if (!last) {
+      if (page.size === 0) {
+        throw new PagingError(
+          "ERR_PAGING_EMPTY_PAGE",
+          `page ${pages} is empty but carries a next token`,
+          pages,
+        );
+      }
+      if (seen.has(next)) {
+        throw new PagingError(
+          "ERR_PAGING_REPEATED_TOKEN",
+          `page ${pages} repeats an earlier next token`,
+          pages,
+        );
+      }
+      if (pages >= maxPages) {
+        throw new PagingError(
+          "ERR_PAGING_CEILING",
+          `more than ${maxPages} pages (the configured ceiling)`,
+          pages,
+        );
+      }
+      seen.add(next);
+      pending = fetchPage(next);
     }
-    if (seen.has(next)) {
-      throw new PagingError(
-        "ERR_PAGING_REPEATED_TOKEN",
-        `page ${pages} repeats an earlier next token`,
-        pages,
-      );
+    let batch: T[];
+    try {
+      batch = page.items();
+    } catch (err) {
+      // The prefetched page is abandoned; keep its failure from surfacing as unhandled.
+      pending.catch(() => {});
+      throw err;
     }
-    if (pages >= maxPages) {
-      throw new PagingError(
-        "ERR_PAGING_CEILING",
-        `more than ${maxPages} pages (the configured ceiling)`,
-        pages,
-      );
-    }
-    seen.add(next);
-    token = next;
+    for (const item of batch) items.push(item);
+    if (last) return { items, pages };
   }
 }

@@ -1,8 +1,8 @@
 // One poll cycle: every collector runs on its own; failures keep the last good data, marked stale.
+import type { DeferredPage } from "../platform/normalize.js";
 import type {
   ClusterOverview,
   Health,
-  Page,
   PlatformNode,
   Sandbox,
   Template,
@@ -23,12 +23,12 @@ export interface PlatformReader {
   getNode(id: string): Promise<PlatformNode>;
   listTemplates(): Promise<Template[]>;
   getTemplate(id: string): Promise<Template>;
-  listSandboxes(q: {
+  listSandboxPage(q: {
     state?: string;
     metadata?: string;
     nextToken?: string;
     limit?: number;
-  }): Promise<Page<Sandbox>>;
+  }): Promise<DeferredPage<Sandbox>>;
 }
 
 /** What to walk and how. */
@@ -191,7 +191,7 @@ export class Poller {
     const { reader, pageLimit, maxPages, state, metadata } = this.options;
     const walk = await walkPages(
       (nextToken) =>
-        reader.listSandboxes({
+        reader.listSandboxPage({
           limit: pageLimit,
           ...(state ? { state } : {}),
           ...(metadata ? { metadata } : {}),

@@ -49,17 +49,20 @@ export function negotiateFormat(accept: string | undefined): Format {
   return accept?.includes("application/openmetrics-text") ? "openmetrics" : "prometheus";
 }
 
+/**
+ * The snapshot part of the body. Gauge families render identically in both formats, so they are
+ * one Buffer (the bulk, e.g. per-sandbox series); only the few counter families differ by format.
+ */
 interface Cached {
-  body: Partial<Record<Format, Buffer>>;
-  /** One gzip member of the snapshot part; gzip members concatenate into a valid stream. */
-  gzip: Partial<Record<Format, Buffer>>;
+  gauges: Buffer;
+  gaugesGzip?: Buffer;
+  counters: Family[];
 }
 
 /** Owns the registry and the cached exposition of the latest snapshot. */
 export class ExporterMetrics {
   readonly registry = new Registry<RegistryContentType>();
-  private families: Family[] = [];
-  private cache: Cached = { gzip: {}, body: {} };
+  private cache: Cached = { gauges: Buffer.alloc(0), counters: [] };
   private snapshot: Snapshot | undefined;
   private readonly seen: SeenStatuses = { health: new Set(), node: new Set(), template: new Set() };
   private readonly churn = new ChurnTracker();
@@ -166,8 +169,16 @@ export class ExporterMetrics {
       }
     }
     families.push(...this.collectorFamilies(snapshot));
-    this.families = families;
-    this.cache = { gzip: {}, body: {} };
+    this.cache = {
+      gauges: Buffer.from(
+        families
+          .filter((f) => f.type === "gauge")
+          .map((f) => f.render("prometheus"))
+          .join(""),
+        "utf8",
+      ),
+      counters: families.filter((f) => f.type === "counter"),
+    };
   }
 
   /** Records one platform API request. */
@@ -207,21 +218,15 @@ export class ExporterMetrics {
     } finally {
       this.registry.setContentType(Registry.PROMETHEUS_CONTENT_TYPE);
     }
-    let cached = this.cache.body[format];
-    if (cached === undefined) {
-      cached = Buffer.from(this.families.map((f) => f.render(format)).join(""), "utf8");
-      this.cache.body[format] = cached;
-    }
-    const liveBuf = Buffer.from(live, "utf8");
+    const small = Buffer.from(
+      this.cache.counters.map((f) => f.render(format)).join("") + live,
+      "utf8",
+    );
     const contentType = format === "openmetrics" ? OPENMETRICS_TYPE : PROMETHEUS_TYPE;
-    if (!gzip) return { body: [cached, liveBuf], contentType };
-    let zipped = this.cache.gzip[format];
-    if (zipped === undefined) {
-      zipped = gzipSync(cached, { level: 1 });
-      this.cache.gzip[format] = zipped;
-    }
+    if (!gzip) return { body: [this.cache.gauges, small], contentType };
+    this.cache.gaugesGzip ??= gzipSync(this.cache.gauges, { level: 1 });
     return {
-      body: [zipped, gzipSync(liveBuf, { level: 1 })],
+      body: [this.cache.gaugesGzip, gzipSync(small, { level: 1 })],
       contentType,
       contentEncoding: "gzip",
     };

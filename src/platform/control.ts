@@ -12,6 +12,8 @@ import {
   PlatformTimeoutError,
 } from "./http-errors.js";
 import {
+  type DeferredPage,
+  deferList,
   type FieldMap,
   normalizeHealth,
   normalizeList,
@@ -63,6 +65,14 @@ export interface ControlOptions {
   sleep?: (ms: number) => Promise<void>;
   onRequest?: (info: RequestInfo) => void;
 }
+
+/** Query of the sandbox list. */
+export type SandboxQuery = {
+  state?: string;
+  metadata?: string;
+  nextToken?: string;
+  limit?: number;
+};
 
 /** What POST /sandboxes returns. */
 export interface CreatedSandbox {
@@ -176,19 +186,37 @@ export class ControlClient {
     }).then((b) => normalizeSandbox(b, this.o.fieldMap));
   }
 
-  async listSandboxes(q: {
-    state?: string;
-    metadata?: string;
-    nextToken?: string;
-    limit?: number;
-  }): Promise<Page<Sandbox>> {
+  async listSandboxes(q: SandboxQuery): Promise<Page<Sandbox>> {
+    const d = await this.listSandboxPage(q);
+    const items = this.materialize(d);
+    return d.nextToken === undefined ? { items } : { items, nextToken: d.nextToken };
+  }
+
+  /** One page of /v2/sandboxes whose items are normalized on demand (see walkPages). */
+  async listSandboxPage(q: SandboxQuery): Promise<DeferredPage<Sandbox>> {
     const r = await this.send({
       method: "GET",
       path: "/v2/sandboxes",
       endpoint: "/v2/sandboxes",
       query: q,
     });
-    return this.page(r, "/v2/sandboxes", (raw, p) => normalizeSandbox(raw, this.o.fieldMap, p));
+    let d: DeferredPage<Sandbox>;
+    try {
+      d = deferList(r.body, r.headers, (raw, p) => normalizeSandbox(raw, this.o.fieldMap, p), {
+        map: this.o.fieldMap ?? {},
+      });
+    } catch (err) {
+      throw new PlatformBodyError("/v2/sandboxes", "GET", (err as Error).message);
+    }
+    return { ...d, items: () => this.materialize(d) };
+  }
+
+  private materialize(d: DeferredPage<Sandbox>): Sandbox[] {
+    try {
+      return d.items();
+    } catch (err) {
+      throw new PlatformBodyError("/v2/sandboxes", "GET", (err as Error).message);
+    }
   }
 
   async listLogs(

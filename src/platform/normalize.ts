@@ -70,6 +70,13 @@ const DOWN_WORDS = new Set(["down", "unhealthy", "fail", "failed", "error", "fal
 const INFO_MAX = 120;
 
 const snakeCache = new Map<string, string>();
+const EMPTY_NUMBERS: Record<string, number> = Object.freeze({}) as Record<string, number>;
+const EMPTY_STRINGS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+function isEmpty(o: object): boolean {
+  for (const _ in o) return false;
+  return true;
+}
 
 /** cpuCount -> cpu_count, memoryMB -> memory_mb, HTTPPort -> http_port. */
 export function snakeCase(name: string): string {
@@ -228,6 +235,9 @@ export function normalizeSandbox(raw: unknown, map?: FieldMap, path = "sandbox")
   const domain = str(domF, path);
   if (domain) sandbox.domain = domain;
   leftovers(obj, usedKeys(idF, tplF, stateF, cpuF, memF, startF, endF, metaF, domF), sandbox.extra);
+  // 100,000 sandboxes are held per snapshot: empty maps share one frozen object.
+  if (isEmpty(sandbox.extra)) sandbox.extra = EMPTY_NUMBERS;
+  if (isEmpty(sandbox.metadata)) sandbox.metadata = EMPTY_STRINGS;
   return sandbox;
 }
 
@@ -337,13 +347,21 @@ function headerValue(
   return undefined;
 }
 
+/** A list page whose items are normalized on demand (so the next request can be in flight meanwhile). */
+export interface DeferredPage<T> {
+  nextToken?: string;
+  size: number;
+  /** Normalizes the items; throws NormalizeError naming the bad item. */
+  items(): T[];
+}
+
 /** A page of a list: a bare array or a wrapper object; the next token in the body or `x-next-token`. */
-export function normalizeList<T>(
+export function deferList<T>(
   body: unknown,
   headers: Record<string, string | string[] | undefined>,
   item: (raw: unknown, path: string) => T,
   options: { wrapperKeys?: string[]; map?: FieldMap } = {},
-): Page<T> {
+): DeferredPage<T> {
   const m = options.map?.list ?? {};
   let array: unknown;
   let arrayName = "";
@@ -370,11 +388,29 @@ export function normalizeList<T>(
   } else throw new NormalizeError("(body)", `expected a list, got ${kind(body)}`);
   token ??= headerValue(headers, "x-next-token");
   const list = array as unknown[];
-  const items = new Array<T>(list.length);
   const prefix = arrayName || "";
-  for (let i = 0; i < list.length; i++) items[i] = item(list[i], `${prefix}[${i}]`);
-  const page: Page<T> = { items };
+  const page: DeferredPage<T> = {
+    size: list.length,
+    items() {
+      const items = new Array<T>(list.length);
+      for (let i = 0; i < list.length; i++) items[i] = item(list[i], `${prefix}[${i}]`);
+      return items;
+    },
+  };
   if (typeof token === "string" && token !== "") page.nextToken = token;
   else if (typeof token === "number") page.nextToken = String(token);
   return page;
+}
+
+/** Like deferList, with the items normalized at once. */
+export function normalizeList<T>(
+  body: unknown,
+  headers: Record<string, string | string[] | undefined>,
+  item: (raw: unknown, path: string) => T,
+  options: { wrapperKeys?: string[]; map?: FieldMap } = {},
+): Page<T> {
+  const d = deferList(body, headers, item, options);
+  return d.nextToken === undefined
+    ? { items: d.items() }
+    : { items: d.items(), nextToken: d.nextToken };
 }

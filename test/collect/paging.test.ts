@@ -1,15 +1,24 @@
 import { describe, expect, it } from "vitest";
 import { PagingError, walkPages } from "../../src/collect/paging.js";
+import type { DeferredPage } from "../../src/platform/normalize.js";
 import type { Page } from "../../src/platform/types.js";
+
+function deferred<T>(page: Page<T>): DeferredPage<T> {
+  return {
+    ...(page.nextToken !== undefined ? { nextToken: page.nextToken } : {}),
+    size: page.items.length,
+    items: () => page.items,
+  };
+}
 
 function pages(list: Array<Page<number>>) {
   let calls = 0;
   const tokens: Array<string | undefined> = [];
-  const fetch = async (token: string | undefined): Promise<Page<number>> => {
+  const fetch = async (token: string | undefined) => {
     tokens.push(token);
     const page = list[calls++];
     if (!page) throw new Error("walked past the last page");
-    return page;
+    return deferred(page);
   };
   return { fetch, tokens, calls: () => calls };
 }
@@ -48,9 +57,46 @@ describe("walkPages", () => {
     await expect(walkPages(p.fetch, 100)).rejects.toMatchObject({ code: "ERR_PAGING_EMPTY_PAGE" });
   });
 
+  it("requests the next page before normalizing the current one", async () => {
+    const order: string[] = [];
+    const fetch = async (token: string | undefined): Promise<DeferredPage<number>> => {
+      order.push(`fetch ${token ?? "first"}`);
+      const n = token === undefined ? 1 : 2;
+      return {
+        ...(n === 1 ? { nextToken: "a" } : {}),
+        size: 1,
+        items: () => {
+          order.push(`items ${n}`);
+          return [n];
+        },
+      };
+    };
+    expect((await walkPages(fetch, 10)).items).toEqual([1, 2]);
+    expect(order).toEqual(["fetch first", "fetch a", "items 1", "items 2"]);
+  });
+
+  it("reports a bad record without leaving the prefetched page unhandled", async () => {
+    let second: Promise<DeferredPage<number>> | undefined;
+    const fetch = (token: string | undefined): Promise<DeferredPage<number>> => {
+      if (token === undefined) {
+        return Promise.resolve({
+          nextToken: "a",
+          size: 1,
+          items: () => {
+            throw new Error("bad record");
+          },
+        });
+      }
+      second = Promise.reject(new Error("second page failed"));
+      return second;
+    };
+    await expect(walkPages(fetch, 10)).rejects.toThrow("bad record");
+    await expect(second).rejects.toThrow("second page failed");
+  });
+
   it("stops at the page ceiling", async () => {
     let n = 0;
-    const endless = async (): Promise<Page<number>> => ({ items: [n], nextToken: `t${n++}` });
+    const endless = async () => deferred({ items: [n], nextToken: `t${n++}` });
     await expect(walkPages(endless, 5)).rejects.toMatchObject({
       code: "ERR_PAGING_CEILING",
       page: 5,
