@@ -59,6 +59,8 @@ export async function walkPages<T>(
       }
       seen.add(next);
       pending = fetchPage(next);
+      // Let the HTTP client put the request on the wire before this turn is spent normalizing.
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
     let batch: T[];
     try {
