@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import type { Dispatcher } from "undici";
 import { Poller } from "./collect/poller.js";
-import { type Schedule, startSchedule } from "./collect/schedule.js";
+import { startSchedule } from "./collect/schedule.js";
 import type { Snapshot } from "./collect/snapshot.js";
 import type { Config } from "./config/schema.js";
 import { ExporterMetrics, negotiateFormat } from "./metrics/exporter-metrics.js";
@@ -94,21 +94,13 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     logger.warn("poll tick skipped: previous cycle still running");
   };
   const onError = (err: unknown): void => logger.error({ err: String(err) }, "poll cycle failed");
-  let schedule: Schedule | undefined;
-  let manualInFlight: Promise<void> | undefined;
-  const trigger = (): Promise<void> => {
-    if (schedule) return schedule.trigger();
-    if (manualInFlight) {
-      onSkip();
-      return manualInFlight;
-    }
-    manualInFlight = cycle()
-      .catch(onError)
-      .finally(() => {
-        manualInFlight = undefined;
-      });
-    return manualInFlight;
-  };
+  const schedule = startSchedule(
+    deps.manual ? undefined : config.poll.schedule,
+    intervalOf,
+    cycle,
+    onSkip,
+    onError,
+  );
   const server = await startServer(config.server.listen, {
     render: (format, gzip) => metrics.render(format, gzip),
     negotiate: negotiateFormat,
@@ -117,10 +109,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     logger,
     ...serverSecurity(config),
   });
-  if (!deps.manual) {
-    schedule = startSchedule(config.poll.schedule, intervalOf, cycle, onSkip, onError);
-    void schedule.trigger();
-  }
+  if (!deps.manual) void schedule.trigger();
   logger.info(
     { url: server.url, schedule: config.poll.schedule, shard: config.shard },
     "sandbox-exporter listening",
@@ -130,12 +119,11 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     metrics,
     poller,
     runCycle: async () => {
-      await trigger();
+      await schedule.trigger();
       return poller.latest;
     },
     async stop() {
-      await schedule?.stop();
-      await manualInFlight;
+      await schedule.stop();
       await server.close();
       await control.close();
     },

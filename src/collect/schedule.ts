@@ -12,14 +12,19 @@ export interface Schedule {
 /** Interval in ms when `spec` is a duration, undefined when it is a cron expression. */
 export type IntervalParser = (spec: string) => number | undefined;
 
-/** Starts `task` on `spec`; ticks that find the previous run still going call `onSkip` instead. */
+/**
+ * Starts `task` on `spec` (no timer when `spec` is undefined: runs happen only on trigger);
+ * ticks that find the previous run still going call `onSkip` instead.
+ */
 export function startSchedule(
-  spec: string,
+  spec: string | undefined,
   parseInterval: IntervalParser,
   task: () => Promise<void>,
   onSkip: () => void,
   onError: (err: unknown) => void,
 ): Schedule {
+  // The overlap guard lives here rather than in croner's `protect`, so that manual triggers
+  // (the first cycle at start-up, tests) are guarded and counted the same way as ticks.
   let inFlight: Promise<void> | undefined;
   const run = (): Promise<void> => {
     if (inFlight) {
@@ -33,26 +38,26 @@ export function startSchedule(
       });
     return inFlight;
   };
-  const intervalMs = parseInterval(spec);
-  // croner counts intervals in whole seconds; a duration schedule ticks every second and
-  // croner's `interval` spaces the runs.
-  const job =
-    intervalMs === undefined
-      ? new Cron(spec, { unref: false }, () => {
-          void run();
-        })
-      : new Cron(
-          "* * * * * *",
-          { interval: Math.max(1, Math.round(intervalMs / 1000)), unref: false },
-          () => {
-            void run();
-          },
-        );
+  const job = spec === undefined ? undefined : cronFor(spec, parseInterval(spec), run);
   return {
     trigger: run,
     async stop() {
-      job.stop();
+      job?.stop();
       await inFlight;
     },
   };
+}
+
+/** A croner job for a cron expression, or for an interval (croner counts those in whole seconds). */
+function cronFor(spec: string, intervalMs: number | undefined, run: () => Promise<void>): Cron {
+  const tick = (): void => {
+    void run();
+  };
+  return intervalMs === undefined
+    ? new Cron(spec, { unref: false }, tick)
+    : new Cron(
+        "* * * * * *",
+        { interval: Math.max(1, Math.round(intervalMs / 1000)), unref: false },
+        tick,
+      );
 }
