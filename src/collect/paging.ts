@@ -59,18 +59,12 @@ export async function walkPages<T>(
       }
       seen.add(next);
       pending = fetchPage(next);
+      // Marked handled now: it may reject while this page is normalized, before it is awaited.
+      pending.catch(() => {});
       // Let the HTTP client put the request on the wire before this turn is spent normalizing.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    let batch: T[];
-    try {
-      batch = page.items();
-    } catch (err) {
-      // The prefetched page is abandoned; keep its failure from surfacing as unhandled.
-      pending.catch(() => {});
-      throw err;
-    }
-    for (const item of batch) items.push(item);
+    for (const item of page.items()) items.push(item);
     if (last) return { items, pages };
   }
 }
