@@ -2,32 +2,57 @@
 import { performance } from "node:perf_hooks";
 import { Agent, buildConnector, type Dispatcher, FormData, request } from "undici";
 import { ExporterError } from "../util/errors.js";
-import { encodeJsonEnvelope } from "./envelope.js";
-import { excerpt } from "./http-errors.js";
+import { decodeEnvelopeStream, encodeJsonEnvelope, parseEnvelopeJson } from "./envelope.js";
+import {
+  BodyTooLargeError,
+  connectErrorCode,
+  DataPlaneError,
+  excerpt,
+  isTimeout,
+  PlatformBodyError,
+  PlatformNetworkError,
+  PlatformTimeoutError,
+  readCapped,
+} from "./http-errors.js";
 import {
   buildStartRequest,
-  decodeProcessEvents,
   OutputCollector,
+  parseProcessEvent,
   type StartInput,
   wrapCommand,
 } from "./process-event.js";
 import type { ProcessEvent } from "./types.js";
 
-const MAX_FILE_BYTES = 64 * 1024 * 1024;
+export { DataPlaneError } from "./http-errors.js";
+
+/** Port of the in-sandbox agent (E2B envd). */
+export const DEFAULT_AGENT_PORT = 49983;
+const DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024;
+/** An error body is only read this far; the excerpt is shorter still. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+/** With a deadline the agent kills the process itself; this leaves time for its answer to arrive. */
+const DEADLINE_GRACE_MS = 1_000;
+const START_PATH = "/process.Process/Start";
 
 /** Settings of the data channel. */
 export interface DataOptions {
   sandboxDomain: string;
   proxyScheme: "http" | "https";
+  /** When non-empty, every connection dials this address (Host and SNI still name the sandbox). */
   proxyNodeIp: string;
-  /** 0 = the scheme's default port. */
+  /** Port of the data-plane proxy; 0 = the scheme's default port. */
   proxyPortHttp: number;
-  agentPort: number;
+  /** Default 49983. */
+  agentPort?: number;
   timeoutMs: number;
-  /** Monotonic milliseconds for stream timings. */
+  /** Monotonic milliseconds for stream timings; default performance.now. */
   monotonic?: () => number;
-  /** Extra TLS options (e.g. a test CA). */
-  tls?: buildConnector.BuildOptions;
+  /** Extra socket/TLS options of undici's connector, e.g. `{ ca }` in tests. */
+  connect?: buildConnector.BuildOptions;
+  /** Replaces the built-in Agent (tests only); the caller keeps ownership. */
+  dispatcher?: Dispatcher;
+  /** Bound on a file read; default 64 MiB. */
+  maxFileBytes?: number;
 }
 
 /** A sandbox as the data plane addresses it. */
@@ -37,128 +62,119 @@ export interface SandboxRef {
   accessToken?: string;
 }
 
-/** A stream event and when it arrived. */
+/** A stream event, when it arrived, and the stream byte offset of its frame. */
 export interface TimedEvent {
   event: ProcessEvent;
   at: number;
+  offset: number;
 }
 
-/** The agent answered with an error status. */
-export class DataPlaneError extends ExporterError {
-  constructor(
-    readonly operation: string,
-    readonly status: number,
-    detail: string,
-  ) {
-    super("ERR_DATA_PLANE_HTTP", `${operation}: HTTP ${status}${detail ? `: ${detail}` : ""}`);
-  }
+/** Per-call options of process.Process/Start. */
+export interface StartOptions {
+  signal?: AbortSignal;
+  /** Sent as Connect-Timeout-Ms (the agent kills the process when it expires) only when given. */
+  deadlineMs?: number;
+  /** Sent as Keepalive-Ping-Interval (seconds). */
+  keepaliveIntervalS?: number;
+  /** Sends Connect-Accept-Encoding: gzip, letting the agent compress frames. */
+  acceptGzip?: boolean;
+  /** Called with the monotonic time of the first response body byte. */
+  onFirstByte?: (at: number) => void;
+}
+
+/** What a command run produced. */
+export interface RunResult {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+  status?: string;
 }
 
 /** Client of the in-sandbox agent: process start, command run, file read and write. */
 export class DataClient {
   private readonly dispatcher: Dispatcher;
+  private readonly ownsDispatcher: boolean;
   private readonly monotonic: () => number;
+  private readonly agentPort: number;
 
   constructor(private readonly o: DataOptions) {
     this.monotonic = o.monotonic ?? (() => performance.now());
-    // Never EnvHttpProxyAgent: the data plane is reached directly even when HTTP(S)_PROXY is set.
-    if (o.proxyNodeIp) {
-      const connector = buildConnector({ ...(o.tls ?? {}) });
-      const port = o.proxyPortHttp || (o.proxyScheme === "https" ? 443 : 80);
-      this.dispatcher = new Agent({
-        connect: (opts, cb) =>
-          connector(
-            {
-              ...opts,
-              hostname: o.proxyNodeIp,
-              port: String(port),
-              servername: opts.servername ?? opts.hostname,
-            },
-            cb,
-          ),
-      });
-    } else {
-      this.dispatcher = new Agent(o.tls ? { connect: o.tls } : {});
-    }
+    this.agentPort = o.agentPort ?? DEFAULT_AGENT_PORT;
+    this.ownsDispatcher = !o.dispatcher;
+    // Never EnvHttpProxyAgent nor the global dispatcher: the data plane is reached directly even
+    // when HTTP(S)_PROXY is set.
+    this.dispatcher = o.dispatcher ?? new Agent({ connect: this.connector() });
   }
 
   /** Origin of a sandbox's agent: {scheme}://{agentPort}-{id}.{domain}, with the proxy port unless dialling a node. */
   origin(sb: SandboxRef): string {
     const port = this.o.proxyPortHttp && !this.o.proxyNodeIp ? `:${this.o.proxyPortHttp}` : "";
-    return `${this.o.proxyScheme}://${this.o.agentPort}-${sb.id}.${sb.domain ?? this.o.sandboxDomain}${port}`;
+    const domain = sb.domain || this.o.sandboxDomain;
+    return `${this.o.proxyScheme}://${this.agentPort}-${sb.id}.${domain}${port}`;
   }
 
-  /** Starts a process and yields its events as they arrive. */
+  /** Starts a process and yields its events as they arrive; the stream must end with end-of-stream. */
   async *startProcess(
     sb: SandboxRef,
     input: StartInput,
-    opts: {
-      signal?: AbortSignal;
-      deadlineMs?: number;
-      keepaliveIntervalS?: number;
-      acceptGzip?: boolean;
-      onFirstByte?: (at: number) => void;
-    } = {},
+    opts: StartOptions = {},
   ): AsyncGenerator<TimedEvent, void, undefined> {
     const headers: Record<string, string> = {
       "content-type": "application/connect+json",
       "connect-protocol-version": "1",
-      ...this.authHeaders(sb),
+      ...tokenHeader(sb),
     };
     if (opts.deadlineMs !== undefined)
-      headers["connect-timeout-ms"] = String(Math.ceil(opts.deadlineMs));
+      headers["connect-timeout-ms"] = String(Math.max(1, Math.ceil(opts.deadlineMs)));
     if (opts.acceptGzip) headers["connect-accept-encoding"] = "gzip";
     if (opts.keepaliveIntervalS !== undefined)
       headers["keepalive-ping-interval"] = String(opts.keepaliveIntervalS);
-    const res = await request(`${this.origin(sb)}/process.Process/Start`, {
-      method: "POST",
+    const limitMs =
+      opts.deadlineMs !== undefined ? opts.deadlineMs + DEADLINE_GRACE_MS : this.o.timeoutMs;
+    const call = { endpoint: START_PATH, method: "POST", limitMs, signal: opts.signal };
+    const res = await this.request(sb, START_PATH, call, {
       headers,
       body: encodeJsonEnvelope(buildStartRequest(input)),
-      dispatcher: this.dispatcher,
-      signal: opts.signal ?? AbortSignal.timeout(opts.deadlineMs ?? this.o.timeoutMs),
-      headersTimeout: opts.deadlineMs ?? this.o.timeoutMs,
-      bodyTimeout: opts.deadlineMs ?? this.o.timeoutMs,
     });
-    if (res.statusCode !== 200) {
-      throw new DataPlaneError(
-        "process.Process/Start",
-        res.statusCode,
-        excerpt(await res.body.text(), [sb.accessToken ?? ""]),
-      );
-    }
+    if (res.statusCode !== 200) throw await this.refusal(sb, call, res);
     const encoding = res.headers["connect-content-encoding"];
     if (encoding !== undefined && encoding !== "identity" && encoding !== "gzip") {
       res.body.destroy();
-      throw new DataPlaneError(
-        "process.Process/Start",
-        200,
+      throw new PlatformBodyError(
+        START_PATH,
+        "POST",
         `unsupported Connect-Content-Encoding ${String(encoding)}`,
       );
     }
     const monotonic = this.monotonic;
-    let first = true;
-    const timed = async function* (): AsyncGenerator<Uint8Array> {
-      for await (const chunk of res.body) {
-        if (first) {
-          first = false;
-          opts.onFirstByte?.(monotonic());
+    const typed = (err: unknown): unknown => this.typed(call, err);
+    // Time stamps the first byte and types transport failures that happen mid-stream.
+    const source = async function* (): AsyncGenerator<Uint8Array> {
+      let first = true;
+      try {
+        for await (const chunk of res.body) {
+          if (first) {
+            first = false;
+            opts.onFirstByte?.(monotonic());
+          }
+          yield chunk as Uint8Array;
         }
-        yield chunk as Uint8Array;
+      } catch (err) {
+        throw typed(err);
       }
     };
     try {
-      for await (const event of decodeProcessEvents(timed())) yield { event, at: monotonic() };
+      for await (const frame of decodeEnvelopeStream(source())) {
+        const event = parseProcessEvent(parseEnvelopeJson(frame), frame.offset);
+        yield { event, at: monotonic(), offset: frame.offset };
+      }
     } finally {
       res.body.destroy();
     }
   }
 
   /** Runs `command` through `/bin/bash -l -c` and collects its output. */
-  async run(
-    sb: SandboxRef,
-    command: string,
-    opts: { signal?: AbortSignal; deadlineMs?: number } = {},
-  ): Promise<{ stdout: string; stderr: string; exitCode: number; status?: string }> {
+  async run(sb: SandboxRef, command: string, opts: StartOptions = {}): Promise<RunResult> {
     const out = new OutputCollector();
     let end: Extract<ProcessEvent, { type: "end" }> | undefined;
     for await (const { event } of this.startProcess(sb, wrapCommand(command), opts)) {
@@ -166,7 +182,10 @@ export class DataClient {
       if (event.type === "end") end = event;
     }
     if (!end)
-      throw new ExporterError("ERR_PROCESS_NO_END", "process stream finished without an end event");
+      throw new ExporterError(
+        "ERR_PROCESS_NO_END",
+        `${START_PATH}: stream finished without an end event`,
+      );
     const { stdout, stderr } = out.result();
     return {
       stdout,
@@ -176,38 +195,28 @@ export class DataClient {
     };
   }
 
-  /** Reads a file's raw bytes. */
+  /** GET /files?path=: the file's raw bytes. */
   async readFile(
     sb: SandboxRef,
     path: string,
     opts: { signal?: AbortSignal } = {},
   ): Promise<Buffer> {
-    const res = await request(`${this.origin(sb)}/files?path=${encodeURIComponent(path)}`, {
+    const call = {
+      endpoint: "/files",
       method: "GET",
-      headers: this.authHeaders(sb),
-      dispatcher: this.dispatcher,
-      signal: opts.signal ?? AbortSignal.timeout(this.o.timeoutMs),
-    });
-    if (res.statusCode !== 200)
-      throw new DataPlaneError(
-        "GET /files",
-        res.statusCode,
-        excerpt(await res.body.text(), [sb.accessToken ?? ""]),
-      );
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of res.body) {
-      size += (chunk as Buffer).byteLength;
-      if (size > MAX_FILE_BYTES) {
-        res.body.destroy();
-        throw new DataPlaneError("GET /files", 200, `file larger than ${MAX_FILE_BYTES} bytes`);
-      }
-      chunks.push(chunk as Buffer);
+      limitMs: this.o.timeoutMs,
+      signal: opts.signal,
+    };
+    const res = await this.request(sb, filesPath(path), call, { headers: tokenHeader(sb) });
+    if (res.statusCode < 200 || res.statusCode >= 300) throw await this.refusal(sb, call, res);
+    try {
+      return await readCapped(res.body, this.o.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES);
+    } catch (err) {
+      throw this.typed(call, err);
     }
-    return Buffer.concat(chunks);
   }
 
-  /** Writes a file as multipart/form-data (part "file"), the path in the query. */
+  /** POST /files?path= as multipart/form-data with the content in the part "file". */
   async writeFile(
     sb: SandboxRef,
     path: string,
@@ -215,32 +224,105 @@ export class DataClient {
     opts: { signal?: AbortSignal } = {},
   ): Promise<void> {
     const form = new FormData();
-    form.append(
-      "file",
-      new Blob([typeof content === "string" ? Buffer.from(content) : content]),
-      path.split("/").pop() || "file",
-    );
-    const res = await request(`${this.origin(sb)}/files?path=${encodeURIComponent(path)}`, {
+    const bytes = typeof content === "string" ? Buffer.from(content) : content;
+    form.append("file", new Blob([bytes]), path.split("/").pop() || "file");
+    const call = {
+      endpoint: "/files",
       method: "POST",
-      headers: this.authHeaders(sb),
+      limitMs: this.o.timeoutMs,
+      signal: opts.signal,
+    };
+    const res = await this.request(sb, filesPath(path), call, {
+      headers: tokenHeader(sb),
       body: form,
-      dispatcher: this.dispatcher,
-      signal: opts.signal ?? AbortSignal.timeout(this.o.timeoutMs),
     });
-    const text = await res.body.text();
-    if (res.statusCode < 200 || res.statusCode >= 300)
-      throw new DataPlaneError(
-        "POST /files",
-        res.statusCode,
-        excerpt(text, [sb.accessToken ?? ""]),
+    if (res.statusCode < 200 || res.statusCode >= 300) throw await this.refusal(sb, call, res);
+    try {
+      await readCapped(res.body, MAX_ERROR_BODY_BYTES);
+    } catch (err) {
+      throw this.typed(call, err);
+    }
+  }
+
+  /** Closes the built-in Agent; an injected dispatcher belongs to the caller. */
+  async close(): Promise<void> {
+    if (this.ownsDispatcher) await this.dispatcher.close();
+  }
+
+  /** undici connector: with proxyNodeIp, dial the node while Host and TLS SNI keep the sandbox name. */
+  private connector(): buildConnector.connector {
+    const connect = buildConnector({ ...(this.o.connect ?? {}) });
+    const nodeIp = this.o.proxyNodeIp;
+    if (!nodeIp) return connect;
+    const port = String(this.o.proxyPortHttp || (this.o.proxyScheme === "https" ? 443 : 80));
+    return (opts, cb) =>
+      connect(
+        { ...opts, hostname: nodeIp, port, servername: opts.servername || opts.hostname },
+        cb,
       );
   }
 
-  async close(): Promise<void> {
-    await this.dispatcher.close();
+  private async request(
+    sb: SandboxRef,
+    path: string,
+    call: Call,
+    init: { headers: Record<string, string>; body?: Buffer | FormData },
+  ): Promise<Dispatcher.ResponseData> {
+    const timeout = AbortSignal.timeout(call.limitMs);
+    try {
+      return await request(`${this.origin(sb)}${path}`, {
+        method: call.method as Dispatcher.HttpMethod,
+        headers: init.headers,
+        body: init.body,
+        dispatcher: this.dispatcher,
+        signal: call.signal ? AbortSignal.any([call.signal, timeout]) : timeout,
+        headersTimeout: call.limitMs,
+        bodyTimeout: call.limitMs,
+      });
+    } catch (err) {
+      throw this.typed(call, err);
+    }
   }
 
-  private authHeaders(sb: SandboxRef): Record<string, string> {
-    return sb.accessToken ? { "x-access-token": sb.accessToken } : {};
+  /** A non-success answer as DataPlaneError with a short, token-free excerpt. */
+  private async refusal(sb: SandboxRef, call: Call, res: Dispatcher.ResponseData): Promise<Error> {
+    let text = "";
+    try {
+      text = (await readCapped(res.body, MAX_ERROR_BODY_BYTES)).toString("utf8");
+    } catch {
+      // The status alone is the answer; a body we cannot read adds nothing.
+    }
+    const code = connectErrorCode(text);
+    return new DataPlaneError(
+      call.endpoint,
+      call.method,
+      res.statusCode,
+      excerpt(text, [sb.accessToken]),
+      code,
+    );
   }
+
+  /** A transport failure as a typed error; the caller's own abort and our typed errors pass through. */
+  private typed(call: Call, err: unknown): unknown {
+    if (err instanceof ExporterError || call.signal?.aborted) return err;
+    if (isTimeout(err)) return new PlatformTimeoutError(call.endpoint, call.method, call.limitMs);
+    if (err instanceof BodyTooLargeError)
+      return new PlatformBodyError(call.endpoint, call.method, err.message);
+    return new PlatformNetworkError(call.endpoint, call.method, err);
+  }
+}
+
+interface Call {
+  endpoint: string;
+  method: string;
+  limitMs: number;
+  signal: AbortSignal | undefined;
+}
+
+function tokenHeader(sb: SandboxRef): Record<string, string> {
+  return sb.accessToken ? { "x-access-token": sb.accessToken } : {};
+}
+
+function filesPath(path: string): string {
+  return `/files?path=${encodeURIComponent(path)}`;
 }

@@ -2,12 +2,15 @@
 import { ExporterError } from "../util/errors.js";
 
 const EXCERPT_MAX = 200;
+const MASK = "***";
 
-/** A short, secret-free excerpt of a response body. */
-export function excerpt(body: string, secrets: readonly string[]): string {
-  let text = body.length > EXCERPT_MAX ? `${body.slice(0, EXCERPT_MAX)}...` : body;
-  for (const s of secrets) if (s) text = text.split(s).join("***");
-  return text.replace(/\s+/g, " ").trim();
+/** A short, secret-free excerpt of a response body (secrets are masked before it is cut). */
+export function excerpt(body: string, secrets: readonly (string | undefined)[]): string {
+  let text = body;
+  // Masking first: cutting first could leave the head of a secret that straddles the cut.
+  for (const s of secrets) if (s) text = text.split(s).join(MASK);
+  text = text.replace(/\s+/g, " ").trim();
+  return text.length > EXCERPT_MAX ? `${text.slice(0, EXCERPT_MAX)}...` : text;
 }
 
 /** The platform answered with a status we do not accept. */
@@ -17,6 +20,8 @@ export class PlatformHttpError extends ExporterError {
     readonly method: string,
     readonly status: number,
     readonly bodyExcerpt: string,
+    /** Retry-After of the response in ms, when it carried one. */
+    readonly retryAfterMs?: number,
   ) {
     super(
       "ERR_PLATFORM_HTTP",
@@ -27,6 +32,7 @@ export class PlatformHttpError extends ExporterError {
 
 /** The resource does not exist (404): gone, not failed. */
 export class PlatformNotFoundError extends ExporterError {
+  readonly status = 404;
   constructor(
     readonly endpoint: string,
     readonly method: string,
@@ -42,7 +48,9 @@ export class PlatformNetworkError extends ExporterError {
     readonly method: string,
     cause: unknown,
   ) {
-    const detail = (cause as { code?: string })?.code ?? (cause as Error)?.message ?? String(cause);
+    // Only the error code (ECONNREFUSED, UND_ERR_SOCKET, ...): library messages may quote URLs.
+    const c = cause as { code?: unknown; name?: unknown } | undefined;
+    const detail = typeof c?.code === "string" ? c.code : String(c?.name ?? "unknown");
     super("ERR_PLATFORM_NETWORK", `${method} ${endpoint}: network error (${detail})`, { cause });
   }
 }
@@ -69,6 +77,73 @@ export class PlatformBodyError extends ExporterError {
   }
 }
 
+/** The in-sandbox agent (or the data-plane proxy) refused a call with an HTTP status. */
+export class DataPlaneError extends ExporterError {
+  constructor(
+    readonly endpoint: string,
+    readonly method: string,
+    readonly status: number,
+    readonly bodyExcerpt: string,
+    /** `code` of a Connect unary-style error body `{code, message}`, when there is one. */
+    readonly connectCode?: string,
+  ) {
+    super(
+      "ERR_DATA_PLANE_HTTP",
+      `${method} ${endpoint}: HTTP ${status}${connectCode ? ` (${connectCode})` : ""}${bodyExcerpt ? `: ${bodyExcerpt}` : ""}`,
+    );
+  }
+}
+
+/** The `code` of a Connect-style JSON error body, as text; undefined when the body is not one. */
+export function connectErrorCode(body: string): string | undefined {
+  try {
+    const json: unknown = JSON.parse(body);
+    const code = (json as { code?: unknown } | null)?.code;
+    return typeof code === "string" || typeof code === "number" ? String(code) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when `err` is a timeout of undici or of an AbortSignal.timeout(). */
+export function isTimeout(err: unknown): boolean {
+  const e = err as { name?: string; code?: string } | undefined;
+  return (
+    e?.name === "TimeoutError" ||
+    e?.code === "UND_ERR_HEADERS_TIMEOUT" ||
+    e?.code === "UND_ERR_BODY_TIMEOUT" ||
+    e?.code === "UND_ERR_CONNECT_TIMEOUT"
+  );
+}
+
+/** Reads a whole body, failing past `max` bytes instead of buffering without bound. */
+export async function readCapped(
+  body: AsyncIterable<Uint8Array> & { destroy(): unknown },
+  max: number,
+): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.byteLength;
+    if (size > max) {
+      body.destroy();
+      throw new BodyTooLargeError(max, size);
+    }
+    chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+  }
+  return Buffer.concat(chunks, size);
+}
+
+/** Raised by readCapped; callers turn it into their channel's typed error. */
+export class BodyTooLargeError extends Error {
+  constructor(
+    readonly max: number,
+    readonly seen: number,
+  ) {
+    super(`response body larger than ${max} bytes (read ${seen} before stopping)`);
+  }
+}
+
 /** The metrics reason label of an error. */
 export function errorReason(err: unknown): string {
   if (err instanceof PlatformHttpError) return err.status >= 500 ? "http_5xx" : "http_4xx";
@@ -76,6 +151,7 @@ export function errorReason(err: unknown): string {
   if (err instanceof PlatformTimeoutError) return "timeout";
   if (err instanceof PlatformNetworkError) return "network";
   if (err instanceof PlatformBodyError) return "bad_body";
+  if (err instanceof DataPlaneError) return err.status >= 500 ? "http_5xx" : "http_4xx";
   const code = (err as { code?: unknown })?.code;
   return code === "ERR_NORMALIZE" ? "bad_body" : "other";
 }

@@ -1,3 +1,5 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Agent, EnvHttpProxyAgent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -5,26 +7,54 @@ import {
   type ControlOptions,
   type RequestInfo,
 } from "../../src/platform/control.js";
+import { PlatformHttpError } from "../../src/platform/http-errors.js";
+import { backoffDelay, parseRetryAfter } from "../../src/platform/retry.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
+import { FakeClock } from "../../src/util/clock.js";
 import { startProxy } from "../helpers/proxy.js";
 
 const KEY = "k-test-secret-123";
 let sim: Simulator;
-const clients: ControlClient[] = [];
+const closers: Array<() => Promise<void>> = [];
 
-function client(extra: Partial<ControlOptions> = {}): ControlClient {
+/** A client of the simulator; `sleeps` records every backoff delay instead of waiting. */
+function client(extra: Partial<ControlOptions> = {}, sleeps: number[] = []): ControlClient {
+  const dispatcher = new Agent();
   const c = new ControlClient({
     apiUrl: sim.apiUrl,
     apiKey: KEY,
     authStyle: "x-api-key",
     timeoutMs: 2_000,
     retries: 2,
-    dispatcher: new Agent(),
-    sleep: async () => {},
+    dispatcher,
+    random: () => 0.5,
+    sleep: async (ms) => {
+      sleeps.push(ms);
+    },
     ...extra,
   });
-  clients.push(c);
+  closers.push(() => dispatcher.close());
   return c;
+}
+
+/** A one-off loopback server for answers the simulator does not give. */
+async function serve(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<string> {
+  const server = createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  closers.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+function readyTemplate(): string {
+  return sim.state.templates.find((t) => t.status === "ready")!.templateID;
 }
 
 beforeAll(async () => {
@@ -35,12 +65,37 @@ afterEach(() => {
   sim.counters.reset();
 });
 afterAll(async () => {
-  await Promise.all(clients.map((c) => c.close()));
+  for (const close of closers) await close();
   await sim.close();
 });
 
+describe("backoff", () => {
+  it("doubles the full-jitter ceiling from 100 ms and caps it at 2 s", () => {
+    const b = { baseMs: 100, capMs: 2_000, random: () => 0.999 };
+    expect([1, 2, 3, 4, 5, 6, 9].map((n) => backoffDelay(n, b))).toEqual([
+      99, 199, 399, 799, 1598, 1998, 1998,
+    ]);
+    expect(backoffDelay(3, { ...b, random: () => 0 })).toBe(0);
+  });
+
+  it("waits at least a Retry-After, but never past the cap", () => {
+    const b = { baseMs: 100, capMs: 2_000, random: () => 0 };
+    expect(backoffDelay(1, b, 700)).toBe(700);
+    expect(backoffDelay(1, b, 60_000)).toBe(2_000);
+  });
+
+  it("reads Retry-After as seconds or as an HTTP date against the injected clock", () => {
+    const clock = new FakeClock(Date.parse("2030-01-01T00:00:00Z"));
+    expect(parseRetryAfter("3", clock.now())).toBe(3_000);
+    expect(parseRetryAfter("Tue, 01 Jan 2030 00:00:05 GMT", clock.now())).toBe(5_000);
+    expect(parseRetryAfter("Mon, 31 Dec 2029 00:00:00 GMT", clock.now())).toBe(0);
+    expect(parseRetryAfter("soon", clock.now())).toBeUndefined();
+    expect(parseRetryAfter(undefined, clock.now())).toBeUndefined();
+  });
+});
+
 describe("ControlClient against the simulator", () => {
-  it("reads health, overview, nodes, templates and their details", async () => {
+  it("reads health, overview, nodes, templates and their details, one request each", async () => {
     const c = client();
     expect((await c.health()).up).toBe(true);
     expect((await c.clusterOverview()).numeric.node_count).toBe(3);
@@ -62,13 +117,40 @@ describe("ControlClient against the simulator", () => {
     }
   });
 
-  it("pages the sandbox list, reads logs, and runs the lifecycle calls", async () => {
+  it("reports a down platform from /health without raising", async () => {
+    sim.faults.healthDown = true;
+    expect((await client().health()).up).toBe(false);
+  });
+
+  it("pages the sandbox list with nextToken and limit", async () => {
     const c = client();
     const first = await c.listSandboxes({ limit: 100 });
     expect(first.items).toHaveLength(100);
     expect(first.nextToken).toBeTruthy();
     const second = await c.listSandboxes({ limit: 100, nextToken: first.nextToken! });
-    expect(second.items[0]!.id).not.toBe(first.items[0]!.id);
+    expect(second.items).toHaveLength(100);
+    const firstIds = new Set(first.items.map((s) => s.id));
+    expect(second.items.some((s) => firstIds.has(s.id))).toBe(false);
+  });
+
+  it("passes the state and metadata filters through as the platform expects them", async () => {
+    const all = [...sim.state.sandboxes.values()];
+    const team = all.find((s) => s.metadata.team)!.metadata.team!;
+    const want = all.filter(
+      (s) => ["running", "paused"].includes(s.state) && s.metadata.team === team,
+    );
+    const got = await client().listSandboxes({
+      state: "running,paused",
+      metadata: `team=${team}`,
+      limit: 100,
+    });
+    expect(want.length).toBeGreaterThan(0);
+    expect(want.length).toBeLessThanOrEqual(100);
+    expect(got.items.map((s) => s.id).sort()).toEqual(want.map((s) => s.sandboxID).sort());
+  });
+
+  it("reads logs and runs pause, resume and delete; a deleted sandbox is typed not-found", async () => {
+    const c = client();
     const running = [...sim.state.sandboxes.values()].find((s) => s.state === "running")!;
     const logs = await c.listLogs(running.sandboxID, { limit: 1, direction: "backward" });
     expect(logs.items).toHaveLength(1);
@@ -79,86 +161,209 @@ describe("ControlClient against the simulator", () => {
     await c.deleteSandbox(running.sandboxID);
     await expect(c.getSandbox(running.sandboxID)).rejects.toMatchObject({
       code: "ERR_PLATFORM_NOT_FOUND",
+      endpoint: "/sandboxes/{id}",
     });
+    expect(sim.counters.get("GET /sandboxes/{id}")).toBe(2);
   });
 
-  it("creates a sandbox and returns its access token", async () => {
+  it("creates a sandbox outside the management prefix and returns its access token", async () => {
     const created = await client().createSandbox({
-      templateId: sim.state.templates[0]!.templateID,
+      templateId: readyTemplate(),
+      timeoutS: 120,
       metadata: { a: "b" },
     });
-    expect(sim.state.sandboxes.get(created.id)?.metadata).toEqual({ a: "b" });
-    expect(created.accessToken).toBeTruthy();
+    const stored = sim.state.sandboxes.get(created.id)!;
+    expect(stored.metadata).toEqual({ a: "b" });
+    expect(stored.endAt - stored.startedAt).toBe(120_000);
+    expect(created.accessToken).toBe(stored.accessToken);
+    expect(created.templateId).toBe(readyTemplate());
+    expect((created.raw as { sandboxID: string }).sandboxID).toBe(created.id);
     expect(sim.counters.get("POST /sandboxes")).toBe(1);
   });
 
-  it("sends the key as Authorization: Bearer when configured, and fails without it", async () => {
-    expect((await client({ authStyle: "bearer" }).listNodes()).length).toBe(3);
+  it("sends the key as X-API-Key or Authorization: Bearer, and fails typed without it", async () => {
+    expect(await client().listNodes()).toHaveLength(3);
+    expect(await client({ authStyle: "bearer" }).listNodes()).toHaveLength(3);
     await expect(client({ apiKey: "wrong" }).listNodes()).rejects.toMatchObject({
       code: "ERR_PLATFORM_HTTP",
       status: 401,
     });
+    await expect(client({ apiKey: "" }).listNodes()).rejects.toMatchObject({ status: 401 });
   });
 
-  it("retries an idempotent GET on 503 and reports every attempt", async () => {
-    const seen: RequestInfo[] = [];
-    sim.faults.route("GET /nodes", { status: 503 });
-    await expect(client({ onRequest: (i) => seen.push(i) }).listNodes()).rejects.toMatchObject({
-      status: 503,
+  it("puts the key in the configured header", async () => {
+    const seen: Array<Record<string, unknown>> = [];
+    const url = await serve((req, res) => {
+      seen.push(req.headers);
+      res.writeHead(200, { "content-type": "application/json" }).end("[]");
     });
-    expect(sim.counters.get("GET /nodes")).toBe(3);
-    expect(seen.map((s) => s.error)).toEqual(["http_5xx", "http_5xx", "http_5xx"]);
+    await client({ apiUrl: url, authHeader: "X-Platform-Token" }).listNodes();
+    await client({ apiUrl: url, authStyle: "bearer" }).listNodes();
+    expect(seen[0]!["x-platform-token"]).toBe(KEY);
+    expect(seen[0]!["x-api-key"]).toBeUndefined();
+    expect(seen[1]!.authorization).toBe(`Bearer ${KEY}`);
   });
 
-  it("never retries a mutating call", async () => {
+  it("retries a GET through an injected 503 error rate and succeeds", async () => {
+    const sleeps: number[] = [];
+    sim.faults.route("GET /nodes", { status: 503, errorRate: 0.5 });
+    const c = client({ retries: 10 }, sleeps);
+    for (let i = 0; i < 8; i++) expect(await c.listNodes()).toHaveLength(3);
+    expect(sim.counters.get("GET /nodes")).toBeGreaterThan(8);
+    expect(sleeps).toHaveLength(sim.counters.get("GET /nodes") - 8);
+  });
+
+  it("gives up after `retries` extra attempts with jittered backoff and reports each attempt", async () => {
+    const seen: RequestInfo[] = [];
+    const sleeps: number[] = [];
+    sim.faults.route("GET /nodes", { status: 503 });
+    await expect(
+      client({ onRequest: (i) => seen.push(i) }, sleeps).listNodes(),
+    ).rejects.toMatchObject({ code: "ERR_PLATFORM_HTTP", status: 503 });
+    expect(sim.counters.get("GET /nodes")).toBe(3);
+    expect(sleeps).toEqual([50, 100]);
+    expect(seen.map((s) => [s.endpoint, s.status, s.error])).toEqual([
+      ["/nodes", 503, "http_5xx"],
+      ["/nodes", 503, "http_5xx"],
+      ["/nodes", 503, "http_5xx"],
+    ]);
+  });
+
+  it("honours Retry-After on 429, up to the cap", async () => {
+    let calls = 0;
+    const url = await serve((_req, res) => {
+      calls++;
+      if (calls === 1) res.writeHead(429, { "retry-after": "1" }).end();
+      else if (calls === 2) res.writeHead(429, { "retry-after": "3600" }).end();
+      else res.writeHead(200, { "content-type": "application/json" }).end("[]");
+    });
+    const sleeps: number[] = [];
+    expect(await client({ apiUrl: url, retries: 3 }, sleeps).listTemplates()).toEqual([]);
+    expect(sleeps).toEqual([1_000, 2_000]);
+  });
+
+  it("retries network errors, but not a 4xx", async () => {
+    const seen: RequestInfo[] = [];
+    const refused = await serve(() => {});
+    for (const close of closers.splice(-1)) await close();
+    await expect(
+      client({ apiUrl: refused, onRequest: (i) => seen.push(i) }).listNodes(),
+    ).rejects.toMatchObject({ code: "ERR_PLATFORM_NETWORK" });
+    expect(seen.map((s) => s.error)).toEqual(["network", "network", "network"]);
+    sim.faults.route("GET /templates", { status: 400 });
+    await expect(client().listTemplates()).rejects.toMatchObject({ status: 400 });
+    expect(sim.counters.get("GET /templates")).toBe(1);
+  });
+
+  it("attempts a mutating call exactly once, whatever the failure", async () => {
     const id = sim.state.sortedIds()[0]!;
     sim.state.setState(id, "running");
     sim.faults.route("POST /sandboxes/{id}/pause", { status: 503 });
     await expect(client().pauseSandbox(id)).rejects.toMatchObject({ code: "ERR_PLATFORM_HTTP" });
     expect(sim.counters.get("POST /sandboxes/{id}/pause")).toBe(1);
+    sim.faults.deleteFails = 503;
+    await expect(client().deleteSandbox(id)).rejects.toMatchObject({ status: 503 });
+    expect(sim.counters.get("DELETE /sandboxes/{id}")).toBe(1);
+    sim.faults.createFails = 500;
+    await expect(client().createSandbox({ templateId: readyTemplate() })).rejects.toMatchObject({
+      status: 500,
+    });
+    expect(sim.counters.get("POST /sandboxes")).toBe(1);
+    expect(sim.counters.mutating()).toBe(3);
   });
 
   it("types a timeout", async () => {
-    sim.faults.route("GET /health", { latencyMs: 500 });
-    await expect(client({ timeoutMs: 50, retries: 0 }).health()).rejects.toMatchObject({
-      code: "ERR_PLATFORM_TIMEOUT",
-    });
+    const seen: RequestInfo[] = [];
+    sim.faults.route("GET /health", { latencyMs: 1_000 });
+    await expect(
+      client({ timeoutMs: 50, retries: 0, onRequest: (i) => seen.push(i) }).health(),
+    ).rejects.toMatchObject({ code: "ERR_PLATFORM_TIMEOUT", timeoutMs: 50 });
+    expect(seen.map((s) => s.error)).toEqual(["timeout"]);
   });
 
-  it("types a malformed body and names the endpoint", async () => {
+  it("types a malformed body, naming the endpoint and the byte count", async () => {
     sim.faults.route("GET /templates", { malformed: true });
-    await expect(client({ retries: 0 }).listTemplates()).rejects.toMatchObject({
+    const err = await client({ retries: 0 })
+      .listTemplates()
+      .catch((e: unknown) => e as Error);
+    expect(err).toMatchObject({ code: "ERR_PLATFORM_BAD_BODY", endpoint: "/templates" });
+    expect((err as Error).message).toMatch(
+      /GET \/templates: response of \d+ bytes is not valid JSON/,
+    );
+  });
+
+  it("refuses a body past the size cap", async () => {
+    await expect(client({ maxBodyBytes: 64 }).listNodes()).rejects.toMatchObject({
       code: "ERR_PLATFORM_BAD_BODY",
     });
   });
 
   it("never puts the key in an error, even when the server echoes it", async () => {
-    const echo = new ControlClient({
-      apiUrl: sim.apiUrl,
-      apiKey: "wrong-key-echoed",
-      authStyle: "x-api-key",
-      timeoutMs: 2_000,
-      retries: 0,
-      dispatcher: new Agent(),
+    const url = await serve((req, res) => {
+      const key = String(req.headers["x-api-key"] ?? req.headers.authorization).replace(
+        "Bearer ",
+        "",
+      );
+      // The key straddles the 200-character excerpt cut, and appears again later.
+      res.writeHead(400).end(`${"x".repeat(195)}${key} and again ${key}`);
     });
-    clients.push(echo);
-    const err = (await echo.getSandbox("wrong-key-echoed").catch((e: unknown) => e)) as Error;
-    expect(err.message).not.toContain("wrong-key-echoed");
+    for (const authStyle of ["x-api-key", "bearer"] as const) {
+      const err = await client({ apiUrl: url, authStyle })
+        .getSandbox("abc")
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(PlatformHttpError);
+      const e = err as PlatformHttpError;
+      expect(e.bodyExcerpt).toContain("***");
+      expect(e.bodyExcerpt.length).toBeLessThanOrEqual(203);
+      for (const text of [e.message, e.bodyExcerpt, JSON.stringify(e), String(e.stack)]) {
+        expect(text).not.toContain(KEY);
+        expect(text).not.toContain(KEY.slice(0, 5));
+      }
+    }
+  });
+});
+
+describe("ControlClient through an HTTP proxy", () => {
+  it("sends every control call through the proxy as an absolute-URI request", async () => {
+    const proxy = await startProxy();
+    closers.push(() => proxy.close());
+    const dispatcher = new EnvHttpProxyAgent({
+      httpProxy: proxy.url,
+      noProxy: "",
+      proxyTunnel: false,
+    });
+    closers.push(() => dispatcher.close());
+    const c = client({ dispatcher });
+    const id = sim.state.sortedIds()[1]!;
+    sim.state.setState(id, "running");
+    await c.health();
+    await c.listSandboxes({ limit: 10 });
+    await c.getSandbox(id);
+    await c.pauseSandbox(id);
+    await c.resumeSandbox(id);
+    const host = new URL(sim.apiUrl).host;
+    expect(
+      proxy.requests.map((r) => `${r.kind} ${r.method} ${r.host} ${r.path.split("?")[0]}`),
+    ).toEqual([
+      `forward GET ${host} /sandboxapi/v1/health`,
+      `forward GET ${host} /sandboxapi/v1/v2/sandboxes`,
+      `forward GET ${host} /sandboxapi/v1/sandboxes/${id}`,
+      `forward POST ${host} /sandboxapi/v1/sandboxes/${id}/pause`,
+      `forward POST ${host} /sandboxapi/v1/sandboxes/${id}/resume`,
+    ]);
+    expect(proxy.requests.every((r) => r.headers["x-api-key"] === KEY)).toBe(true);
+    expect(sim.counters.total()).toBe(5);
   });
 
-  it("sends every control call through the HTTP proxy", async () => {
+  it("tunnels with CONNECT when the proxy agent is left at its default", async () => {
     const proxy = await startProxy();
-    try {
-      const c = client({
-        dispatcher: new EnvHttpProxyAgent({ httpProxy: proxy.url, noProxy: "" }),
-      });
-      await c.health();
-      await c.listSandboxes({ limit: 10 });
-      expect(proxy.seen.length).toBeGreaterThan(0);
-      expect(proxy.seen.every((h) => h === new URL(sim.apiUrl).host)).toBe(true);
-      expect(sim.counters.total()).toBe(2);
-    } finally {
-      await proxy.close();
-    }
+    closers.push(() => proxy.close());
+    const dispatcher = new EnvHttpProxyAgent({ httpProxy: proxy.url, noProxy: "" });
+    closers.push(() => dispatcher.close());
+    await client({ dispatcher }).listNodes();
+    expect(proxy.requests.map((r) => `${r.kind} ${r.host}`)).toEqual([
+      `connect ${new URL(sim.apiUrl).host}`,
+    ]);
+    expect(sim.counters.get("GET /nodes")).toBe(1);
   });
 });
