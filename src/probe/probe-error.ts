@@ -1,0 +1,73 @@
+// Why a probe phase failed: the check errors phases raise, and every error mapped to a `reason` label.
+import { ConnectError, EnvelopeError } from "../platform/envelope.js";
+import {
+  DataPlaneError,
+  isTimeout,
+  PlatformBodyError,
+  PlatformHttpError,
+  PlatformNetworkError,
+  PlatformNotFoundError,
+  PlatformTimeoutError,
+} from "../platform/http-errors.js";
+import { ExporterError } from "../util/errors.js";
+
+const MAX_TEXT = 300;
+
+/** Values of the `reason` label of sandbox_probe_failures_total. */
+export type FailureReason =
+  | "http_status"
+  | "timeout"
+  | "network"
+  | "bad_body"
+  | "malformed_stream"
+  | "truncated"
+  | "end_stream_error"
+  | "missing_end"
+  | "exit_code"
+  | "wrong_output"
+  | "mismatch"
+  | "not_deleted"
+  | "aborted"
+  | "other";
+
+/** A phase got an answer, but not the right one (wrong stdout, exit code, file content, ...). */
+export class ProbeCheckError extends ExporterError {
+  constructor(
+    readonly reason: FailureReason,
+    message: string,
+  ) {
+    super("ERR_PROBE_CHECK", message);
+  }
+}
+
+/** The probe was stopped (shutdown) before it finished. */
+export class ProbeAbortedError extends ExporterError {
+  constructor() {
+    super("ERR_PROBE_ABORTED", "probe aborted: the exporter is shutting down");
+  }
+}
+
+/**
+ * The reason label of a phase failure. An aborted phase signal wins over the error itself, since
+ * an aborted request surfaces as whatever the HTTP client throws on abort.
+ */
+export function failureReason(err: unknown, signal?: AbortSignal): FailureReason {
+  if (signal?.aborted) return isTimeout(signal.reason) ? "timeout" : "aborted";
+  if (err instanceof ProbeCheckError) return err.reason;
+  if (err instanceof ProbeAbortedError) return "aborted";
+  if (err instanceof PlatformHttpError || err instanceof DataPlaneError) return "http_status";
+  if (err instanceof PlatformNotFoundError) return "http_status";
+  if (err instanceof PlatformTimeoutError || isTimeout(err)) return "timeout";
+  if (err instanceof PlatformNetworkError) return "network";
+  if (err instanceof PlatformBodyError) return "bad_body";
+  if (err instanceof ConnectError) return "end_stream_error";
+  if (err instanceof EnvelopeError)
+    return err.code === "ERR_ENVELOPE_TRUNCATED" ? "truncated" : "malformed_stream";
+  return "other";
+}
+
+/** The text kept in the failure log: the error's message, bounded. */
+export function failureText(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}...` : text;
+}

@@ -1,0 +1,103 @@
+// A simulator on loopback plus the clients and prober a probe test needs, on a shared fake clock.
+import { Registry } from "prom-client";
+import { Agent } from "undici";
+import { ControlClient } from "../../src/platform/control.js";
+import { DataClient } from "../../src/platform/data.js";
+import { PROBE_TAG_KEY } from "../../src/probe/orphan-sweep.js";
+import { Prober, type ProberOptions } from "../../src/probe/prober.js";
+import { type Simulator, startSimulator } from "../../src/simulator/index.js";
+import { FakeClock } from "../../src/util/clock.js";
+
+/** Everything a probe test works with. */
+export interface ProbeBed {
+  sim: Simulator;
+  clock: FakeClock;
+  control: ControlClient;
+  data: DataClient;
+  template: string;
+  close(): Promise<void>;
+}
+
+export const INSTANCE = "test-probe";
+/** Fixed wall-clock start, so ages and timestamps are exact. */
+export const T0 = Date.UTC(2025, 0, 1);
+
+/** Starts a simulator and clients that reach it directly (no proxy) over 127.0.0.1. */
+export async function probeBed(): Promise<ProbeBed> {
+  const clock = new FakeClock(T0);
+  const sim = await startSimulator({ sandboxes: 3, clock });
+  const control = new ControlClient({
+    apiUrl: sim.apiUrl,
+    apiKey: "",
+    authStyle: "x-api-key",
+    timeoutMs: 5_000,
+    retries: 0,
+    clock,
+    dispatcher: new Agent(),
+  });
+  const data = new DataClient({
+    sandboxDomain: sim.domain,
+    proxyScheme: "http",
+    proxyNodeIp: "127.0.0.1",
+    proxyPortHttp: sim.dataPort,
+    timeoutMs: 5_000,
+  });
+  const template = sim.state.templates.find((t) => t.status === "ready")!.templateID;
+  return {
+    sim,
+    clock,
+    control,
+    data,
+    template,
+    async close() {
+      await control.close();
+      await data.close();
+      await sim.close();
+    },
+  };
+}
+
+/** A manual prober (no schedule, no run at start) against the bed. */
+export function proberFor(
+  bed: ProbeBed,
+  extra: Partial<ProberOptions> = {},
+): { prober: Prober; registry: Registry } {
+  const registry = extra.registry ?? new Registry();
+  const prober = new Prober({
+    control: bed.control,
+    data: bed.data,
+    registry,
+    clock: bed.clock,
+    instance: INSTANCE,
+    template: bed.template,
+    schedule: null,
+    runAtStart: false,
+    phaseTimeoutMs: 5_000,
+    totalTimeoutMs: 10_000,
+    ...extra,
+  });
+  return { prober, registry };
+}
+
+/** Ids of the simulator's sandboxes carrying a probe tag (any instance). */
+export function probeSandboxes(sim: Simulator): string[] {
+  return [...sim.state.sandboxes.values()]
+    .filter((s) => s.metadata[PROBE_TAG_KEY] !== undefined)
+    .map((s) => s.sandboxID);
+}
+
+/** The value of one series of a registry, undefined when absent. */
+export async function seriesValue(
+  registry: Registry,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number | undefined> {
+  for (const m of await registry.getMetricsAsJSON()) {
+    for (const v of m.values) {
+      const series = (v as { metricName?: string }).metricName ?? m.name;
+      if (series !== name) continue;
+      if (Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want)) return v.value;
+    }
+  }
+  return undefined;
+}
