@@ -8,6 +8,8 @@ import type { Snapshot } from "./collect/snapshot.js";
 import type { Config } from "./config/schema.js";
 import { ExporterMetrics, negotiateFormat } from "./metrics/exporter-metrics.js";
 import { ControlClient } from "./platform/control.js";
+import { DataClient } from "./platform/data.js";
+import { Prober } from "./probe/prober.js";
 import { type RunningServer, startServer } from "./server/server.js";
 import { statusReport } from "./server/status.js";
 import type { Clock } from "./util/clock.js";
@@ -29,6 +31,8 @@ export interface Exporter {
   readonly server: RunningServer;
   readonly metrics: ExporterMetrics;
   readonly poller: Poller;
+  /** The synthetic prober, when probes are enabled. */
+  readonly prober: Prober | undefined;
   /** Runs one poll cycle now (skipped and counted if one is in flight). */
   runCycle(): Promise<Snapshot | undefined>;
   stop(): Promise<void>;
@@ -101,15 +105,22 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     onSkip,
     onError,
   );
+  const prober = config.probe.enabled ? newProber(config, control, metrics, deps) : undefined;
   const server = await startServer(config.server.listen, {
     render: (format, gzip) => metrics.render(format, gzip),
     negotiate: negotiateFormat,
-    status: () => statusReport(poller.latest, clock.now(), { shard: config.shard }),
+    status: () =>
+      statusReport(poller.latest, clock.now(), {
+        shard: config.shard,
+        ...(prober ? { probe: prober.status() } : {}),
+      }),
+    ...(prober ? { routes: prober.routes() } : {}),
     ready: () => poller.latest !== undefined,
     logger,
     ...serverSecurity(config),
   });
   if (!deps.manual) void schedule.trigger();
+  if (prober && !deps.manual) await prober.start();
   logger.info(
     { url: server.url, schedule: config.poll.schedule, shard: config.shard },
     "sandbox-exporter listening",
@@ -122,7 +133,10 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       await schedule.trigger();
       return poller.latest;
     },
+    prober,
     async stop() {
+      // The probe goes first: its sandbox is terminated before the process exits.
+      await prober?.stop();
       await schedule.stop();
       await server.close();
       await control.close();
@@ -142,4 +156,37 @@ function serverSecurity(config: Config): Pick<Parameters<typeof startServer>[1],
   if (s.tlsCertFile && s.tlsKeyFile)
     out.tls = { cert: readFileSync(s.tlsCertFile), key: readFileSync(s.tlsKeyFile) };
   return out;
+}
+
+function newProber(
+  config: Config,
+  control: ControlClient,
+  metrics: ExporterMetrics,
+  deps: AppDeps,
+): Prober {
+  const p = config.platform;
+  const data = new DataClient({
+    sandboxDomain: p.sandboxDomain,
+    proxyScheme: p.proxyScheme,
+    proxyNodeIp: p.proxyNodeIp,
+    proxyPortHttp: p.proxyPortHttp,
+    agentPort: p.agentPort,
+    timeoutMs: p.timeoutMs,
+  });
+  const probe = config.probe;
+  return new Prober({
+    control,
+    data,
+    registry: metrics.registry,
+    clock: deps.clock,
+    logger: deps.logger,
+    namespace: config.metrics.namespace,
+    instance: probe.instance,
+    template: probe.template,
+    filePath: probe.filePath,
+    ...(probe.command ? { command: probe.command } : {}),
+    schedule: deps.manual ? null : probe.schedule,
+    phaseTimeoutMs: probe.phaseTimeoutMs,
+    totalTimeoutMs: probe.timeoutMs,
+  });
 }

@@ -124,6 +124,10 @@ export const ConfigSchema = z.object({
       schedule: schedule.default("60s"),
       template: z.string().default("base"),
       timeoutMs: duration.default(60_000),
+      phaseTimeoutMs: duration.default(20_000),
+      instance: z.string().min(1).default("default"),
+      command: z.string().includes("{nonce}").optional(),
+      filePath: z.string().min(1).default("/tmp/sandbox-exporter-probe.txt"),
     })
     .prefault({}),
   policy: z

@@ -61,7 +61,8 @@ interface Cached {
 
 /** Owns the registry and the cached exposition of the latest snapshot. */
 export class ExporterMetrics {
-  readonly registry = new Registry<RegistryContentType>();
+  /** Plain-typed so other modules (probe, policy) can register into it; the format is switched per render. */
+  readonly registry = new Registry();
   private cache: Cached = { gauges: Buffer.alloc(0), counters: [] };
   private snapshot: Snapshot | undefined;
   private readonly seen: SeenStatuses = { health: new Set(), node: new Set(), template: new Set() };
@@ -207,7 +208,7 @@ export class ExporterMetrics {
   }
 
   private async renderNow(format: Format, gzip: boolean): Promise<Rendered> {
-    this.registry.setContentType(
+    (this.registry as Registry<RegistryContentType>).setContentType(
       format === "openmetrics"
         ? Registry.OPENMETRICS_CONTENT_TYPE
         : Registry.PROMETHEUS_CONTENT_TYPE,

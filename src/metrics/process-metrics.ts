@@ -1,12 +1,9 @@
 // The standard process_* series. prom-client's collectDefaultMetrics also emits nodejs_*_total
 // gauges that `promtool check metrics` rejects, so the few that operators use are declared here.
-import { Counter, Gauge, type Registry, type RegistryContentType } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
 
 /** Registers process_cpu_seconds_total, process_resident_memory_bytes, heap and start time. */
-export function registerProcessMetrics(
-  registry: Registry<RegistryContentType>,
-  startTimeSeconds: number,
-): void {
+export function registerProcessMetrics(registry: Registry, startTimeSeconds: number): void {
   const registers = [registry];
   new Counter({
     name: "process_cpu_seconds_total",

@@ -1,0 +1,45 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { Exporter } from "../../src/app.js";
+import { type Simulator, startSimulator } from "../../src/simulator/index.js";
+import { exporterFor, samples, scrape } from "../helpers/exporter.js";
+
+let sim: Simulator | undefined;
+let exporter: Exporter | undefined;
+
+afterEach(async () => {
+  await exporter?.stop();
+  await sim?.close();
+});
+
+describe("probes wired into the exporter", () => {
+  it("exports probe results on /metrics, serves /probe and reports in /status, leaving no sandbox", async () => {
+    sim = await startSimulator({ sandboxes: 10 });
+    const template = sim.state.templates[0]!.templateID;
+    exporter = await exporterFor(sim, [
+      "--probe",
+      "--probe-template",
+      template,
+      "--proxy-node-ip",
+      "127.0.0.1",
+      "--proxy-port-http",
+      String(sim.dataPort),
+      "--proxy-scheme",
+      "http",
+    ]);
+    const before = sim.state.sandboxes.size;
+    const result = await exporter.prober!.runOnce();
+    expect(result).toBeDefined();
+    const m = samples(await scrape(exporter));
+    expect(m.get("sandbox_probe_success")).toBe(1);
+    expect(m.get('sandbox_probe_phase_duration_seconds{phase="exec"}')).toBeGreaterThan(0);
+    expect(sim.state.sandboxes.size).toBe(before);
+    const status = (await (await fetch(`${exporter.server.url}/status`)).json()) as {
+      probe?: { runs: number };
+    };
+    expect(status.probe?.runs).toBe(1);
+    const onDemand = await fetch(`${exporter.server.url}/probe`);
+    expect(onDemand.status).toBe(200);
+    expect(await onDemand.text()).toContain("sandbox_probe_success 1");
+    expect(sim.state.sandboxes.size).toBe(before);
+  });
+});
