@@ -47,6 +47,8 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     metadataLabels: config.metrics.metadataLabels,
     maxSandboxSeries: config.metrics.maxSandboxSeries,
     shard: config.shard,
+    runningStates: config.states.running,
+    pausedStates: config.states.paused,
     clock,
     version: VERSION,
     logger,

@@ -1,40 +1,49 @@
-// The exporter's metrics: snapshot families rendered once per cycle, plus prom-client self-observability.
-import { gzipSync } from "node:zlib";
-import {
-  Counter,
-  collectDefaultMetrics,
-  Gauge,
-  Histogram,
-  Registry,
-  type RegistryContentType,
-} from "prom-client";
-import { COLLECTORS, type Snapshot } from "../collect/snapshot.js";
+// The metrics layer: snapshot families rendered once per snapshot into cached Buffers (gauges are
+// byte-identical in both formats; the few counters are rendered per format on first request),
+// followed at scrape time by the prom-client registry's live metrics.
+import { createGzip, gzipSync } from "node:zlib";
+import type { Registry } from "prom-client";
+import type { Snapshot } from "../collect/snapshot.js";
 import type { Clock } from "../util/clock.js";
 import { inShard } from "../util/shard.js";
-import { platformFamilies, type SeenStatuses } from "./platform-families.js";
-import { registerProcessMetrics } from "./process-metrics.js";
-import {
-  aggregateFamilies,
-  ChurnTracker,
-  metadataLabelNames,
-  perSandboxFamilies,
-} from "./sandbox-families.js";
-import { Family, type Format, labels } from "./text.js";
+import { ChurnTracker } from "./churn.js";
+import { collectorFamilies } from "./collector-families.js";
+import { extraLabelNames } from "./naming.js";
+import { registryAsOpenMetrics } from "./openmetrics.js";
+import { PerSandboxSeries } from "./per-sandbox.js";
+import { PlatformFamilies } from "./platform-families.js";
+import { SandboxAggregates } from "./sandbox-aggregates.js";
+import { type RequestObservation, SelfMetrics } from "./self-metrics.js";
+import { Family, type Format } from "./text.js";
+
+export type { Format } from "./text.js";
 
 const PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 const OPENMETRICS_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Speed over ratio: the big snapshot part is compressed once per snapshot, off the event loop. */
+const GZIP_LEVEL = 1;
+/** Labels of the per-sandbox info series that metadata labels must not take. */
+const FIXED_SANDBOX_LABELS = ["sandbox_id", "template", "state", "shard"];
 
 /** Settings of the metrics layer. */
 export interface MetricsOptions {
+  /** Metric name prefix, e.g. "sandbox". */
   namespace: string;
   perSandboxMetrics: boolean;
+  /** Metadata keys allowed as labels of sandbox_info (snake_cased; `metadata_` on a clash). */
   metadataLabels: string[];
   maxSandboxSeries: number;
   shard: { index: number; total: number };
+  /** States that count as running / paused (default running|active, paused|suspended). */
+  runningStates?: string[];
+  pausedStates?: string[];
   clock: Clock;
+  /** Exporter version for build_info. */
   version: string;
+  /** pino-compatible; warns once about the series cap and about fields left out. */
   logger?: { warn(obj: object, msg: string): void };
+  /** Register prom-client's process_* metrics (default true; tests turn them off for exact bodies). */
+  processMetrics?: boolean;
 }
 
 /** A rendered scrape body, as chunks written in order (the cached snapshot part is shared, not copied). */
@@ -44,231 +53,187 @@ export interface Rendered {
   contentEncoding?: "gzip";
 }
 
-/** Picks OpenMetrics when the Accept header asks for it. */
+/** Picks OpenMetrics when the Accept header prefers it at least as much as the text format. */
 export function negotiateFormat(accept: string | undefined): Format {
-  return accept?.includes("application/openmetrics-text") ? "openmetrics" : "prometheus";
+  if (!accept) return "prometheus";
+  let openMetrics = 0;
+  let text = 0;
+  for (const range of accept.split(",")) {
+    const [type = "", ...params] = range.split(";").map((p) => p.trim().toLowerCase());
+    const qParam = params.find((p) => p.startsWith("q="));
+    const q = qParam === undefined ? 1 : Number(qParam.slice(2));
+    if (!Number.isFinite(q)) continue;
+    if (type === "application/openmetrics-text") openMetrics = Math.max(openMetrics, q);
+    else if (type === "text/plain" || type === "*/*" || type === "text/*") text = Math.max(text, q);
+  }
+  return openMetrics > 0 && openMetrics >= text ? "openmetrics" : "prometheus";
 }
 
-/**
- * The snapshot part of the body. Gauge families render identically in both formats, so they are
- * one Buffer (the bulk, e.g. per-sandbox series); only the few counter families differ by format.
- */
+/** Everything rendered from one snapshot. */
 interface Cached {
-  gauges: Buffer;
-  gaugesGzip?: Buffer;
+  /** Gauge families: identical in both formats. */
+  gauges: Buffer[];
   counters: Family[];
+  countersText: Partial<Record<Format, Buffer>>;
+  gaugesGzip?: Promise<Buffer>;
 }
 
 /** Owns the registry and the cached exposition of the latest snapshot. */
 export class ExporterMetrics {
-  /** Plain-typed so other modules (probe, policy) can register into it; the format is switched per render. */
-  readonly registry = new Registry();
-  private cache: Cached = { gauges: Buffer.alloc(0), counters: [] };
-  private snapshot: Snapshot | undefined;
-  private readonly seen: SeenStatuses = { health: new Set(), node: new Set(), template: new Set() };
+  /** prom-client registry (Prometheus content type) that other modules may register into. */
+  readonly registry: Registry;
+  private readonly self: SelfMetrics;
+  private readonly platform: PlatformFamilies;
+  private readonly aggregates: SandboxAggregates;
   private readonly churn = new ChurnTracker();
-  private capWarned = false;
-  private readonly requestDuration: Histogram<"endpoint" | "code">;
-  private readonly apiErrors: Counter<"endpoint" | "reason">;
-  private readonly cycles: Counter;
-  private readonly skipped: Counter;
-  private renderChain: Promise<unknown> = Promise.resolve();
+  private readonly perSandbox: PerSandboxSeries | undefined;
+  private cache: Cached = { gauges: [], counters: [], countersText: {} };
+  private snapshot: Snapshot | undefined;
+  private readonly warned = new Set<string>();
+  /** Once a scraper asked for gzip, later snapshots are compressed as soon as they arrive. */
+  private gzipWanted = false;
 
   constructor(private readonly o: MetricsOptions) {
     const ns = o.namespace;
-    const registers = [this.registry];
-    registerProcessMetrics(this.registry, o.clock.now() / 1000);
-    new Gauge({
-      name: `${ns}_exporter_build_info`,
-      help: "Build of the exporter, value 1.",
-      labelNames: ["version", "node_version"],
-      registers,
-    })
-      .labels(o.version, process.version)
-      .set(1);
-    this.requestDuration = new Histogram({
-      name: `${ns}_exporter_api_request_duration_seconds`,
-      help: "Duration of requests to the platform API by endpoint and status code (or error reason).",
-      labelNames: ["endpoint", "code"],
-      buckets: REQUEST_BUCKETS,
-      registers,
+    this.self = new SelfMetrics({
+      ns,
+      clock: o.clock,
+      version: o.version,
+      processMetrics: o.processMetrics ?? true,
+      latest: () => this.snapshot,
     });
-    this.apiErrors = new Counter({
-      name: `${ns}_exporter_api_errors_total`,
-      help: "Failed platform API requests by endpoint and reason.",
-      labelNames: ["endpoint", "reason"],
-      registers,
+    this.registry = this.self.registry;
+    this.platform = new PlatformFamilies(ns);
+    this.aggregates = new SandboxAggregates({
+      ns,
+      runningStates: o.runningStates ?? ["running", "active"],
+      pausedStates: o.pausedStates ?? ["paused", "suspended"],
+      ...(o.shard.total > 1 ? { shardLabel: String(o.shard.index) } : {}),
     });
-    this.cycles = new Counter({
-      name: `${ns}_exporter_poll_cycles_total`,
-      help: "Completed poll cycles.",
-      registers,
-    });
-    this.skipped = new Counter({
-      name: `${ns}_exporter_poll_skipped_ticks_total`,
-      help: "Schedule ticks skipped because the previous cycle was still running.",
-      registers,
-    });
-    const self = this;
-    new Gauge({
-      name: `${ns}_exporter_data_age_seconds`,
-      help: "Seconds since the collector last succeeded, computed at scrape time.",
-      labelNames: ["collector"],
-      registers,
-      collect() {
-        this.reset();
-        const snap = self.snapshot;
-        if (!snap) return;
-        for (const name of COLLECTORS) {
-          const c = snap.collectors[name];
-          if (!c.skipped && c.lastSuccessAt !== undefined)
-            this.labels(name).set((self.o.clock.now() - c.lastSuccessAt) / 1000);
-        }
-      },
-    });
+    if (o.perSandboxMetrics) {
+      const { pairs, skipped } = extraLabelNames(
+        o.metadataLabels,
+        FIXED_SANDBOX_LABELS,
+        "metadata_",
+      );
+      for (const key of skipped)
+        this.warnOnce(`meta:${key}`, { key }, "metadata label left out: its label name is taken");
+      this.perSandbox = new PerSandboxSeries({
+        ns,
+        metadataLabels: pairs,
+        maxSeries: o.maxSandboxSeries,
+      });
+    }
   }
 
   /** Feeds a completed cycle: renders the snapshot families once, for every scrape until the next. */
   update(snapshot: Snapshot): void {
     const { namespace: ns, shard } = this.o;
     this.snapshot = snapshot;
-    this.cycles.inc();
-    const families: Family[] = [];
-    if (shard.index === 0) families.push(...platformFamilies(snapshot, ns, this.seen));
-    const own = snapshot.sandboxes
-      ? shard.total > 1
+    this.self.cycle();
+    const small: Family[] = [];
+    let big: Buffer[] = [];
+    if (shard.index === 0) {
+      const { families, skipped } = this.platform.render(snapshot);
+      small.push(...families);
+      for (const f of skipped)
+        this.warnOnce(
+          `field:${f}`,
+          { field: f },
+          "numeric field left out: its metric name is taken",
+        );
+    }
+    const own =
+      snapshot.sandboxes && shard.total > 1
         ? snapshot.sandboxes.filter((s) => inShard(s.id, shard.index, shard.total))
-        : snapshot.sandboxes
-      : undefined;
+        : snapshot.sandboxes;
     if (own) {
       this.churn.observe(own, snapshot.sandboxesComplete);
-      families.push(
-        ...aggregateFamilies(ns, own, shard.total > 1 ? String(shard.index) : undefined),
-      );
-      families.push(...this.churn.families(ns));
-      if (this.o.perSandboxMetrics) {
-        const per = perSandboxFamilies(ns, own, {
-          enabled: true,
-          metadataLabels: metadataLabelNames(this.o.metadataLabels),
-          maxSeries: this.o.maxSandboxSeries,
-        });
-        families.push(...per.families);
-        families.push(
-          new Family(
-            `${ns}_exporter_sandbox_series_dropped`,
-            "gauge",
-            "Sandboxes left out of per-sandbox series by maxSandboxSeries.",
-          ).add("", per.dropped),
-        );
-        if (per.dropped > 0 && !this.capWarned) {
-          this.capWarned = true;
-          this.o.logger?.warn(
-            { dropped: per.dropped, cap: this.o.maxSandboxSeries },
-            "per-sandbox series capped",
+      small.push(...this.aggregates.render(own, snapshot.templates?.map((t) => t.id) ?? []));
+      if (this.perSandbox) {
+        const out = this.perSandbox.render(own);
+        big = out.chunks;
+        if (out.dropped > 0)
+          this.warnOnce(
+            "cap",
+            { dropped: out.dropped, maxSandboxSeries: this.o.maxSandboxSeries },
+            "per-sandbox series capped; raise maxSandboxSeries or shard the exporter",
           );
-        }
+        small.push(droppedFamily(ns, out.dropped));
       }
     }
-    families.push(...this.collectorFamilies(snapshot));
+    small.push(...collectorFamilies(ns, snapshot));
+    const text = small.map((f) => f.render("prometheus")).join("");
     this.cache = {
-      gauges: Buffer.from(
-        families
-          .filter((f) => f.type === "gauge")
-          .map((f) => f.render("prometheus"))
-          .join(""),
-        "utf8",
-      ),
-      counters: families.filter((f) => f.type === "counter"),
+      gauges: [Buffer.from(text, "utf8"), ...big],
+      counters: this.churn.families(ns),
+      countersText: {},
     };
+    if (this.gzipWanted) this.gaugesGzip(this.cache).catch(() => undefined);
   }
 
-  /** Records one platform API request. */
-  observeRequest(info: {
-    endpoint: string;
-    method: string;
-    status?: number;
-    durationMs: number;
-    error?: string;
-  }): void {
-    const code = info.status !== undefined ? String(info.status) : (info.error ?? "error");
-    this.requestDuration.labels(info.endpoint, code).observe(info.durationMs / 1000);
-    if (info.error) this.apiErrors.labels(info.endpoint, info.error).inc();
+  /** Records one platform API request (called by the control client). */
+  observeRequest(info: RequestObservation): void {
+    this.self.observeRequest(info);
   }
 
   /** A tick found the previous cycle still running. */
   skippedTick(): void {
-    this.skipped.inc();
+    this.self.skippedTick();
   }
 
   /** The full scrape body: cached snapshot families, then the registry's live metrics. */
-  render(format: Format, gzip: boolean): Promise<Rendered> {
-    const next = this.renderChain.then(() => this.renderNow(format, gzip));
-    this.renderChain = next.catch(() => undefined);
-    return next;
-  }
-
-  private async renderNow(format: Format, gzip: boolean): Promise<Rendered> {
-    (this.registry as Registry<RegistryContentType>).setContentType(
+  async render(format: Format, gzip: boolean): Promise<Rendered> {
+    const cache = this.cache;
+    const live =
       format === "openmetrics"
-        ? Registry.OPENMETRICS_CONTENT_TYPE
-        : Registry.PROMETHEUS_CONTENT_TYPE,
-    );
-    let live: string;
-    try {
-      live = await this.registry.metrics();
-    } finally {
-      this.registry.setContentType(Registry.PROMETHEUS_CONTENT_TYPE);
-    }
-    const small = Buffer.from(
-      this.cache.counters.map((f) => f.render(format)).join("") + live,
+        ? `${await registryAsOpenMetrics(this.registry)}# EOF\n`
+        : await this.registry.metrics();
+    cache.countersText[format] ??= Buffer.from(
+      cache.counters.map((f) => f.render(format)).join(""),
       "utf8",
     );
+    const tail = Buffer.concat([cache.countersText[format], Buffer.from(live, "utf8")]);
     const contentType = format === "openmetrics" ? OPENMETRICS_TYPE : PROMETHEUS_TYPE;
-    if (!gzip) return { body: [this.cache.gauges, small], contentType };
-    this.cache.gaugesGzip ??= gzipSync(this.cache.gauges, { level: 1 });
+    if (!gzip) return { body: [...cache.gauges, tail], contentType };
+    this.gzipWanted = true;
+    // Concatenated gzip members decompress to the concatenated bodies (RFC 1952, section 2.2).
     return {
-      body: [this.cache.gaugesGzip, gzipSync(small, { level: 1 })],
+      body: [await this.gaugesGzip(cache), gzipSync(tail, { level: GZIP_LEVEL })],
       contentType,
       contentEncoding: "gzip",
     };
   }
 
-  private collectorFamilies(s: Snapshot): Family[] {
-    const ns = this.o.namespace;
-    const duration = new Family(
-      `${ns}_exporter_collect_duration_seconds`,
-      "gauge",
-      "Duration of the collector in the last poll cycle.",
-    );
-    const success = new Family(
-      `${ns}_exporter_collect_success`,
-      "gauge",
-      "1 when the collector succeeded in the last poll cycle.",
-    );
-    const stale = new Family(
-      `${ns}_exporter_collect_stale`,
-      "gauge",
-      "1 when the collector's series are the last good data of an earlier cycle.",
-    );
-    const last = new Family(
-      `${ns}_exporter_last_success_timestamp_seconds`,
-      "gauge",
-      "Unix time the collector last succeeded.",
-    );
-    for (const name of COLLECTORS) {
-      const c = s.collectors[name];
-      if (c.skipped) continue;
-      const l = labels([["collector", name]]);
-      duration.add(l, c.durationMs / 1000);
-      success.add(l, c.success ? 1 : 0);
-      stale.add(l, c.stale ? 1 : 0);
-      if (c.lastSuccessAt !== undefined) last.add(l, c.lastSuccessAt / 1000);
-    }
-    const cycle = new Family(
-      `${ns}_exporter_last_cycle_timestamp_seconds`,
-      "gauge",
-      "Unix time the last poll cycle finished.",
-    ).add("", s.finishedAt / 1000);
-    return [duration, success, stale, last, cycle];
+  private gaugesGzip(cache: Cached): Promise<Buffer> {
+    cache.gaugesGzip ??= gzipChunks(cache.gauges);
+    return cache.gaugesGzip;
   }
+
+  private warnOnce(key: string, obj: object, msg: string): void {
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    this.o.logger?.warn(obj, msg);
+  }
+}
+
+function droppedFamily(ns: string, dropped: number): Family {
+  return new Family(
+    `${ns}_exporter_sandbox_series_dropped`,
+    "gauge",
+    "Sandboxes of this shard left without per-sandbox series by maxSandboxSeries.",
+  ).add("", dropped);
+}
+
+/** One gzip member of several Buffers, compressed on the zlib thread pool. */
+function gzipChunks(chunks: readonly Buffer[]): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const z = createGzip({ level: GZIP_LEVEL });
+    const out: Buffer[] = [];
+    z.on("data", (c: Buffer) => out.push(c));
+    z.on("end", () => resolve(Buffer.concat(out)));
+    z.on("error", reject);
+    for (const c of chunks) z.write(c);
+    z.end();
+  });
 }

@@ -1,101 +1,140 @@
-// Cluster-wide families: health, overview, nodes, templates (exported by shard 0 only).
+// Cluster-wide families: /health, /cluster/overview, /nodes, /templates (exported by shard 0 only).
 import type { Snapshot } from "../collect/snapshot.js";
-import { sanitizeLabelName } from "../platform/normalize.js";
+import type { PlatformNode, Template } from "../platform/types.js";
+import { extraLabelNames, type FieldMetric, fieldMetrics } from "./naming.js";
+import { StateMemory } from "./state-memory.js";
 import { Family, labels } from "./text.js";
 
-const CACHED = "Cached from the last poll of";
-
-/** Every status value ever seen per resource kind, so state-sets keep their 0 series. */
-export interface SeenStatuses {
-  health: Set<string>;
-  node: Set<string>;
-  template: Set<string>;
+/** HELP suffix: these values are the poller's, not read at scrape time. */
+function cached(endpoint: string): string {
+  return `Cached from the last successful poll of GET ${endpoint}.`;
 }
 
-/** A metric-name suffix for a field; `_count`/`_sum`/`_bucket`/`_total` endings are reserved by the format. */
-export function metricSuffix(field: string): string {
-  const name = sanitizeLabelName(field).replace(/^_+/, "") || "value";
-  const counted = /^(.*?)_?([a-z0-9]+)_count$/.exec(name);
-  if (counted) return `${counted[1] ? `${counted[1]}_` : ""}${plural(counted[2] as string)}`;
-  return /_(sum|bucket|total|count)$/.test(name) || /^(count|sum|bucket|total)$/.test(name)
-    ? `${name}_value`
-    : name;
-}
+const NODE_RESERVED = new Set(["status", "info"]);
+const TEMPLATE_RESERVED = new Set(["status", "info", "replicas", "error"]);
 
-const UNIT_SCALE: Array<[RegExp, string, number]> = [
-  [/_mb$/, "_bytes", 1_048_576],
-  [/_kb$/, "_bytes", 1_024],
-  [/_gb$/, "_bytes", 1_073_741_824],
-  [/_ms$/, "_seconds", 0.001],
-];
+/** Renders the cluster-wide families; remembers status values across snapshots for state-sets. */
+export class PlatformFamilies {
+  private readonly health = new StateMemory();
+  private readonly node = new StateMemory();
+  private readonly template = new StateMemory();
 
-/** Metric suffix and value of a numeric field, in base units (memory_mb -> memory_bytes). */
-export function metricField(field: string, value: number): [string, number] {
-  const name = metricSuffix(field);
-  for (const [re, unit, scale] of UNIT_SCALE)
-    if (re.test(name)) return [name.replace(re, unit), value * scale];
-  return [name, value];
-}
+  constructor(private readonly ns: string) {}
 
-function plural(word: string): string {
-  return /(s|x|ch|sh)$/.test(word) ? `${word}es` : `${word}s`;
-}
+  /** Families of one snapshot, and the fields left out because their metric name was taken. */
+  render(s: Snapshot): { families: Family[]; skipped: string[] } {
+    const families: Family[] = [];
+    const skipped: string[] = [];
+    if (s.health) families.push(...this.healthFamilies(s.health));
+    if (s.overview) {
+      const { metrics, skipped: lost } = fieldMetrics(Object.keys(s.overview.numeric), new Set());
+      skipped.push(...lost.map((f) => `/cluster/overview ${f}`));
+      for (const [field, m] of sorted(metrics)) {
+        const value = s.overview.numeric[field] as number;
+        families.push(
+          new Family(
+            `${this.ns}_cluster_${m.suffix}`,
+            "gauge",
+            `Field ${field} of the cluster overview. ${cached("/cluster/overview")}`,
+          ).add("", (value * m.mul) / m.div),
+        );
+      }
+    }
+    if (s.nodes) {
+      const nodes = uniqueById(s.nodes);
+      families.push(this.statusSet("node", nodes, this.node, "/nodes"));
+      families.push(...numericFamilies(this.ns, "node", nodes, NODE_RESERVED, "/nodes", skipped));
+      families.push(this.nodeInfo(nodes));
+    }
+    if (s.templates) {
+      const templates = uniqueById(s.templates);
+      families.push(this.statusSet("template", templates, this.template, "/templates"));
+      families.push(...this.templateFamilies(templates));
+      families.push(
+        ...numericFamilies(
+          this.ns,
+          "template",
+          templates,
+          TEMPLATE_RESERVED,
+          "/templates",
+          skipped,
+        ),
+      );
+    }
+    return { families, skipped };
+  }
 
-/** Families of /health, /cluster/overview, /nodes and /templates. */
-export function platformFamilies(s: Snapshot, ns: string, seen: SeenStatuses): Family[] {
-  const out: Family[] = [];
-  if (s.health) {
-    out.push(
-      new Family(
-        `${ns}_platform_up`,
-        "gauge",
-        `1 when GET /health answered healthy. ${CACHED} /health.`,
-      ).add("", s.health.up ? 1 : 0),
+  private healthFamilies(h: NonNullable<Snapshot["health"]>): Family[] {
+    const up = new Family(
+      `${this.ns}_platform_up`,
+      "gauge",
+      `1 when the platform answered healthy, else 0. ${cached("/health")}`,
+    ).add("", h.up ? 1 : 0);
+    if (h.status === undefined) return [up];
+    const set = new Family(
+      `${this.ns}_platform_health_status`,
+      "gauge",
+      `Health status as a state-set: 1 for the current value, 0 for others seen. ${cached("/health")}`,
     );
-    if (s.health.status !== undefined) {
-      seen.health.add(s.health.status);
-      const f = new Family(
-        `${ns}_platform_health_status`,
-        "gauge",
-        `Health status text as a state-set. ${CACHED} /health.`,
-      );
-      for (const st of [...seen.health].sort())
-        f.add(labels([["status", st]]), st === s.health.status ? 1 : 0);
-      out.push(f);
-    }
+    for (const st of this.health.observe([h.status]))
+      set.add(labels([["status", st]]), st === h.status ? 1 : 0);
+    return [up, set];
   }
-  if (s.overview) {
-    for (const [field, value] of Object.entries(s.overview.numeric).sort(([a], [b]) =>
-      a.localeCompare(b),
-    )) {
-      out.push(
-        new Family(
-          `${ns}_cluster_${metricSuffix(field)}`,
-          "gauge",
-          `Field ${field} of the cluster overview. ${CACHED} /cluster/overview.`,
-        ).add("", value),
-      );
-    }
+
+  private statusSet(
+    kind: "node" | "template",
+    items: ReadonlyArray<{ id: string; status: string }>,
+    memory: StateMemory,
+    endpoint: string,
+  ): Family {
+    const statuses = memory.observe(items.map((i) => i.status));
+    const f = new Family(
+      `${this.ns}_${kind}_status`,
+      "gauge",
+      `Status of the ${kind} as a state-set: 1 for the current value, 0 for others seen. ${cached(endpoint)}`,
+    );
+    for (const it of items)
+      for (const st of statuses)
+        f.add(
+          labels([
+            [kind, it.id],
+            ["status", st],
+          ]),
+          st === it.status ? 1 : 0,
+        );
+    return f;
   }
-  if (s.nodes) out.push(...resourceFamilies(ns, "node", s.nodes, seen.node, "/nodes"));
-  if (s.templates) {
-    out.push(...resourceFamilies(ns, "template", s.templates, seen.template, "/templates"));
+
+  private nodeInfo(nodes: readonly PlatformNode[]): Family {
     const info = new Family(
-      `${ns}_template_info`,
+      `${this.ns}_node_info`,
       "gauge",
-      `Template version, value 1. ${CACHED} /templates.`,
+      `String fields of the node as labels, value 1. ${cached("/nodes")}`,
     );
-    const replicas = new Family(
-      `${ns}_template_replicas`,
+    for (const n of nodes) {
+      const keys = Object.keys(n.info).sort();
+      const { pairs } = extraLabelNames(keys, ["node"], "info_");
+      const out: Array<[string, string]> = [["node", n.id]];
+      for (const [key, name] of pairs) out.push([name, n.info[key] as string]);
+      info.add(labels(out), 1);
+    }
+    return info;
+  }
+
+  private templateFamilies(templates: readonly Template[]): Family[] {
+    const ep = cached("/templates");
+    const info = new Family(
+      `${this.ns}_template_info`,
       "gauge",
-      `Replicas of the template. ${CACHED} /templates.`,
+      `Template version, value 1. ${ep}`,
     );
+    const replicas = new Family(`${this.ns}_template_replicas`, "gauge", `Replicas. ${ep}`);
     const error = new Family(
-      `${ns}_template_error`,
+      `${this.ns}_template_error`,
       "gauge",
-      `1 when the template reports an error. ${CACHED} /templates.`,
+      `1 when the template reports an error, else 0. ${ep}`,
     );
-    for (const t of s.templates) {
+    for (const t of templates) {
       const l = labels([["template", t.id]]);
       info.add(
         labels([
@@ -107,73 +146,51 @@ export function platformFamilies(s: Snapshot, ns: string, seen: SeenStatuses): F
       if (t.replicas !== undefined) replicas.add(l, t.replicas);
       error.add(l, t.error ? 1 : 0);
     }
-    out.push(info, replicas, error);
+    return [info, replicas, error];
+  }
+}
+
+function numericFamilies(
+  ns: string,
+  kind: "node" | "template",
+  items: ReadonlyArray<{ id: string; numeric: Record<string, number> }>,
+  reserved: ReadonlySet<string>,
+  endpoint: string,
+  skipped: string[],
+): Family[] {
+  const { metrics, skipped: lost } = fieldMetrics(
+    items.flatMap((i) => Object.keys(i.numeric)),
+    reserved,
+  );
+  skipped.push(...lost.map((f) => `${endpoint} ${f}`));
+  const out: Family[] = [];
+  for (const [field, m] of sorted(metrics)) {
+    const f = new Family(
+      `${ns}_${kind}_${m.suffix}`,
+      "gauge",
+      `Field ${field} of the ${kind}. ${cached(endpoint)}`,
+    );
+    for (const it of items) {
+      const v = it.numeric[field];
+      if (v !== undefined) f.add(labels([[kind, it.id]]), (v * m.mul) / m.div);
+    }
+    out.push(f);
   }
   return out;
 }
 
-const RESERVED = new Set(["status", "info", "replicas", "error"]);
+function sorted(metrics: Map<string, FieldMetric>): Array<[string, FieldMetric]> {
+  return [...metrics].sort(([, a], [, b]) => (a.suffix < b.suffix ? -1 : 1));
+}
 
-function resourceFamilies(
-  ns: string,
-  kind: "node" | "template",
-  items: ReadonlyArray<{
-    id: string;
-    status: string;
-    numeric: Record<string, number>;
-    info: Record<string, string>;
-  }>,
-  seen: Set<string>,
-  endpoint: string,
-): Family[] {
-  for (const it of items) seen.add(it.status);
-  const statuses = [...seen].sort();
-  const status = new Family(
-    `${ns}_${kind}_status`,
-    "gauge",
-    `${kind} status as a state-set: 1 for the current value, 0 for the others seen. ${CACHED} ${endpoint}.`,
-  );
-  const numeric = new Map<string, Family>();
-  const info = new Family(
-    `${ns}_${kind}_info`,
-    "gauge",
-    `String fields of the ${kind}, value 1. ${CACHED} ${endpoint}.`,
-  );
-  for (const it of items) {
-    for (const st of statuses)
-      status.add(
-        labels([
-          [kind, it.id],
-          ["status", st],
-        ]),
-        st === it.status ? 1 : 0,
-      );
-    for (const [field, raw] of Object.entries(it.numeric)) {
-      const [suffix, value] = metricField(field, raw);
-      if (RESERVED.has(suffix)) continue;
-      let f = numeric.get(suffix);
-      if (!f) {
-        f = new Family(
-          `${ns}_${kind}_${suffix}`,
-          "gauge",
-          `Field ${field} of the ${kind}. ${CACHED} ${endpoint}.`,
-        );
-        numeric.set(suffix, f);
-      }
-      f.add(labels([[kind, it.id]]), value);
-    }
-    if (kind === "node") {
-      const pairs: Array<[string, string]> = [[kind, it.id]];
-      for (const [k, v] of Object.entries(it.info).sort(([a], [b]) => a.localeCompare(b))) {
-        const name = sanitizeLabelName(k);
-        if (name !== kind && !name.startsWith("__")) pairs.push([name, v]);
-      }
-      info.add(labels(pairs), 1);
-    }
+/** Drops later records of an id already seen: two would be one duplicated series. */
+function uniqueById<T extends { id: string }>(items: readonly T[]): T[] {
+  const seen = new Set<string>();
+  const out: T[] = [];
+  for (const i of items) {
+    if (seen.has(i.id)) continue;
+    seen.add(i.id);
+    out.push(i);
   }
-  return [
-    status,
-    ...[...numeric.keys()].sort().map((k) => numeric.get(k) as Family),
-    ...(kind === "node" ? [info] : []),
-  ];
+  return out;
 }

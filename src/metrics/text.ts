@@ -1,20 +1,30 @@
-// Writing the Prometheus text / OpenMetrics exposition by hand, for families rendered once per snapshot.
+// Writing the Prometheus text 0.0.4 / OpenMetrics 1.0.0 exposition by hand, for families rendered
+// once per snapshot. Gauge families are byte-identical in both formats; counters differ.
 
 /** Exposition formats. */
 export type Format = "prometheus" | "openmetrics";
 
-/** Escapes a label value (backslash, double quote, newline). */
+/** Escapes a label value (backslash, double quote, newline), the same in both formats. */
 export function escapeLabel(value: string): string {
   return /[\\"\n]/.test(value)
     ? value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")
     : value;
 }
 
-/** Formats a sample value the way Prometheus parses it. */
+/**
+ * HELP text safe in both formats: backslash and newline escaped, double quotes (which only
+ * OpenMetrics may escape) replaced, so a gauge family renders identically in both.
+ */
+export function escapeHelp(help: string): string {
+  return help.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, "'");
+}
+
+/** Formats a sample value the way Prometheus parses it: integers never in exponent form. */
 export function formatValue(v: number): string {
   if (Number.isNaN(v)) return "NaN";
   if (v === Number.POSITIVE_INFINITY) return "+Inf";
   if (v === Number.NEGATIVE_INFINITY) return "-Inf";
+  if (Number.isInteger(v) && Math.abs(v) >= 1e21) return BigInt(v).toString();
   return String(v);
 }
 
@@ -29,22 +39,35 @@ export function labels(pairs: ReadonlyArray<readonly [string, string]>): string 
   return `${out}}`;
 }
 
+/** The HELP and TYPE lines of a family; counters are named without `_total` in OpenMetrics only. */
+export function header(
+  name: string,
+  type: "gauge" | "counter" | "histogram",
+  help: string,
+  format: Format,
+): string {
+  const shown = type === "counter" && format === "prometheus" ? `${name}_total` : name;
+  return `# HELP ${shown} ${escapeHelp(help)}\n# TYPE ${shown} ${type}\n`;
+}
+
 /** One metric family being written: header once, then samples. */
 export class Family {
   private readonly lines: string[] = [];
+  /** `name` is the family name; counter samples get `_total` appended. */
   constructor(
     readonly name: string,
     readonly type: "gauge" | "counter",
     readonly help: string,
   ) {}
 
-  /** Adds a sample; counters get `_total` appended to the family name. */
+  /** Adds a sample with pre-rendered labels (see `labels`). */
   add(labelText: string, value: number): this {
     const sample = this.type === "counter" ? `${this.name}_total` : this.name;
     this.lines.push(`${sample}${labelText} ${formatValue(value)}`);
     return this;
   }
 
+  /** Number of samples. */
   get size(): number {
     return this.lines.length;
   }
@@ -52,11 +75,6 @@ export class Family {
   /** The family's text in `format`, or "" when it has no samples. */
   render(format: Format): string {
     if (this.lines.length === 0) return "";
-    const help = this.help.replace(/\\/g, "\\\\").replace(/\n/g, "\\n");
-    const head =
-      format === "openmetrics"
-        ? `# HELP ${this.name} ${help}\n# TYPE ${this.name} ${this.type}\n`
-        : `# HELP ${this.type === "counter" ? `${this.name}_total` : this.name} ${help}\n# TYPE ${this.type === "counter" ? `${this.name}_total` : this.name} ${this.type}\n`;
-    return `${head}${this.lines.join("\n")}\n`;
+    return `${header(this.name, this.type, this.help, format)}${this.lines.join("\n")}\n`;
   }
 }

@@ -1,0 +1,42 @@
+// The poller's own health per collector, from the snapshot (data age is computed at scrape time).
+import { COLLECTORS, type Snapshot } from "../collect/snapshot.js";
+import { Family, labels } from "./text.js";
+
+/** collect_duration/success/stale, last success and last cycle families of a snapshot. */
+export function collectorFamilies(ns: string, s: Snapshot): Family[] {
+  const duration = new Family(
+    `${ns}_exporter_collect_duration_seconds`,
+    "gauge",
+    "Duration of the collector's requests in the last poll cycle.",
+  );
+  const success = new Family(
+    `${ns}_exporter_collect_success`,
+    "gauge",
+    "1 when the collector succeeded in the last poll cycle, else 0.",
+  );
+  const stale = new Family(
+    `${ns}_exporter_collect_stale`,
+    "gauge",
+    "1 when the collector's series are the last good data of an earlier cycle, else 0.",
+  );
+  const last = new Family(
+    `${ns}_exporter_last_success_timestamp_seconds`,
+    "gauge",
+    "Unix time the collector last succeeded.",
+  );
+  for (const name of COLLECTORS) {
+    const c = s.collectors[name];
+    if (c.skipped) continue;
+    const l = labels([["collector", name]]);
+    duration.add(l, c.durationMs / 1000);
+    success.add(l, c.success ? 1 : 0);
+    stale.add(l, c.stale ? 1 : 0);
+    if (c.lastSuccessAt !== undefined) last.add(l, c.lastSuccessAt / 1000);
+  }
+  const cycle = new Family(
+    `${ns}_exporter_last_cycle_timestamp_seconds`,
+    "gauge",
+    "Unix time the last poll cycle finished.",
+  ).add("", s.finishedAt / 1000);
+  return [duration, success, stale, last, cycle];
+}

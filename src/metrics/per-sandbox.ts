@@ -1,0 +1,205 @@
+// Opt-in per-sandbox series (own shard, capped). As in kube-state-metrics, a sandbox whose fields
+// did not change costs no string building: its lines are copied from the previous render's bytes.
+import type { Sandbox } from "../platform/types.js";
+import { SectionWriter } from "./section-writer.js";
+import { escapeLabel, formatValue, header } from "./text.js";
+import { WalkIndex, type WalkRecord } from "./walk-index.js";
+
+const MIB = 1_048_576;
+const CACHED = "Cached from the last successful walk of GET /v2/sandboxes.";
+/** Families: info, start time, cpus, memory. */
+const FAMILIES = 4;
+/** Bytes per sample line assumed when sizing a first render. */
+const LINE_ESTIMATE = [120, 80, 60, 72];
+/** Matches anything but printable ASCII, tab and newline: then UTF-8 length may differ from length. */
+const NON_ASCII = /[^ -~\t\n]/;
+
+/** Settings of the per-sandbox families. */
+export interface PerSandboxOptions {
+  ns: string;
+  /** Allow-listed metadata: [metadata key, label name]. */
+  metadataLabels: ReadonlyArray<readonly [string, string]>;
+  maxSeries: number;
+}
+
+/** One render: a Buffer per non-empty family, how many sandboxes got series, how many the cap cut. */
+export interface PerSandboxOutput {
+  chunks: Buffer[];
+  written: number;
+  dropped: number;
+}
+
+/** The fields a sandbox's lines were built from (its fingerprint). */
+interface Entry extends WalkRecord {
+  state: string;
+  template: string;
+  cpu: number | undefined;
+  memory: number | undefined;
+  start: number | undefined;
+  meta: Array<string | undefined>;
+}
+
+/** Where each family's line of the record at position p sits: [p * FAMILIES + family]. */
+interface Layout {
+  sections: Buffer[];
+  off: Int32Array;
+  len: Int32Array;
+}
+
+/** Renders the per-sandbox families, reusing the bytes of sandboxes that did not change. */
+export class PerSandboxSeries {
+  private readonly entries = new WalkIndex<Entry>();
+  private last: Layout = { sections: [], off: new Int32Array(0), len: new Int32Array(0) };
+  private readonly heads: string[];
+  private readonly prefix: string[];
+  private readonly metaKeys: string[];
+
+  constructor(private readonly o: PerSandboxOptions) {
+    const n = `${o.ns}_sandbox`;
+    const names = [`${n}_info`, `${n}_start_time_seconds`, `${n}_cpus`, `${n}_memory_bytes`];
+    const helps = [
+      "One series per sandbox, value 1; metadata labels only from the allow-list.",
+      "Start time of the sandbox, Unix seconds.",
+      "CPU count of the sandbox.",
+      "Memory of the sandbox.",
+    ];
+    this.heads = names.map((name, i) =>
+      header(name, "gauge", `${helps[i]} ${CACHED}`, "prometheus"),
+    );
+    this.prefix = names.map((name) => `${name}{sandbox_id="`);
+    this.metaKeys = o.metadataLabels.map(([key]) => key);
+  }
+
+  /** Renders `sandboxes` (this shard's, in walk order); the first `maxSeries` distinct ids get series. */
+  render(sandboxes: readonly Sandbox[]): PerSandboxOutput {
+    const walk = this.entries.begin();
+    const old = this.last;
+    const expected = Math.min(sandboxes.length, this.o.maxSeries);
+    const off = new Int32Array(expected * FAMILIES);
+    const len = new Int32Array(expected * FAMILIES);
+    const writers = this.heads.map((head, i) => {
+      const prev = old.sections[i];
+      const w = new SectionWriter(
+        prev ? prev.length + (prev.length >> 4) : expected * (LINE_ESTIMATE[i] as number),
+      );
+      w.write(head, head.length);
+      return w;
+    });
+    let written = 0;
+    let dropped = 0;
+    for (const s of sandboxes) {
+      const e = this.entries.find(s.id);
+      if (e?.walk === walk) continue; // the same id twice in one walk would be a duplicate series
+      if (written >= this.o.maxSeries) {
+        dropped++;
+        continue;
+      }
+      const at = written * FAMILIES;
+      if (e && this.unchanged(e, s)) {
+        const was = e.pos * FAMILIES;
+        for (let i = 0; i < FAMILIES; i++) {
+          const w = writers[i] as SectionWriter;
+          const from = old.off[was + i] as number;
+          const bytes = old.len[was + i] as number;
+          off[at + i] = w.position;
+          len[at + i] = bytes;
+          w.copy(old.sections[i] as Buffer, from, from + bytes);
+        }
+        this.entries.keep(e);
+      } else {
+        this.entries.keep(this.build(s, writers, at, off, len, e));
+      }
+      written++;
+    }
+    this.entries.end();
+    const sections = writers.map((w) => w.finish());
+    this.last = { sections, off, len };
+    const chunks = sections.filter((b, i) => b.length > (this.heads[i] as string).length);
+    return { chunks, written, dropped };
+  }
+
+  private unchanged(e: Entry, s: Sandbox): boolean {
+    if (
+      e.state !== s.state ||
+      e.template !== s.templateId ||
+      e.cpu !== s.cpuCount ||
+      e.memory !== s.memoryMB ||
+      e.start !== s.startedAt
+    )
+      return false;
+    const keys = this.metaKeys;
+    for (let j = 0; j < keys.length; j++)
+      if (e.meta[j] !== s.metadata[keys[j] as string]) return false;
+    return true;
+  }
+
+  /** Writes the sandbox's lines at record slot `at`; returns its entry (`e` updated, or a new one). */
+  private build(
+    s: Sandbox,
+    writers: SectionWriter[],
+    at: number,
+    off: Int32Array,
+    len: Int32Array,
+    e: Entry | undefined,
+  ): Entry {
+    const [pInfo, pStart, pCpus, pMemory] = this.prefix as [string, string, string, string];
+    const id = escapeLabel(s.id);
+    let info = `${pInfo}${id}",template="${escapeLabel(s.templateId)}",state="${escapeLabel(s.state)}"`;
+    const meta: Array<string | undefined> = [];
+    for (const [key, name] of this.o.metadataLabels) {
+      const v = s.metadata[key];
+      meta.push(v);
+      info += `,${name}="${v === undefined ? "" : escapeLabel(v)}"`;
+    }
+    info += "} 1\n";
+    // Only label values can be non-ASCII, and all of them are on the info line.
+    const ascii = !NON_ASCII.test(info);
+    put(writers, 0, at, off, len, info, ascii);
+    const { startedAt, cpuCount, memoryMB } = s;
+    if (startedAt !== undefined)
+      put(writers, 1, at, off, len, `${pStart}${id}"} ${formatValue(startedAt / 1000)}\n`, ascii);
+    else off[at + 1] = (writers[1] as SectionWriter).position;
+    if (cpuCount !== undefined)
+      put(writers, 2, at, off, len, `${pCpus}${id}"} ${formatValue(cpuCount)}\n`, ascii);
+    else off[at + 2] = (writers[2] as SectionWriter).position;
+    if (memoryMB !== undefined)
+      put(writers, 3, at, off, len, `${pMemory}${id}"} ${formatValue(memoryMB * MIB)}\n`, ascii);
+    else off[at + 3] = (writers[3] as SectionWriter).position;
+    if (!e)
+      return {
+        id: s.id,
+        walk: 0,
+        pos: 0,
+        state: s.state,
+        template: s.templateId,
+        cpu: cpuCount,
+        memory: memoryMB,
+        start: startedAt,
+        meta,
+      };
+    e.state = s.state;
+    e.template = s.templateId;
+    e.cpu = cpuCount;
+    e.memory = memoryMB;
+    e.start = startedAt;
+    e.meta = meta;
+    return e;
+  }
+}
+
+/** Appends one line of family `f` for record slot `at`, noting where it went. */
+function put(
+  writers: SectionWriter[],
+  f: number,
+  at: number,
+  off: Int32Array,
+  len: Int32Array,
+  line: string,
+  ascii: boolean,
+): void {
+  const w = writers[f] as SectionWriter;
+  const bytes = ascii ? line.length : Buffer.byteLength(line, "utf8");
+  off[at + f] = w.position;
+  len[at + f] = bytes;
+  w.write(line, bytes);
+}

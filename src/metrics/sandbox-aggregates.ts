@@ -1,0 +1,129 @@
+// Sandboxes rolled up by state x template (always on): count, CPU and memory sums, oldest start.
+import type { Sandbox } from "../platform/types.js";
+import { MAX_REMEMBERED_STATES } from "./state-memory.js";
+import { Family, labels } from "./text.js";
+
+const MIB = 1_048_576;
+const CACHED = "Cached from the last successful walk of GET /v2/sandboxes.";
+
+interface Group {
+  count: number;
+  cpus: number;
+  memory: number;
+  oldest: number;
+}
+
+/** Settings of the roll-up. */
+export interface AggregateOptions {
+  ns: string;
+  /** Value of the `shard` label, when the sandboxes are one shard of several. */
+  shardLabel?: string;
+  /** States that count as running or paused: every template shows them, 0 when none are. */
+  runningStates: readonly string[];
+  pausedStates: readonly string[];
+}
+
+/**
+ * Renders the roll-up. A state x template pair seen earlier keeps a 0 series while its template
+ * is still present, and every present template shows the running and paused states seen this
+ * run, so "no running sandboxes of template X" is a 0 to alert on, not a vanished series.
+ */
+export class SandboxAggregates {
+  private readonly remembered = new Map<string, Set<string>>();
+  private readonly liveStates = new Set<string>();
+  private readonly seenLive = new Set<string>();
+
+  constructor(private readonly o: AggregateOptions) {
+    for (const s of [...o.runningStates, ...o.pausedStates]) this.liveStates.add(s.toLowerCase());
+  }
+
+  /** Families of `sandboxes` (already this shard's); `templates` lists ids known to exist. */
+  render(sandboxes: readonly Sandbox[], templates: readonly string[]): Family[] {
+    const groups = new Map<string, Map<string, Group>>();
+    for (const s of sandboxes) {
+      let byState = groups.get(s.templateId);
+      if (!byState) {
+        byState = new Map();
+        groups.set(s.templateId, byState);
+      }
+      let g = byState.get(s.state);
+      if (!g) {
+        g = { count: 0, cpus: 0, memory: 0, oldest: Number.POSITIVE_INFINITY };
+        byState.set(s.state, g);
+        if (this.liveStates.has(s.state)) this.seenLive.add(s.state);
+      }
+      g.count++;
+      g.cpus += s.cpuCount ?? 0;
+      g.memory += (s.memoryMB ?? 0) * MIB;
+      if (s.startedAt !== undefined && s.startedAt < g.oldest) g.oldest = s.startedAt;
+    }
+    this.zeroFill(groups, templates);
+    return this.families(groups);
+  }
+
+  private zeroFill(groups: Map<string, Map<string, Group>>, templates: readonly string[]): void {
+    for (const t of templates) if (!groups.has(t)) groups.set(t, new Map());
+    for (const t of [...this.remembered.keys()]) if (!groups.has(t)) this.remembered.delete(t);
+    for (const [t, byState] of groups) {
+      let seen = this.remembered.get(t);
+      if (!seen) {
+        seen = new Set();
+        this.remembered.set(t, seen);
+      }
+      for (const st of byState.keys()) seen.add(st);
+      for (const st of this.seenLive) seen.add(st);
+      // Free-text states must not grow series without bound: forget absent ones past the limit.
+      for (const st of seen) {
+        if (seen.size <= MAX_REMEMBERED_STATES) break;
+        if (!byState.has(st)) seen.delete(st);
+      }
+      for (const st of seen)
+        if (!byState.has(st))
+          byState.set(st, { count: 0, cpus: 0, memory: 0, oldest: Number.POSITIVE_INFINITY });
+    }
+  }
+
+  private families(groups: Map<string, Map<string, Group>>): Family[] {
+    const ns = this.o.ns;
+    const count = new Family(
+      `${ns}_sandboxes`,
+      "gauge",
+      `Sandboxes by state and template. ${CACHED}`,
+    );
+    const cpus = new Family(
+      `${ns}_sandboxes_cpus`,
+      "gauge",
+      `Sum of the CPU counts of the sandboxes by state and template. ${CACHED}`,
+    );
+    const memory = new Family(
+      `${ns}_sandboxes_memory_bytes`,
+      "gauge",
+      `Sum of the memory of the sandboxes by state and template. ${CACHED}`,
+    );
+    const oldest = new Family(
+      `${ns}_sandboxes_oldest_start_time_seconds`,
+      "gauge",
+      `Start time of the oldest sandbox by state and template, Unix seconds. ${CACHED}`,
+    );
+    const rows: Array<[string, string, Group]> = [];
+    for (const [t, byState] of groups) for (const [st, g] of byState) rows.push([st, t, g]);
+    rows.sort(([sa, ta], [sb, tb]) => compare(sa, sb) || compare(ta, tb));
+    for (const [state, template, g] of rows) {
+      const pairs: Array<[string, string]> = [
+        ["state", state],
+        ["template", template],
+      ];
+      if (this.o.shardLabel !== undefined) pairs.push(["shard", this.o.shardLabel]);
+      const l = labels(pairs);
+      count.add(l, g.count);
+      cpus.add(l, g.cpus);
+      memory.add(l, g.memory);
+      if (g.oldest !== Number.POSITIVE_INFINITY) oldest.add(l, g.oldest / 1000);
+    }
+    return [count, cpus, memory, oldest];
+  }
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

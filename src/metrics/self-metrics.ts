@@ -1,0 +1,108 @@
+// Scrape-time state of the exporter in a prom-client registry: build info, platform request
+// histogram and errors, poll counters, data age (computed when scraped), process_* series.
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { COLLECTORS, type Snapshot } from "../collect/snapshot.js";
+import type { Clock } from "../util/clock.js";
+import { registerProcessMetrics } from "./process-metrics.js";
+
+/** Request duration buckets, seconds: local simulators answer in ms, remote APIs in 100s of ms. */
+const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** One finished request to the platform. */
+export interface RequestObservation {
+  endpoint: string;
+  method: string;
+  status?: number;
+  durationMs: number;
+  error?: string;
+}
+
+/** Settings of the registry part. */
+export interface SelfMetricsOptions {
+  ns: string;
+  clock: Clock;
+  version: string;
+  processMetrics: boolean;
+  /** The latest snapshot, read when scraped for data age. */
+  latest(): Snapshot | undefined;
+}
+
+/** Owns the prom-client registry (no global one) and the metrics updated between snapshots. */
+export class SelfMetrics {
+  readonly registry = new Registry();
+  private readonly requestDuration: Histogram<"endpoint" | "method" | "code">;
+  private readonly apiErrors: Counter<"endpoint" | "method" | "reason">;
+  private readonly cycles: Counter;
+  private readonly skipped: Counter;
+
+  constructor(o: SelfMetricsOptions) {
+    const { ns } = o;
+    const registers = [this.registry];
+    new Gauge({
+      name: `${ns}_exporter_build_info`,
+      help: "Version of the exporter and of Node.js, value 1.",
+      labelNames: ["version", "node_version"],
+      registers,
+    })
+      .labels(o.version, process.version)
+      .set(1);
+    this.requestDuration = new Histogram({
+      name: `${ns}_exporter_api_request_duration_seconds`,
+      help: "Duration of requests to the platform API by route, method and HTTP status (or error reason).",
+      labelNames: ["endpoint", "method", "code"],
+      buckets: REQUEST_BUCKETS,
+      registers,
+    });
+    this.apiErrors = new Counter({
+      name: `${ns}_exporter_api_errors_total`,
+      help: "Failed requests to the platform API by route, method and reason.",
+      labelNames: ["endpoint", "method", "reason"],
+      registers,
+    });
+    this.cycles = new Counter({
+      name: `${ns}_exporter_poll_cycles_total`,
+      help: "Completed poll cycles.",
+      registers,
+    });
+    this.skipped = new Counter({
+      name: `${ns}_exporter_poll_skipped_ticks_total`,
+      help: "Schedule ticks skipped because the previous poll cycle was still running.",
+      registers,
+    });
+    new Gauge({
+      name: `${ns}_exporter_data_age_seconds`,
+      help: "Seconds since the collector last succeeded, computed at scrape time; absent before its first success.",
+      labelNames: ["collector"],
+      registers,
+      collect() {
+        this.reset();
+        const snap = o.latest();
+        if (!snap) return;
+        const now = o.clock.now();
+        for (const name of COLLECTORS) {
+          const c = snap.collectors[name];
+          if (!c.skipped && c.lastSuccessAt !== undefined)
+            this.labels(name).set(Math.max(0, now - c.lastSuccessAt) / 1000);
+        }
+      },
+    });
+    if (o.processMetrics) registerProcessMetrics(this.registry);
+  }
+
+  /** Records one request attempt; `code` is the HTTP status, or the error reason without one. */
+  observeRequest(info: RequestObservation): void {
+    const code = info.status !== undefined ? String(info.status) : (info.error ?? "error");
+    this.requestDuration.labels(info.endpoint, info.method, code).observe(info.durationMs / 1000);
+    if (info.error) this.apiErrors.labels(info.endpoint, info.method, info.error).inc();
+  }
+
+  /** Counts a completed poll cycle. */
+  cycle(): void {
+    this.cycles.inc();
+  }
+
+  /** Counts a tick that found the previous cycle still running. */
+  skippedTick(): void {
+    this.skipped.inc();
+  }
+}

@@ -1,0 +1,124 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { PerSandboxSeries } from "../../src/metrics/per-sandbox.js";
+import type { Sandbox } from "../../src/platform/types.js";
+import { sandbox, T0 } from "./fixtures.js";
+
+const OPTIONS = {
+  ns: "sandbox",
+  metadataLabels: [
+    ["team", "team"],
+    ["env", "env"],
+  ] as Array<[string, string]>,
+  maxSeries: 1_000,
+};
+
+const text = (chunks: Buffer[]) => Buffer.concat(chunks).toString("utf8");
+
+/** What a renderer that never saw an earlier walk produces: the reference for the cache. */
+function fresh(list: readonly Sandbox[], maxSeries = OPTIONS.maxSeries): string {
+  return text(new PerSandboxSeries({ ...OPTIONS, maxSeries }).render(list).chunks);
+}
+
+describe("PerSandboxSeries", () => {
+  it("writes the four families, one line per sandbox, leaving out absent fields", () => {
+    const out = new PerSandboxSeries(OPTIONS).render([
+      sandbox("a", { metadata: { team: "ml" } }),
+      sandbox("b", { cpuCount: undefined, memoryMB: undefined, startedAt: undefined }),
+    ]);
+    expect(out.written).toBe(2);
+    expect(out.dropped).toBe(0);
+    expect(
+      text(out.chunks)
+        .split("\n")
+        .filter((l) => l && !l.startsWith("#")),
+    ).toEqual([
+      'sandbox_sandbox_info{sandbox_id="a",template="base",state="running",team="ml",env=""} 1',
+      'sandbox_sandbox_info{sandbox_id="b",template="base",state="running",team="",env=""} 1',
+      'sandbox_sandbox_start_time_seconds{sandbox_id="a"} 1789999940',
+      'sandbox_sandbox_cpus{sandbox_id="a"} 2',
+      'sandbox_sandbox_memory_bytes{sandbox_id="a"} 536870912',
+    ]);
+  });
+
+  it("leaves out families without samples, headers included", () => {
+    const out = new PerSandboxSeries(OPTIONS).render([
+      sandbox("a", { cpuCount: undefined, memoryMB: undefined, startedAt: undefined }),
+    ]);
+    expect(out.chunks).toHaveLength(1);
+    expect(new PerSandboxSeries(OPTIONS).render([]).chunks).toEqual([]);
+  });
+
+  it("re-renders only what changed: unchanged sandboxes keep their bytes, vanished ones go", () => {
+    const p = new PerSandboxSeries(OPTIONS);
+    const first = [sandbox("a"), sandbox("b"), sandbox("c", { metadata: { env: "dev" } })];
+    p.render(first);
+    const second = [
+      sandbox("a"),
+      sandbox("c", { metadata: { env: "prod" } }),
+      sandbox("d", { state: "paused" }),
+    ];
+    const out = text(p.render(second).chunks);
+    expect(out).toBe(fresh(second));
+    expect(out).not.toContain('sandbox_id="b"');
+    expect(out).toContain('sandbox_id="c",template="base",state="running",team="",env="prod"');
+  });
+
+  it("writes one series for an id listed twice in a walk", () => {
+    const out = new PerSandboxSeries(OPTIONS).render([
+      sandbox("a"),
+      sandbox("a", { state: "paused" }),
+    ]);
+    expect(out.written).toBe(1);
+    expect(text(out.chunks).match(/sandbox_sandbox_info\{/g)).toHaveLength(1);
+  });
+
+  it("caps series at maxSeries in walk order and counts the rest", () => {
+    const list = ["a", "b", "c", "d"].map((id) => sandbox(id));
+    const out = new PerSandboxSeries({ ...OPTIONS, maxSeries: 2 }).render(list);
+    expect(out).toMatchObject({ written: 2, dropped: 2 });
+    expect(text(out.chunks)).toContain('sandbox_id="b"');
+    expect(text(out.chunks)).not.toContain('sandbox_id="c"');
+  });
+
+  it("writes non-ASCII label values as UTF-8", () => {
+    const list = [sandbox("é", { templateId: "tpl-😀", metadata: { team: "ü" } }), sandbox("z")];
+    const p = new PerSandboxSeries(OPTIONS);
+    p.render(list);
+    const out = text(p.render([...list, sandbox("y")]).chunks);
+    expect(out).toContain(
+      'sandbox_sandbox_info{sandbox_id="é",template="tpl-😀",state="running",team="ü",env=""} 1\n',
+    );
+    expect(out).toContain(
+      'sandbox_sandbox_cpus{sandbox_id="é"} 2\nsandbox_sandbox_cpus{sandbox_id="z"} 2\n',
+    );
+  });
+
+  it("renders every walk exactly as a fresh renderer would, whatever changes between walks", () => {
+    const ids = ["a", "b", "c", "d", "e", "f", "g", 'h"q', "ü"];
+    const arbSandbox = fc.record({
+      id: fc.constantFrom(...ids),
+      templateId: fc.constantFrom("base", "py", ""),
+      state: fc.constantFrom("running", "paused"),
+      cpuCount: fc.option(fc.constantFrom(1, 2, 0.5), { nil: undefined }),
+      memoryMB: fc.option(fc.constantFrom(256, 512), { nil: undefined }),
+      startedAt: fc.option(fc.constantFrom(T0, T0 - 1_500), { nil: undefined }),
+      metadata: fc.record({ team: fc.constantFrom("x", "y\n") }, { requiredKeys: [] }),
+      extra: fc.constant({}),
+    }) as fc.Arbitrary<Sandbox>;
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(arbSandbox, { maxLength: 12 }), { minLength: 1, maxLength: 6 }),
+        fc.integer({ min: 0, max: 10 }),
+        (walks, maxSeries) => {
+          const p = new PerSandboxSeries({ ...OPTIONS, maxSeries });
+          for (const w of walks) {
+            const out = p.render(w);
+            expect(text(out.chunks)).toBe(fresh(w, maxSeries));
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

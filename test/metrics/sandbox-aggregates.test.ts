@@ -1,0 +1,86 @@
+import { describe, expect, it } from "vitest";
+import { SandboxAggregates } from "../../src/metrics/sandbox-aggregates.js";
+import type { Family } from "../../src/metrics/text.js";
+import { sandbox, T0 } from "./fixtures.js";
+
+const OPTIONS = { ns: "sandbox", runningStates: ["running", "active"], pausedStates: ["paused"] };
+
+function lines(families: Family[], name = "sandbox_sandboxes"): string[] {
+  return families
+    .map((f) => f.render("prometheus"))
+    .join("")
+    .split("\n")
+    .filter((l) => l.startsWith(`${name}{`));
+}
+
+describe("SandboxAggregates", () => {
+  it("sums count, CPUs, memory and keeps the oldest start per state x template", () => {
+    const f = new SandboxAggregates(OPTIONS).render(
+      [
+        sandbox("a", { startedAt: T0 - 5_000 }),
+        sandbox("b", { startedAt: T0 - 9_000, cpuCount: 4, memoryMB: 1 }),
+        sandbox("c", { cpuCount: undefined, memoryMB: undefined, startedAt: undefined }),
+        sandbox("d", { templateId: "py", state: "paused", startedAt: undefined }),
+      ],
+      [],
+    );
+    expect(lines(f)).toEqual([
+      'sandbox_sandboxes{state="paused",template="base"} 0',
+      'sandbox_sandboxes{state="paused",template="py"} 1',
+      'sandbox_sandboxes{state="running",template="base"} 3',
+      'sandbox_sandboxes{state="running",template="py"} 0',
+    ]);
+    expect(lines(f, "sandbox_sandboxes_cpus")).toContain(
+      'sandbox_sandboxes_cpus{state="running",template="base"} 6',
+    );
+    expect(lines(f, "sandbox_sandboxes_memory_bytes")).toContain(
+      'sandbox_sandboxes_memory_bytes{state="running",template="base"} 537919488',
+    );
+    expect(lines(f, "sandbox_sandboxes_oldest_start_time_seconds")).toEqual([
+      'sandbox_sandboxes_oldest_start_time_seconds{state="running",template="base"} 1789999991',
+    ]);
+  });
+
+  it("shows 0 instead of dropping a state x template pair that went away while the template exists", () => {
+    const a = new SandboxAggregates(OPTIONS);
+    a.render([sandbox("a", { state: "starting" }), sandbox("b", { templateId: "py" })], []);
+    const f = a.render(
+      [sandbox("b", { templateId: "py" }), sandbox("c", { templateId: "base" })],
+      [],
+    );
+    expect(lines(f)).toEqual([
+      'sandbox_sandboxes{state="running",template="base"} 1',
+      'sandbox_sandboxes{state="running",template="py"} 1',
+      'sandbox_sandboxes{state="starting",template="base"} 0',
+    ]);
+  });
+
+  it("shows every present template with the running and paused states seen this run", () => {
+    const a = new SandboxAggregates(OPTIONS);
+    const f = a.render(
+      [sandbox("a", { state: "paused" }), sandbox("b", { templateId: "py", state: "starting" })],
+      ["base", "py", "go"],
+    );
+    expect(lines(f)).toEqual([
+      'sandbox_sandboxes{state="paused",template="base"} 1',
+      'sandbox_sandboxes{state="paused",template="go"} 0',
+      'sandbox_sandboxes{state="paused",template="py"} 0',
+      'sandbox_sandboxes{state="starting",template="py"} 1',
+    ]);
+  });
+
+  it("forgets templates that are gone, and bounds remembered free-text states", () => {
+    const a = new SandboxAggregates(OPTIONS);
+    a.render([sandbox("a", { templateId: "old" })], []);
+    for (let i = 0; i < 100; i++) a.render([sandbox("b", { state: `weird-${i}` })], []);
+    const f = a.render([sandbox("b")], []);
+    expect(lines(f).some((l) => l.includes('template="old"'))).toBe(false);
+    expect(lines(f).length).toBeLessThanOrEqual(33);
+    expect(lines(f)).toContain('sandbox_sandboxes{state="running",template="base"} 1');
+  });
+
+  it("adds the shard label when given one", () => {
+    const f = new SandboxAggregates({ ...OPTIONS, shardLabel: "2" }).render([sandbox("a")], []);
+    expect(lines(f)).toEqual(['sandbox_sandboxes{state="running",template="base",shard="2"} 1']);
+  });
+});
