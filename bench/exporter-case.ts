@@ -80,6 +80,20 @@ for (let i = 0; i < SCRAPES; i++) {
   bytes = body.byteLength;
 }
 lat.sort((a, b) => a - b);
+// The same with Accept-Encoding: gzip, as Prometheus scrapes.
+const gz: number[] = [];
+let gzBytes = 0;
+for (let i = 0; i < SCRAPES; i++) {
+  const t0 = performance.now();
+  const res = await request(`${exporter.server.url}/metrics`, {
+    dispatcher: agent,
+    headers: { "accept-encoding": "gzip" },
+  });
+  const body = await res.body.arrayBuffer();
+  gz.push(performance.now() - t0);
+  gzBytes = body.byteLength;
+}
+gz.sort((a, b) => a - b);
 await agent.close();
 await exporter.stop();
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1] ?? Number.NaN;
@@ -94,6 +108,9 @@ process.stdout.write(
     scrapeP50Ms: pct(lat, 50),
     scrapeP99Ms: pct(lat, 99),
     scrapeBytes: bytes,
+    gzipP50Ms: pct(gz, 50),
+    gzipP99Ms: pct(gz, 99),
+    gzipBytes: gzBytes,
     rssMB: rssBytes / 1048576,
   })}\n`,
 );

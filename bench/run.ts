@@ -93,6 +93,11 @@ try {
     ),
   );
   console.log(row("scrape bytes, per-sandbox on", on.scrapeBytes, prom.bytes, ""));
+  console.log(
+    row("gzip scrape p99 ms, per-sandbox off", off.gzipP99Ms, undefined, "as Prometheus scrapes"),
+  );
+  console.log(row("gzip scrape p99 ms, per-sandbox on", on.gzipP99Ms, prom.renderP50Ms, "< 100"));
+  console.log(row("gzip scrape bytes, per-sandbox on", on.gzipBytes, undefined, ""));
   console.log(row("RSS MB after cycle, off", off.rssMB, undefined, "< 150"));
   console.log(row("RSS MB after cycle, on", on.rssMB, undefined, "< 400"));
   console.log("\nwritten to bench/results.json");
