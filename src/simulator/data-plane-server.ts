@@ -1,8 +1,8 @@
 // The data-plane proxy: routes by Host `{port}-{sandboxId}.{domain}` to the sandbox's fake agent.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { SimContext } from "./context.js";
 import { readFile, writeFile } from "./files-routes.js";
-import { sendError, sendMalformed } from "./http-io.js";
+import { createSimServer, sendError, sendMalformed } from "./http-io.js";
 import type { SimSandbox } from "./model.js";
 import { startProcess } from "./process-stream.js";
 
@@ -69,12 +69,5 @@ async function dispatch(ctx: SimContext, req: IncomingMessage, res: ServerRespon
 
 /** Creates (does not listen) the data-plane proxy server. */
 export function createDataPlaneServer(ctx: SimContext): Server {
-  const server = createServer({ keepAlive: true, noDelay: true }, (req, res) => {
-    dispatch(ctx, req, res).catch((err: unknown) => {
-      if (res.headersSent) res.destroy();
-      else sendError(res, 500, err instanceof Error ? err.message : "internal error");
-    });
-  });
-  server.keepAliveTimeout = 30_000;
-  return server;
+  return createSimServer((req, res) => dispatch(ctx, req, res));
 }

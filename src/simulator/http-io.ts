@@ -1,5 +1,5 @@
 // Small node:http helpers shared by both simulator servers.
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 
 /** A JSON body that does not parse: the `malformed` fault. */
 const MALFORMED_BODY = '{"sandboxes": [{"sandboxID": "i-trunc';
@@ -80,4 +80,18 @@ export class Timers {
 export function hasApiKey(req: IncomingMessage, key: string): boolean {
   if (req.headers["x-api-key"] === key) return true;
   return req.headers.authorization === `Bearer ${key}`;
+}
+
+/** A keep-alive loopback server whose handler failures become a 500 (or a dropped stream). */
+export function createSimServer(
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+): Server {
+  const server = createServer({ keepAlive: true, noDelay: true }, (req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (res.headersSent) res.destroy();
+      else sendError(res, 500, err instanceof Error ? err.message : "internal error");
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  return server;
 }

@@ -1,8 +1,8 @@
 // The management API server (/sandboxapi/v1/...) plus the control-channel routes at the root.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { clusterRoutes } from "./cluster-routes.js";
 import type { ApiHandler, SimContext } from "./context.js";
-import { hasApiKey, sendError, sendMalformed } from "./http-io.js";
+import { createSimServer, hasApiKey, sendError, sendMalformed } from "./http-io.js";
 import { listSandboxes } from "./list-sandboxes.js";
 import { matchRoute, type RouteDef } from "./router.js";
 import { sandboxLogs } from "./sandbox-logs.js";
@@ -41,12 +41,5 @@ async function dispatch(ctx: SimContext, req: IncomingMessage, res: ServerRespon
 
 /** Creates (does not listen) the management API server. */
 export function createManagementServer(ctx: SimContext): Server {
-  const server = createServer({ keepAlive: true, noDelay: true }, (req, res) => {
-    dispatch(ctx, req, res).catch((err: unknown) => {
-      if (res.headersSent) res.destroy();
-      else sendError(res, 500, err instanceof Error ? err.message : "internal error");
-    });
-  });
-  server.keepAliveTimeout = 30_000;
-  return server;
+  return createSimServer((req, res) => dispatch(ctx, req, res));
 }
