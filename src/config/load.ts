@@ -1,60 +1,240 @@
-// Builds a Config from defaults, a config file, flags and the environment (that order of precedence, lowest first).
-import { parseArgs } from "node:util";
-import { parse as parseYaml } from "yaml";
-import { parseDuration } from "../util/duration.js";
-import { ExporterError } from "../util/errors.js";
+// Builds the Config from defaults, the --config file, flags and the environment (lowest precedence
+// first, as the platform contract orders them) and maps every schema problem back to its source.
+import type { z } from "zod";
+import { readConfigFile } from "./config-file.js";
+import { ConfigError, type ConfigProblem, type Source, showValue } from "./errors.js";
+import { CONFIG_FILE_ENV, parseFlags } from "./flags.js";
 import { type Config, ConfigSchema } from "./schema.js";
-import { SETTINGS, type Setting } from "./settings.js";
+import { fromText, SETTINGS } from "./settings.js";
 
-/** Where a value came from. */
-export type Source = "env" | "file" | "flag" | "default";
+export { ConfigError, type ConfigProblem, type Source } from "./errors.js";
+export { helpText } from "./flags.js";
+export { redactConfig } from "./redact.js";
 
-/** One problem with one setting. */
-export interface ConfigProblem {
-  path: string;
-  source: Source;
-  /** The variable, flag or file that supplied the value. */
-  origin: string;
-  expected: string;
-  received?: string;
-}
-
-/** Configuration is unusable; `format()` gives one line per problem. */
-export class ConfigError extends ExporterError {
-  constructor(readonly problems: ConfigProblem[]) {
-    super("ERR_CONFIG", problems.map(formatProblem).join("\n"));
-  }
-  format(): string {
-    return this.message;
-  }
-}
-
-/** The loaded configuration and where each set value came from. */
+/** The loaded configuration and where each of its values came from. */
 export interface LoadedConfig {
   config: Config;
+  /** Dotted path of every leaf of `config` -> the source of its value. */
   sources: Record<string, Source>;
   help: boolean;
   version: boolean;
 }
 
-/** What loadConfig reads; only `readFile` touches the disk. */
+/** What loadConfig reads; only `readFile` touches the disk, so a reload is just another call. */
 export interface ConfigInput {
   argv: string[];
   env: Record<string, string | undefined>;
   readFile?: (path: string) => string;
-  /** Fail when no API URL is configured (the daemon needs one; tests may not). */
+  /** Report a missing API URL (the daemon needs one; tests and --help may not). */
   requireApi?: boolean;
 }
 
-const SECRET_PATHS = new Set(SETTINGS.filter((s) => s.secret).map((s) => s.path));
-
-function formatProblem(p: ConfigProblem): string {
-  const shown = p.received === undefined ? "" : `, got ${p.received}`;
-  return `${p.path} (${p.source} ${p.origin}): expected ${p.expected}${shown}`;
+/** One value set by a source, remembered to name that source in problems. */
+interface Entry {
+  keys: string[];
+  source: Source;
+  origin: string;
 }
 
-function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
-  const keys = path.split(".");
+const RANK: Record<Source, number> = { default: 0, file: 1, flag: 2, env: 3 };
+const API_KEY = ["platform", "apiKey"];
+const API_KEY_FILE = ["platform", "apiKeyFile"];
+const API_URL = ["platform", "apiUrl"];
+
+const noFiles = (): string => {
+  throw new Error("no file reader was given");
+};
+
+/**
+ * Loads and validates the configuration; throws ConfigError listing every problem found.
+ * With --help or --version it never throws: the config is then the defaults if it did not validate.
+ */
+export function loadConfig(input: ConfigInput): LoadedConfig {
+  const readFile = input.readFile ?? noFiles;
+  const flags = parseFlags(input.argv);
+  const problems: ConfigProblem[] = [...flags.problems];
+  const raw: Record<string, unknown> = {};
+  const entries = new Map<string, Entry>();
+  const set = (keys: string[], value: unknown, source: Source, origin: string): void => {
+    setIn(raw, keys, value);
+    entries.set(keys.join("."), { keys, source, origin });
+  };
+
+  const configFile = nonEmpty(input.env[CONFIG_FILE_ENV]) ?? flags.configFile;
+  if (configFile !== undefined) {
+    const file = readConfigFile(configFile, readFile);
+    problems.push(...file.problems);
+    for (const v of file.values) set(v.keys, v.value, "file", v.origin);
+  }
+  for (const { setting, raw: text, origin } of flags.values)
+    set(setting.path.split("."), fromText(setting.kind, text), "flag", origin);
+  for (const s of SETTINGS) {
+    const text = nonEmpty(input.env[s.env]);
+    if (text !== undefined) set(s.path.split("."), fromText(s.kind, text), "env", s.env);
+  }
+  readKeyFile(raw, entries, readFile, problems, set);
+
+  const parsed = ConfigSchema.safeParse(raw, { error: genericExpected });
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) problems.push(...problemsOf(issue, raw, entries));
+  }
+  const wantsInfo = flags.help || flags.version;
+  const url = getIn(raw, API_URL);
+  if (input.requireApi && !wantsInfo && (url === undefined || url === "")) {
+    const entry = entries.get(API_URL.join("."));
+    problems.push({
+      path: API_URL.join("."),
+      source: entry?.source ?? "default",
+      origin: entry?.origin ?? "",
+      expected: "the management API URL (SANDBOX_API_URL, --api-url, or ApiURL in the config file)",
+      received: entry ? '""' : undefined,
+    });
+  }
+  if (problems.length > 0 && !wantsInfo) throw new ConfigError(problems);
+  const config = parsed.success ? parsed.data : ConfigSchema.parse({});
+  return {
+    config,
+    sources: parsed.success ? sourcesOf(config, entries) : {},
+    help: flags.help,
+    version: flags.version,
+  };
+}
+
+/** apiKeyFile's trimmed content becomes apiKey, unless a higher-precedence source set the key itself. */
+function readKeyFile(
+  raw: Record<string, unknown>,
+  entries: Map<string, Entry>,
+  readFile: (path: string) => string,
+  problems: ConfigProblem[],
+  set: (keys: string[], value: unknown, source: Source, origin: string) => void,
+): void {
+  const fileEntry = entries.get(API_KEY_FILE.join("."));
+  const keyEntry = entries.get(API_KEY.join("."));
+  const path = getIn(raw, API_KEY_FILE);
+  if (!fileEntry || typeof path !== "string" || path === "") return;
+  const problem = (p: Omit<ConfigProblem, "source" | "origin">): void => {
+    problems.push({ ...p, source: fileEntry.source, origin: fileEntry.origin });
+  };
+  if (keyEntry && RANK[keyEntry.source] > RANK[fileEntry.source]) return;
+  if (keyEntry && RANK[keyEntry.source] === RANK[fileEntry.source]) {
+    problem({
+      path: API_KEY_FILE.join("."),
+      expected: `either the API key (${keyEntry.origin}) or a key file, not both`,
+    });
+    return;
+  }
+  let key: string;
+  try {
+    key = readFile(path).trim();
+  } catch (err) {
+    const why = ((err as Error).message ?? String(err)).split("\n")[0] ?? "";
+    problem({
+      path: API_KEY_FILE.join("."),
+      expected: "a readable file",
+      received: JSON.stringify(why),
+    });
+    return;
+  }
+  if (key === "") {
+    problem({
+      path: API_KEY_FILE.join("."),
+      expected: "a file holding the API key",
+      received: `an empty file ${JSON.stringify(path)}`,
+    });
+    return;
+  }
+  set(API_KEY, key, fileEntry.source, fileEntry.origin);
+}
+
+/** The "expected" phrase for issues whose schema gives none of its own. */
+function genericExpected(issue: z.core.$ZodRawIssue): string | undefined {
+  if (issue.code === "unrecognized_keys") return "a known setting";
+  if (issue.code !== "invalid_type") return undefined;
+  const nouns: Record<string, string> = {
+    object: "a mapping of settings",
+    array: "a list",
+    boolean: "true or false",
+    number: "a number",
+    string: "a string",
+  };
+  return nouns[issue.expected] ?? `a ${issue.expected}`;
+}
+
+/** One problem per issue (one per key for unknown keys), naming the source that supplied the value. */
+function problemsOf(
+  issue: z.core.$ZodIssue,
+  raw: Record<string, unknown>,
+  entries: Map<string, Entry>,
+): ConfigProblem[] {
+  const base = issue.path.map(String);
+  const targets = issue.code === "unrecognized_keys" ? issue.keys.map((k) => [...base, k]) : [base];
+  return targets.map((keys) => {
+    const path = keys.join(".");
+    const { source, origin } = originOf(keys, entries);
+    const expected =
+      issue.code === "unrecognized_keys"
+        ? `a known setting (see --help)${suggestion(keys)}`
+        : issue.message;
+    const received =
+      issue.code === "unrecognized_keys" ? undefined : showValue(path, getIn(raw, keys));
+    return { path, source, origin, expected, received };
+  });
+}
+
+/** The entry that set this value, or the one that set the list or mapping holding it. */
+function originOf(keys: string[], entries: Map<string, Entry>): { source: Source; origin: string } {
+  for (let n = keys.length; n > 0; n--) {
+    const entry = entries.get(keys.slice(0, n).join("."));
+    if (!entry) continue;
+    const rest = keys.slice(n).join(".");
+    const deeper =
+      entry.source === "file" && rest !== "" ? `${entry.origin}.${rest}` : entry.origin;
+    return { source: entry.source, origin: deeper };
+  }
+  return { source: "default", origin: "" };
+}
+
+const KNOWN = ConfigSchema.parse({}) as unknown as Record<string, Record<string, unknown>>;
+
+/** `; did you mean poll.pageLimit?` for a key that differs from a known one only in case or - and _. */
+function suggestion(keys: string[]): string {
+  const squash = (k: string): string => k.toLowerCase().replace(/[-_]/g, "");
+  const [section, key] = keys;
+  const names =
+    keys.length === 1
+      ? Object.keys(KNOWN)
+      : keys.length === 2 && section !== undefined
+        ? [
+            ...Object.keys(KNOWN[section] ?? {}),
+            ...SETTINGS.filter((s) => s.path.startsWith(`${section}.`)).map(
+              (s) => s.path.split(".")[1] ?? "",
+            ),
+          ]
+        : [];
+  const last = (keys.length === 1 ? section : key) ?? "";
+  const hit = names.find((n) => squash(n) === squash(last));
+  return hit ? `; did you mean ${[...keys.slice(0, -1), hit].join(".")}?` : "";
+}
+
+/** Dotted path of every leaf of the config (lists are leaves) -> its source. */
+function sourcesOf(config: Config, entries: Map<string, Entry>): Record<string, Source> {
+  const out: Record<string, Source> = {};
+  const walk = (node: unknown, keys: string[]): void => {
+    if (typeof node === "object" && node !== null && !Array.isArray(node)) {
+      for (const [k, v] of Object.entries(node)) walk(v, [...keys, k]);
+      return;
+    }
+    out[keys.join(".")] = originOf(keys, entries).source;
+  };
+  walk(config, []);
+  return out;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === "" ? undefined : value;
+}
+
+function setIn(target: Record<string, unknown>, keys: string[], value: unknown): void {
   let node = target;
   for (const key of keys.slice(0, -1)) {
     const next = node[key];
@@ -64,238 +244,11 @@ function setPath(target: Record<string, unknown>, path: string, value: unknown):
   node[keys[keys.length - 1] as string] = value;
 }
 
-function getPath(source: unknown, path: string): unknown {
+function getIn(source: unknown, keys: readonly string[]): unknown {
   let node = source;
-  for (const key of path.split(".")) {
+  for (const key of keys) {
     if (typeof node !== "object" || node === null) return undefined;
     node = (node as Record<string, unknown>)[key];
   }
   return node;
-}
-
-function convert(setting: Setting, raw: string): unknown {
-  switch (setting.kind) {
-    case "string":
-      return raw;
-    case "int": {
-      if (!/^-?\d+$/.test(raw.trim())) throw new Error("expected an integer");
-      return Number(raw);
-    }
-    case "bool": {
-      const v = raw.trim().toLowerCase();
-      if (["1", "true", "yes", "on"].includes(v)) return true;
-      if (["0", "false", "no", "off", ""].includes(v)) return false;
-      throw new Error("expected true or false");
-    }
-    case "list":
-      return raw
-        .split(",")
-        .map((s) => s.trim())
-        .filter(Boolean);
-    case "duration":
-      parseDuration(raw);
-      return raw;
-  }
-}
-
-function flattenLeaves(value: unknown, prefix: string, out: string[]): void {
-  if (typeof value === "object" && value !== null && !Array.isArray(value)) {
-    for (const [k, v] of Object.entries(value))
-      flattenLeaves(v, prefix ? `${prefix}.${k}` : k, out);
-  } else if (prefix) out.push(prefix);
-}
-
-function describe(path: string, value: unknown): string | undefined {
-  if (value === undefined) return undefined;
-  if (SECRET_PATHS.has(path)) return '"***"';
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
-}
-
-/** Loads and validates configuration; throws ConfigError listing every problem. */
-export function loadConfig(input: ConfigInput): LoadedConfig {
-  const problems: ConfigProblem[] = [];
-  const raw: Record<string, unknown> = {};
-  const sources: Record<string, Source> = {};
-  const origins: Record<string, string> = {};
-  const assign = (path: string, value: unknown, source: Source, origin: string): void => {
-    setPath(raw, path, value);
-    sources[path] = source;
-    origins[path] = origin;
-  };
-
-  const flagOptions: Record<string, { type: "string" | "boolean" }> = {
-    config: { type: "string" },
-    help: { type: "boolean" },
-    version: { type: "boolean" },
-  };
-  for (const s of SETTINGS) if (s.flag) flagOptions[s.flag] = { type: "string" };
-  // Boolean settings may be given bare (--probe) or with a value (--probe=false).
-  const argv = input.argv.map((a) => {
-    const s = SETTINGS.find((x) => x.kind === "bool" && x.flag && a === `--${x.flag}`);
-    return s ? `--${s.flag}=true` : a;
-  });
-  let flags: Record<string, string | boolean | undefined> = {};
-  try {
-    flags = parseArgs({
-      args: argv,
-      options: flagOptions,
-      strict: true,
-      allowPositionals: false,
-    }).values;
-  } catch (err) {
-    const msg = (err as Error).message.split("\n")[0] ?? "";
-    throw new ConfigError([
-      {
-        path: "argv",
-        source: "flag",
-        origin: "command line",
-        expected: "a known flag (see --help)",
-        received: msg,
-      },
-    ]);
-  }
-
-  // 1. The config file (explicit), with the seed's PascalCase names as aliases.
-  const file = typeof flags.config === "string" ? flags.config : undefined;
-  if (file) {
-    let doc: unknown;
-    try {
-      const text = (input.readFile ?? (() => ""))(file);
-      doc = parseYaml(text) ?? {};
-    } catch (err) {
-      const msg = (err as Error).message.split("\n")[0] ?? "";
-      throw new ConfigError([
-        {
-          path: "(file)",
-          source: "file",
-          origin: file,
-          expected: "readable YAML or JSON",
-          received: msg,
-        },
-      ]);
-    }
-    if (typeof doc !== "object" || doc === null || Array.isArray(doc)) {
-      throw new ConfigError([
-        { path: "(file)", source: "file", origin: file, expected: "a mapping at the top level" },
-      ]);
-    }
-    const obj = { ...(doc as Record<string, unknown>) };
-    for (const s of SETTINGS) {
-      if (s.seed && s.seed in obj) {
-        setPath(obj, s.path, obj[s.seed]);
-        delete obj[s.seed];
-      }
-    }
-    const leaves: string[] = [];
-    flattenLeaves(obj, "", leaves);
-    for (const path of leaves) assign(path, getPath(obj, path), "file", file);
-  }
-
-  // 2. Flags (explicit, beat the file), then 3. the environment (beats everything).
-  for (const s of SETTINGS) {
-    const v = s.flag ? flags[s.flag] : undefined;
-    if (typeof v === "string") applyString(s, v, "flag", `--${s.flag}`);
-  }
-  for (const s of SETTINGS) {
-    const v = input.env[s.env];
-    if (v !== undefined && v !== "") applyString(s, v, "env", s.env);
-  }
-
-  function applyString(s: Setting, value: string, source: Source, origin: string): void {
-    try {
-      assign(s.path, convert(s, value), source, origin);
-    } catch (err) {
-      problems.push({
-        path: s.path,
-        source,
-        origin,
-        expected: (err as Error).message.replace(/^expected /, ""),
-        received: describe(s.path, value),
-      });
-    }
-  }
-
-  const keyFile = getPath(raw, "platform.apiKeyFile");
-  if (typeof keyFile === "string" && keyFile && getPath(raw, "platform.apiKey") === undefined) {
-    try {
-      setPath(raw, "platform.apiKey", (input.readFile ?? (() => ""))(keyFile).trim());
-    } catch (err) {
-      problems.push({
-        path: "platform.apiKeyFile",
-        source: sources["platform.apiKeyFile"] ?? "file",
-        origin: origins["platform.apiKeyFile"] ?? keyFile,
-        expected: "a readable file",
-        received: (err as Error).message.split("\n")[0],
-      });
-    }
-  }
-
-  const parsed = ConfigSchema.safeParse(raw);
-  if (!parsed.success) {
-    for (const issue of parsed.error.issues) {
-      const path = issue.path.join(".");
-      const known = Object.keys(sources).find(
-        (p) => p === path || path.startsWith(`${p}.`) || p.startsWith(`${path}.`),
-      );
-      const source = known ? (sources[known] ?? "default") : "default";
-      problems.push({
-        path,
-        source,
-        origin: known ? (origins[known] ?? "") : "default",
-        expected: issue.message.replace(/^Invalid input: expected /, ""),
-        received: describe(path, getPath(raw, path)),
-      });
-    }
-  }
-  if (
-    parsed.success &&
-    input.requireApi &&
-    !parsed.data.platform.apiUrl &&
-    !flags.help &&
-    !flags.version
-  ) {
-    problems.push({
-      path: "platform.apiUrl",
-      source: "default",
-      origin: "SANDBOX_API_URL or --api-url",
-      expected: "the management API URL",
-    });
-  }
-  if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
-  return {
-    config: parsed.data,
-    sources,
-    help: flags.help === true,
-    version: flags.version === true,
-  };
-}
-
-/** A deep copy safe to print: secrets shown as ***. */
-export function redactConfig(config: Config): Config {
-  const copy = structuredClone(config);
-  if (copy.platform.apiKey) copy.platform.apiKey = "***";
-  return copy;
-}
-
-/** The --help text: every flag, its environment variable and default. */
-export function helpText(): string {
-  const defaults = ConfigSchema.parse({});
-  const rows = SETTINGS.map((s) => {
-    const flag = s.flag ? `--${s.flag}` : "(no flag)";
-    const def = getPath(defaults, s.path);
-    const shown = def === undefined || def === "" ? "" : ` [default: ${JSON.stringify(def)}]`;
-    return `  ${flag.padEnd(26)} ${s.env.padEnd(40)} ${s.help}${shown}`;
-  });
-  return [
-    "Usage: sandbox-exporter [--config FILE] [flags]",
-    "",
-    "Precedence: environment > flags > config file > defaults.",
-    "",
-    `  ${"--config FILE".padEnd(26)} ${"".padEnd(40)} YAML or JSON config file`,
-    ...rows,
-    `  ${"--help".padEnd(26)} ${"".padEnd(40)} this text`,
-    `  ${"--version".padEnd(26)} ${"".padEnd(40)} print the version`,
-    "",
-  ].join("\n");
 }

@@ -1,149 +1,252 @@
 // The one configuration schema: the seed's client fields plus the exporter's own settings.
+// Each schema's error text is the "expected ..." phrase of a ConfigProblem.
+import { isIP } from "node:net";
 import { Cron } from "croner";
 import { z } from "zod";
-import { parseDuration } from "../util/duration.js";
+import { DURATION_FORMS, parseDuration } from "../util/duration.js";
 
-const duration = z.union([z.string(), z.number()]).transform((v, ctx) => {
+/** The longest delay a Node timer honours (2^31-1 ms, about 24.8 days); longer ones fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** An integer in [min, max] with one message for every way it can be wrong. */
+function int(min: number, max?: number) {
+  const error = max === undefined ? `an integer >= ${min}` : `an integer from ${min} to ${max}`;
+  const base = z.number({ error }).int({ error }).min(min, { error });
+  return max === undefined ? base : base.max(max, { error });
+}
+
+const bool = z.boolean({ error: "true or false" });
+const text = z.string({ error: "a string" });
+const list = z.array(text, { error: "a list of strings" });
+
+function oneOf<const T extends readonly [string, ...string[]]>(values: T) {
+  return z.enum(values, { error: `one of ${values.join(", ")}` });
+}
+
+/** A positive duration in ms, from "30s"-style text or a number of milliseconds. */
+function duration(max = MAX_TIMER_MS) {
+  return z.unknown().transform((v, ctx): number => {
+    const ms = typeof v === "string" || typeof v === "number" ? tryDuration(v) : undefined;
+    if (ms === undefined || ms <= 0 || ms > max) {
+      const error = `${DURATION_FORMS}, above 0 and at most ${Math.floor(max / 86_400_000)}d`;
+      ctx.addIssue({ code: "custom", message: error, input: v });
+      return z.NEVER;
+    }
+    return ms;
+  });
+}
+
+function tryDuration(v: string | number): number | undefined {
   try {
     return parseDuration(v);
+  } catch {
+    return undefined;
+  }
+}
+
+/** An interval of whole seconds ("15s"; croner counts intervals in seconds) or a cron expression. */
+const schedule = text.superRefine((spec, ctx) => {
+  const ms = tryDuration(spec);
+  const expected =
+    "an interval of whole seconds like 15s, or a cron expression like */15 * * * * *";
+  if (ms !== undefined) {
+    if (ms < 1000 || ms % 1000 !== 0 || ms > MAX_TIMER_MS)
+      ctx.addIssue({ code: "custom", message: `${expected} (intervals from 1s to 24d)` });
+    return;
+  }
+  try {
+    new Cron(spec, { paused: true }).stop();
   } catch (err) {
-    ctx.addIssue({ code: "custom", message: (err as Error).message });
-    return z.NEVER;
+    ctx.addIssue({ code: "custom", message: `${expected} (${(err as Error).message})` });
   }
 });
 
-const schedule = z.string().refine(
-  (spec) => {
-    try {
-      parseDuration(spec);
-      return true;
-    } catch {
-      try {
-        new Cron(spec, { paused: true }).stop();
-        return true;
-      } catch {
-        return false;
-      }
-    }
+const apiUrl = text.refine((s) => s === "" || isHttpUrl(s), {
+  error: "an http(s) URL like https://api.example.com",
+});
+
+function isHttpUrl(s: string): boolean {
+  try {
+    const u = new URL(s);
+    return (u.protocol === "http:" || u.protocol === "https:") && u.hostname !== "";
+  } catch {
+    return false;
+  }
+}
+
+const HOSTNAME =
+  /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9])?)*$/i;
+const hostname = text.regex(HOSTNAME, { error: "a DNS name like sandbox.example.com" });
+const hostOrIp = text.refine((s) => s === "" || isIP(s) !== 0 || HOSTNAME.test(s), {
+  error: "an IP address or host name",
+});
+
+/** host:port, [v6]:port or :port (all interfaces); port 0 picks a free one. */
+const listen = text.refine(
+  (s) => {
+    const m = /^(?:\[([0-9a-fA-F:.]+(?:%[\w.-]+)?)\]|([\w.-]*)):(\d{1,5})$/.exec(s);
+    if (!m || Number(m[3]) > 65_535) return false;
+    return m[1] === undefined || isIP(m[1].split("%")[0] as string) === 6;
   },
-  { message: "expected an interval like 15s or a cron expression like */15 * * * * *" },
+  { error: "host:port, [::1]:port or :port" },
 );
 
-const listen = z
-  .string()
-  .regex(/^(?:\[[^\]]+\]|[^:]*):\d{1,5}$/, { message: "expected host:port, [::1]:port or :port" });
+/** An HTTP header name (RFC 9110 token). */
+const headerName = text.regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { error: "an HTTP header name" });
 
-const labelName = z
-  .string()
-  .regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, { message: "expected a Prometheus label name" });
+/** A key that can go into an HTTP header: no line breaks or other control characters. */
+const apiKey = text.refine((s) => !hasControlCharacter(s), {
+  error: "an API key without line breaks or control characters",
+});
 
-const PlatformSchema = z.object({
-  apiUrl: z.union([z.literal(""), z.url({ protocol: /^https?$/ })]).default(""),
-  apiKey: z.string().default(""),
-  apiKeyFile: z.string().optional(),
-  sandboxDomain: z.string().min(1).default("e2b.app"),
-  timeoutMs: duration.default(10_000),
-  proxyNodeIp: z.string().default(""),
-  /** 0 means the scheme's default port. */
-  proxyPortHttp: z.number().int().min(0).max(65_535).default(0),
-  proxyScheme: z.enum(["http", "https"]).default("https"),
-  authStyle: z.enum(["x-api-key", "bearer"]).default("x-api-key"),
-  authHeader: z.string().min(1).default("X-API-Key"),
-  agentPort: z.number().int().min(1).max(65_535).default(49_983),
-  retries: z.number().int().min(0).max(10).default(2),
+function hasControlCharacter(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}
+
+const metricPrefix = text.regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, {
+  error: "a metric name prefix matching [a-zA-Z_][a-zA-Z0-9_]*",
+});
+
+/** A metadata key that still names something once snake_cased into a label (see metrics/naming). */
+const metadataKey = text.regex(/[A-Za-z0-9]/, {
+  error: "a metadata key with at least one letter or digit",
+});
+
+const PlatformSchema = z.strictObject({
+  apiUrl: apiUrl.default(""),
+  apiKey: apiKey.default(""),
+  apiKeyFile: text.min(1, { error: "a file path" }).optional(),
+  sandboxDomain: hostname.default("e2b.app"),
+  timeoutMs: duration().default(10_000),
+  proxyNodeIp: hostOrIp.default(""),
+  /** 0 means the scheme's default port (80 for http, 443 for https). */
+  proxyPortHttp: int(0, 65_535).default(0),
+  proxyScheme: oneOf(["http", "https"]).default("https"),
+  authStyle: oneOf(["x-api-key", "bearer"]).default("x-api-key"),
+  /** Used only when authStyle is x-api-key. */
+  authHeader: headerName.default("X-API-Key"),
+  agentPort: int(1, 65_535).default(49_983),
+  retries: int(0, 10).default(2),
 });
 
 const ServerSchema = z
-  .object({
+  .strictObject({
     listen: listen.default("0.0.0.0:9464"),
-    bearerTokenFile: z.string().optional(),
-    /** user -> hex SHA-256 of the password. */
-    basicAuthUsers: z.record(z.string(), z.string().regex(/^[0-9a-fA-F]{64}$/)).optional(),
-    tlsCertFile: z.string().optional(),
-    tlsKeyFile: z.string().optional(),
+    bearerTokenFile: text.min(1, { error: "a file path" }).optional(),
+    /** user -> lower- or upper-case hex SHA-256 of the password (`printf %s pw | sha256sum`). */
+    basicAuthUsers: z
+      .record(text, text.regex(/^[0-9a-fA-F]{64}$/, { error: "a hex SHA-256 of the password" }), {
+        error: "a mapping of user name to hex SHA-256 of the password",
+      })
+      .optional(),
+    tlsCertFile: text.min(1, { error: "a file path" }).optional(),
+    tlsKeyFile: text.min(1, { error: "a file path" }).optional(),
   })
-  .refine((s) => (s.tlsCertFile === undefined) === (s.tlsKeyFile === undefined), {
-    message: "tlsCertFile and tlsKeyFile go together",
-    path: ["tlsKeyFile"],
+  .superRefine((s, ctx) => {
+    if ((s.tlsCertFile === undefined) === (s.tlsKeyFile === undefined)) return;
+    const missing = s.tlsCertFile === undefined ? "tlsCertFile" : "tlsKeyFile";
+    const other = missing === "tlsCertFile" ? "tlsKeyFile" : "tlsCertFile";
+    ctx.addIssue({
+      code: "custom",
+      path: [missing],
+      message: `to be set together with server.${other}`,
+    });
   });
 
-const PollSchema = z.object({
+const PollSchema = z.strictObject({
   schedule: schedule.default("15s"),
-  pageLimit: z.number().int().min(1).max(10_000).default(100),
-  maxPages: z.number().int().min(1).default(10_000),
-  state: z.string().optional(),
-  metadata: z.string().optional(),
-  nodeDetails: z.boolean().default(false),
-  templateDetails: z.boolean().default(false),
+  pageLimit: int(1, 10_000).default(100),
+  maxPages: int(1).default(10_000),
+  /** Passed as the list's state= filter. */
+  state: text.optional(),
+  /** Passed as the list's metadata= filter. */
+  metadata: text.optional(),
+  nodeDetails: bool.default(false),
+  templateDetails: bool.default(false),
 });
 
-const MetricsSchema = z.object({
-  namespace: labelName.default("sandbox"),
-  perSandboxMetrics: z.boolean().default(false),
-  metadataLabels: z.array(z.string().min(1)).default([]),
-  maxSandboxSeries: z.number().int().min(0).default(50_000),
+const MetricsSchema = z.strictObject({
+  namespace: metricPrefix.default("sandbox"),
+  perSandboxMetrics: bool.default(false),
+  metadataLabels: z.array(metadataKey, { error: "a list of metadata keys" }).default([]),
+  maxSandboxSeries: int(0).default(50_000),
 });
 
 const ShardSchema = z
-  .object({
-    index: z.number().int().min(0).default(0),
-    total: z.number().int().min(1).default(1),
+  .strictObject({
+    index: int(0).default(0),
+    total: int(1).default(1),
   })
-  .refine((s) => s.index < s.total, {
-    message: "shard index must be below total shards",
-    path: ["index"],
+  .superRefine((s, ctx) => {
+    if (s.index < s.total) return;
+    ctx.addIssue({
+      code: "custom",
+      path: ["index"],
+      message: `a shard index below shard.total (${s.total})`,
+      input: s.index,
+    });
   });
 
-const ResourceMap = z.record(z.string(), z.string());
+/** Our field name -> the platform's JSON key, per resource. */
+const fieldNames = z.record(text, text, { error: "a mapping of our field name to the platform's" });
 
-/** The whole configuration, after defaults. */
-export const ConfigSchema = z.object({
+const FieldMapSchema = z.strictObject({
+  sandbox: fieldNames.optional(),
+  node: fieldNames.optional(),
+  template: fieldNames.optional(),
+  log: fieldNames.optional(),
+  list: fieldNames.optional(),
+});
+
+const StatesSchema = z.strictObject({
+  running: list.default(["running", "active"]),
+  paused: list.default(["paused", "suspended"]),
+});
+
+/** Loose: the probe issue adds its own settings here. */
+const ProbeSchema = z.looseObject({
+  enabled: bool.default(false),
+  schedule: schedule.default("60s"),
+  template: text.min(1, { error: "a template id" }).default("base"),
+  timeoutMs: duration().default(60_000),
+  /** Deadline of each phase, within timeoutMs. */
+  phaseTimeoutMs: duration().default(20_000),
+  /** Tags probe sandboxes `sandbox-exporter/probe=<instance>` for the orphan sweep. */
+  instance: text.min(1, { error: "a non-empty instance name" }).default("default"),
+  /** The command run in the sandbox; `{nonce}` is replaced by the expected output. */
+  command: text.includes("{nonce}", { error: "a command containing {nonce}" }).optional(),
+  filePath: text.min(1, { error: "a file path" }).default("/tmp/sandbox-exporter-probe.txt"),
+});
+
+/** Loose: the policy issue adds its own settings here. */
+const PolicySchema = z.looseObject({
+  enabled: bool.default(false),
+  file: text.min(1, { error: "a file path" }).optional(),
+  dryRun: bool.default(true),
+});
+
+const LogSchema = z.strictObject({
+  level: oneOf(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
+  format: oneOf(["json", "pretty"]).default("json"),
+});
+
+/** The whole configuration; parsing `{}` gives every default. */
+export const ConfigSchema = z.strictObject({
   platform: PlatformSchema.prefault({}),
   server: ServerSchema.prefault({}),
   poll: PollSchema.prefault({}),
   metrics: MetricsSchema.prefault({}),
   shard: ShardSchema.prefault({}),
-  fieldMap: z
-    .object({
-      sandbox: ResourceMap.optional(),
-      node: ResourceMap.optional(),
-      template: ResourceMap.optional(),
-      log: ResourceMap.optional(),
-      list: ResourceMap.optional(),
-    })
-    .default({}),
-  states: z
-    .object({
-      running: z.array(z.string()).default(["running", "active"]),
-      paused: z.array(z.string()).default(["paused", "suspended"]),
-    })
-    .prefault({}),
-  probe: z
-    .looseObject({
-      enabled: z.boolean().default(false),
-      schedule: schedule.default("60s"),
-      template: z.string().default("base"),
-      timeoutMs: duration.default(60_000),
-      phaseTimeoutMs: duration.default(20_000),
-      instance: z.string().min(1).default("default"),
-      command: z.string().includes("{nonce}").optional(),
-      filePath: z.string().min(1).default("/tmp/sandbox-exporter-probe.txt"),
-    })
-    .prefault({}),
-  policy: z
-    .looseObject({
-      enabled: z.boolean().default(false),
-      file: z.string().optional(),
-      dryRun: z.boolean().default(true),
-    })
-    .prefault({}),
-  log: z
-    .object({
-      level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
-      format: z.enum(["json", "pretty"]).default("json"),
-    })
-    .prefault({}),
+  fieldMap: FieldMapSchema.prefault({}),
+  states: StatesSchema.prefault({}),
+  probe: ProbeSchema.prefault({}),
+  policy: PolicySchema.prefault({}),
+  log: LogSchema.prefault({}),
 });
 
-/** The validated configuration every other module receives. */
+/** The validated configuration every other module receives (defaults filled in). */
 export type Config = z.infer<typeof ConfigSchema>;

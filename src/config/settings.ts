@@ -3,6 +3,35 @@
 /** How a string from the environment or a flag becomes a value. */
 export type SettingKind = "string" | "int" | "bool" | "list" | "duration";
 
+const TRUE = new Set(["1", "true", "yes", "on"]);
+const FALSE = new Set(["0", "false", "no", "off"]);
+
+/**
+ * The value a string from the environment or a flag stands for. Text that is not of the setting's
+ * kind is passed on unchanged, so the schema reports it with the same words as a bad file value.
+ */
+export function fromText(kind: SettingKind, raw: string): unknown {
+  const t = raw.trim();
+  switch (kind) {
+    case "int":
+      return /^-?\d+$/.test(t) ? Number(t) : raw;
+    case "bool": {
+      const v = t.toLowerCase();
+      return TRUE.has(v) ? true : FALSE.has(v) ? false : raw;
+    }
+    case "list":
+      return t === ""
+        ? []
+        : t
+            .split(",")
+            .map((x) => x.trim())
+            .filter((x) => x !== "");
+    case "duration":
+    case "string":
+      return t;
+  }
+}
+
 /** One setting's names in each source. */
 export interface Setting {
   path: string;
@@ -11,7 +40,6 @@ export interface Setting {
   /** The seed client's PascalCase field name, accepted at the top of a config file. */
   seed?: string;
   kind: SettingKind;
-  secret?: boolean;
   help: string;
 }
 
@@ -32,7 +60,6 @@ export const SETTINGS: readonly Setting[] = [
     env: "SANDBOX_API_KEY",
     seed: "ApiKey",
     kind: "string",
-    secret: true,
     help: "API key (environment or file only, never a flag)",
   },
   {
@@ -80,7 +107,7 @@ export const SETTINGS: readonly Setting[] = [
     flag: "proxy-scheme",
     seed: "ProxyScheme",
     kind: "string",
-    help: "data-plane scheme, http or https",
+    help: "data-plane scheme: http or https",
   },
   {
     path: "platform.authStyle",
@@ -115,7 +142,7 @@ export const SETTINGS: readonly Setting[] = [
     env: `${X}LISTEN`,
     flag: "listen",
     kind: "string",
-    help: "listen address host:port",
+    help: "listen address host:port, [::1]:port or :port",
   },
   {
     path: "server.bearerTokenFile",
@@ -199,7 +226,7 @@ export const SETTINGS: readonly Setting[] = [
     env: `${X}PER_SANDBOX_METRICS`,
     flag: "per-sandbox-metrics",
     kind: "bool",
-    help: "export per-sandbox series",
+    help: "export per-sandbox series (bare flag or =true/false)",
   },
   {
     path: "metrics.metadataLabels",
@@ -234,7 +261,7 @@ export const SETTINGS: readonly Setting[] = [
     env: `${X}PROBE_ENABLED`,
     flag: "probe",
     kind: "bool",
-    help: "run synthetic probes",
+    help: "run synthetic probes (bare flag or =true/false)",
   },
   {
     path: "probe.schedule",
@@ -265,6 +292,13 @@ export const SETTINGS: readonly Setting[] = [
     help: "total probe timeout",
   },
   {
+    path: "policy.enabled",
+    env: `${X}POLICY_ENABLED`,
+    flag: "policy-enabled",
+    kind: "bool",
+    help: "evaluate policy rules (bare flag or =true/false)",
+  },
+  {
     path: "policy.file",
     env: `${X}POLICY_FILE`,
     flag: "policy",
@@ -283,7 +317,7 @@ export const SETTINGS: readonly Setting[] = [
     env: `${X}LOG_LEVEL`,
     flag: "log-level",
     kind: "string",
-    help: "trace|debug|info|warn|error",
+    help: "trace, debug, info, warn, error, fatal or silent",
   },
   {
     path: "log.format",

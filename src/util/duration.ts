@@ -1,29 +1,53 @@
-// Durations as operators write them: "30s", "5m", "1h30m", "250ms", or plain milliseconds.
+// Durations as operators write them: Go-style "30s", "5m", "1h30m", "250ms", "1.5s", or plain milliseconds.
+import { ExporterError } from "./errors.js";
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-const PART = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/y;
+/** One "<number><unit>" part; `ms` is tried before `m` so "250ms" is not read as 250 minutes + "s". */
+const PART = /(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d)/y;
 
-/** Parses a duration to milliseconds; throws a message naming what was expected. */
+/** What every duration setting accepts, for error messages and --help. */
+export const DURATION_FORMS = "a duration like 30s, 5m, 1h30m or milliseconds";
+
+/** A string or number that is not a duration. */
+export class DurationError extends ExporterError {
+  constructor(readonly input: string | number) {
+    super("ERR_DURATION", `expected ${DURATION_FORMS}, got ${JSON.stringify(input)}`);
+  }
+}
+
+/** Parses a duration to whole milliseconds; throws DurationError naming the accepted forms. */
 export function parseDuration(input: string | number): number {
   if (typeof input === "number") {
-    if (Number.isFinite(input) && input >= 0) return input;
-    throw new Error(`expected a non-negative duration, got ${input}`);
+    if (Number.isSafeInteger(input) && input >= 0) return input;
+    throw new DurationError(input);
   }
   const text = input.trim();
-  if (/^\d+$/.test(text)) return Number(text);
+  if (/^\d+$/.test(text)) return checked(Number(text), input);
   let total = 0;
+  let end = 0;
   PART.lastIndex = 0;
-  let matched = 0;
-  while (PART.lastIndex < text.length) {
-    const m = PART.exec(text);
-    if (!m) break;
-    total += Number(m[1]) * (UNIT_MS[m[2] as string] ?? 0);
-    matched = PART.lastIndex;
+  for (let m = PART.exec(text); m !== null; m = PART.exec(text)) {
+    total += Number(m[1]) * (UNIT_MS[m[2] as string] as number);
+    end = PART.lastIndex;
   }
-  if (text === "" || matched !== text.length) {
-    throw new Error(`expected a duration like 30s, 5m, 1h30m or milliseconds, got "${input}"`);
-  }
-  return Math.round(total);
+  if (text === "" || end !== text.length) throw new DurationError(input);
+  return checked(Math.round(total), input);
+}
+
+function checked(ms: number, input: string): number {
+  if (!Number.isSafeInteger(ms)) throw new DurationError(input);
+  return ms;
+}
+
+/** Formats milliseconds the way parseDuration reads them back: 5400000 -> "1h30m", 1500 -> "1.5s". */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return String(ms);
+  const whole = Math.round(ms);
+  if (whole < 1000) return `${whole}ms`;
+  const h = Math.floor(whole / 3_600_000);
+  const m = Math.floor((whole % 3_600_000) / 60_000);
+  const s = (whole % 60_000) / 1000;
+  return `${h ? `${h}h` : ""}${m ? `${m}m` : ""}${s ? `${s}s` : ""}`;
 }
 
 /** The interval in ms when `spec` is a duration, undefined when it is not one (e.g. a cron expression). */

@@ -1,191 +1,620 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, helpText, loadConfig, redactConfig } from "../../src/config/load.js";
+import { ConfigError, type LoadedConfig, loadConfig } from "../../src/config/load.js";
 
-const SEED = [
-  // [seed name, config path, env var, flag, file value, flag value, env value, parsed env value, default]
-  [
-    "ApiURL",
-    "apiUrl",
-    "SANDBOX_API_URL",
-    "--api-url",
-    "http://file.test",
-    "http://flag.test",
-    "http://env.test",
-    "http://env.test",
-    "",
-  ],
-  [
-    "ApiKey",
-    "apiKey",
-    "SANDBOX_API_KEY",
-    undefined,
-    "file-key",
-    undefined,
-    "env-key",
-    "env-key",
-    "",
-  ],
-  [
-    "SandboxDomain",
-    "sandboxDomain",
-    "SANDBOX_DOMAIN",
-    "--sandbox-domain",
-    "file.dom",
-    "flag.dom",
-    "env.dom",
-    "env.dom",
-    "e2b.app",
-  ],
-  ["Timeout", "timeoutMs", "SANDBOX_TIMEOUT", "--timeout", "5s", "6s", "1m", 60_000, 10_000],
-  [
-    "ProxyNodeIP",
-    "proxyNodeIp",
-    "SANDBOX_EXPORTER_PROXY_NODE_IP",
-    "--proxy-node-ip",
-    "10.0.0.1",
-    "10.0.0.2",
-    "10.0.0.3",
-    "10.0.0.3",
-    "",
-  ],
-  [
-    "ProxyPortHTTP",
-    "proxyPortHttp",
-    "SANDBOX_EXPORTER_PROXY_PORT_HTTP",
-    "--proxy-port-http",
-    81,
-    "82",
-    "83",
-    83,
-    0,
-  ],
-  [
-    "ProxyScheme",
-    "proxyScheme",
-    "SANDBOX_EXPORTER_PROXY_SCHEME",
-    "--proxy-scheme",
-    "http",
-    "https",
-    "http",
-    "http",
-    "https",
-  ],
-] as const;
-
-function files(map: Record<string, string>) {
-  return (path: string): string => {
+/** A readFile over an in-memory map; a missing name throws as fs would. */
+function files(map: Record<string, string>): (path: string) => string {
+  return (path) => {
     const text = map[path];
-    if (text === undefined) throw new Error(`ENOENT: ${path}`);
+    if (text === undefined) throw new Error(`ENOENT: no such file or directory, open '${path}'`);
     return text;
   };
 }
 
-describe("loadConfig precedence", () => {
-  it.each(SEED)(
-    "%s: env beats flag beats file beats default",
-    (seed, key, env, flag, fileValue, flagValue, envValue, parsedEnv, def) => {
-      const readFile = files({ "c.yaml": `${seed}: ${JSON.stringify(fileValue)}\n` });
-      const platform = (argv: string[], e: Record<string, string>) =>
-        loadConfig({ argv, env: e, readFile }).config.platform as unknown as Record<
-          string,
-          unknown
-        >;
-      expect(platform([], {})[key]).toBe(def);
-      const fromFile = platform(["--config", "c.yaml"], {})[key];
-      expect(fromFile).toBe(key === "timeoutMs" ? 5_000 : fileValue);
-      if (flag && flagValue !== undefined) {
-        const fromFlag = platform(["--config", "c.yaml", flag, String(flagValue)], {})[key];
-        expect(fromFlag).not.toBe(fromFile);
-      }
-      const argv =
-        flag && flagValue !== undefined
-          ? ["--config", "c.yaml", flag, String(flagValue)]
-          : ["--config", "c.yaml"];
-      expect(platform(argv, { [env]: envValue })[key]).toBe(parsedEnv);
+function load(
+  argv: string[],
+  env: Record<string, string> = {},
+  fileMap: Record<string, string> = {},
+): LoadedConfig {
+  return loadConfig({ argv, env, readFile: files(fileMap) });
+}
+
+/** The ConfigError loadConfig throws for these inputs. */
+function problemsOf(
+  argv: string[],
+  env: Record<string, string> = {},
+  fileMap: Record<string, string> = {},
+  requireApi = false,
+): ConfigError {
+  try {
+    loadConfig({ argv, env, readFile: files(fileMap), requireApi });
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+// [seed name in a file, platform key, env var, flag, file value, flag value, env value, parsed {file, flag, env}, default]
+const SEED_FIELDS = [
+  {
+    seed: "ApiURL",
+    key: "apiUrl",
+    env: "SANDBOX_API_URL",
+    flag: "--api-url",
+    values: ["http://file.test", "http://flag.test", "http://env.test"],
+    parsed: ["http://file.test", "http://flag.test", "http://env.test"],
+    def: "",
+  },
+  {
+    seed: "ApiKey",
+    key: "apiKey",
+    env: "SANDBOX_API_KEY",
+    flag: undefined,
+    values: ["file-key", undefined, "env-key"],
+    parsed: ["file-key", undefined, "env-key"],
+    def: "",
+  },
+  {
+    seed: "SandboxDomain",
+    key: "sandboxDomain",
+    env: "SANDBOX_DOMAIN",
+    flag: "--sandbox-domain",
+    values: ["file.example", "flag.example", "env.example"],
+    parsed: ["file.example", "flag.example", "env.example"],
+    def: "e2b.app",
+  },
+  {
+    seed: "Timeout",
+    key: "timeoutMs",
+    env: "SANDBOX_TIMEOUT",
+    flag: "--timeout",
+    values: ["5s", "1h30m", "750"],
+    parsed: [5_000, 5_400_000, 750],
+    def: 10_000,
+  },
+  {
+    seed: "ProxyNodeIP",
+    key: "proxyNodeIp",
+    env: "SANDBOX_EXPORTER_PROXY_NODE_IP",
+    flag: "--proxy-node-ip",
+    values: ["10.0.0.1", "10.0.0.2", "fd00::3"],
+    parsed: ["10.0.0.1", "10.0.0.2", "fd00::3"],
+    def: "",
+  },
+  {
+    seed: "ProxyPortHTTP",
+    key: "proxyPortHttp",
+    env: "SANDBOX_EXPORTER_PROXY_PORT_HTTP",
+    flag: "--proxy-port-http",
+    values: [8081, "8082", "8083"],
+    parsed: [8081, 8082, 8083],
+    def: 0,
+  },
+  {
+    seed: "ProxyScheme",
+    key: "proxyScheme",
+    env: "SANDBOX_EXPORTER_PROXY_SCHEME",
+    flag: "--proxy-scheme",
+    values: ["http", "https", "http"],
+    parsed: ["http", "https", "http"],
+    def: "https",
+  },
+] as const;
+
+describe("loadConfig: precedence of the seed client's fields", () => {
+  describe.each(SEED_FIELDS)("$seed", ({ seed, key, env, flag, values, parsed, def }) => {
+    const [fileValue, flagValue, envValue] = values;
+    const [fromFile, fromFlag, fromEnv] = parsed;
+    const yaml = { "c.yaml": `${seed}: ${JSON.stringify(fileValue)}\n` };
+    const field = (r: LoadedConfig) => (r.config.platform as Record<string, unknown>)[key];
+    const path = `platform.${key}`;
+    const flagArgs = flag && flagValue !== undefined ? [flag, flagValue] : [];
+
+    it("defaults when no source sets it", () => {
+      const r = load([]);
+      expect(field(r)).toBe(def);
+      expect(r.sources[path]).toBe("default");
+    });
+
+    it("takes the config file's value under the seed name over the default", () => {
+      const r = load(["--config", "c.yaml"], {}, yaml);
+      expect(field(r)).toBe(fromFile);
+      expect(r.sources[path]).toBe("file");
+    });
+
+    it("takes the config file's value under its nested name too", () => {
+      const nested = { "c.yaml": `platform:\n  ${key}: ${JSON.stringify(fileValue)}\n` };
+      expect(field(load(["--config", "c.yaml"], {}, nested))).toBe(fromFile);
+    });
+
+    if (flag !== undefined) {
+      it("takes the flag over the config file", () => {
+        const r = load(["--config", "c.yaml", ...flagArgs], {}, yaml);
+        expect(field(r)).toBe(fromFlag);
+        expect(r.sources[path]).toBe("flag");
+      });
+    } else {
+      it("has no flag, so it never shows in ps", () => {
+        expect(problemsOf(["--api-key", "k"]).format()).toContain("no --api-key flag");
+      });
+    }
+
+    it("takes the environment over the flag, the config file and the default", () => {
+      const r = load(["--config", "c.yaml", ...flagArgs], { [env]: String(envValue) }, yaml);
+      expect(field(r)).toBe(fromEnv);
+      expect(r.sources[path]).toBe("env");
+      expect(field(load([], { [env]: String(envValue) }))).toBe(fromEnv);
+    });
+  });
+});
+
+describe("loadConfig: other settings", () => {
+  it("lets flags beat the file and the environment beat both for exporter settings", () => {
+    const file = { "c.yaml": "poll:\n  pageLimit: 10\n  schedule: 30s\nlog: {level: warn}\n" };
+    const r = load(
+      ["--config", "c.yaml", "--page-limit", "20", "--log-level", "debug"],
+      { SANDBOX_EXPORTER_LOG_LEVEL: "error" },
+      file,
+    );
+    expect(r.config.poll.pageLimit).toBe(20);
+    expect(r.config.poll.schedule).toBe("30s");
+    expect(r.config.log.level).toBe("error");
+    expect(r.sources).toMatchObject({
+      "poll.pageLimit": "flag",
+      "poll.schedule": "file",
+      "log.level": "env",
+      "log.format": "default",
+    });
+  });
+
+  it("reads a JSON config file", () => {
+    const json = JSON.stringify({
+      Timeout: 2500,
+      poll: { schedule: "*/30 * * * * *", nodeDetails: true },
+      metrics: { metadataLabels: ["team", "env"], perSandboxMetrics: true },
+      fieldMap: { sandbox: { id: "sandbox_uuid" } },
+      states: { running: ["up"] },
+    });
+    const { config } = load(["--config", "c.json"], {}, { "c.json": json });
+    expect(config.platform.timeoutMs).toBe(2_500);
+    expect(config.poll).toMatchObject({ schedule: "*/30 * * * * *", nodeDetails: true });
+    expect(config.metrics.metadataLabels).toEqual(["team", "env"]);
+    expect(config.fieldMap.sandbox).toEqual({ id: "sandbox_uuid" });
+    expect(config.states).toEqual({ running: ["up"], paused: ["paused", "suspended"] });
+  });
+
+  it("reads a YAML config file with every section", () => {
+    const yaml = [
+      "server:",
+      "  listen: '[::1]:9464'",
+      `  basicAuthUsers: {alice: ${"ab".repeat(32)}}`,
+      "  tlsCertFile: /tls/crt",
+      "  tlsKeyFile: /tls/key",
+      "shard: {index: 1, total: 3}",
+      "probe: {enabled: true, schedule: 2m, futureSetting: 1}",
+      "policy: {file: /etc/p.yaml, dryRun: false}",
+      "platform: {authStyle: bearer, agentPort: 50000, retries: 0}",
+      "",
+    ].join("\n");
+    const { config } = load(["--config", "c.yaml"], {}, { "c.yaml": yaml });
+    expect(config.server.listen).toBe("[::1]:9464");
+    expect(config.server.basicAuthUsers).toEqual({ alice: "ab".repeat(32) });
+    expect(config.shard).toEqual({ index: 1, total: 3 });
+    expect(config.probe).toMatchObject({ enabled: true, schedule: "2m", futureSetting: 1 });
+    expect(config.policy).toMatchObject({ file: "/etc/p.yaml", dryRun: false, enabled: false });
+    expect(config.platform).toMatchObject({ authStyle: "bearer", agentPort: 50_000, retries: 0 });
+  });
+
+  it("treats an empty file and emptied YAML keys as unset", () => {
+    expect(load(["--config", "e.yaml"], {}, { "e.yaml": "" }).config.poll.pageLimit).toBe(100);
+    const emptied = { "c.yaml": "poll:\n  pageLimit:\nlog:\n" };
+    expect(load(["--config", "c.yaml"], {}, emptied).config.poll.pageLimit).toBe(100);
+  });
+
+  it("takes the config file's name from SANDBOX_EXPORTER_CONFIG over --config", () => {
+    const map = { "a.yaml": "poll: {pageLimit: 1}", "b.yaml": "poll: {pageLimit: 2}" };
+    const r = load(["--config", "a.yaml"], { SANDBOX_EXPORTER_CONFIG: "b.yaml" }, map);
+    expect(r.config.poll.pageLimit).toBe(2);
+  });
+
+  it("parses booleans, lists and integers from text", () => {
+    const { config } = load(["--per-sandbox-metrics", "--node-details=false", "--shard", "2"], {
+      SANDBOX_EXPORTER_METADATA_LABELS: " team, env ,,",
+      SANDBOX_EXPORTER_TOTAL_SHARDS: "4",
+      SANDBOX_EXPORTER_PROBE_ENABLED: "yes",
+      SANDBOX_EXPORTER_POLICY_DRY_RUN: "off",
+    });
+    expect(config.metrics.perSandboxMetrics).toBe(true);
+    expect(config.poll.nodeDetails).toBe(false);
+    expect(config.metrics.metadataLabels).toEqual(["team", "env"]);
+    expect(config.shard).toEqual({ index: 2, total: 4 });
+    expect(config.probe.enabled).toBe(true);
+    expect(config.policy.dryRun).toBe(false);
+  });
+
+  it("ignores empty environment variables, as an unset one", () => {
+    expect(
+      load(["--page-limit", "7"], { SANDBOX_EXPORTER_PAGE_LIMIT: "" }).config.poll.pageLimit,
+    ).toBe(7);
+  });
+
+  it.each(["0.0.0.0:9464", ":9464", "[::1]:9464", "localhost:0", "127.0.0.1:65535"])(
+    "accepts the listen address %s",
+    (listen) => {
+      expect(load(["--listen", listen]).config.server.listen).toBe(listen);
     },
   );
 
-  it("reads the API key from a file when only the file is named", () => {
-    const { config } = loadConfig({
-      argv: [],
-      env: { SANDBOX_API_KEY_FILE: "/k" },
-      readFile: files({ "/k": "s3cret\n" }),
-    });
-    expect(config.platform.apiKey).toBe("s3cret");
+  it("gives every leaf a source, even ones no source set", () => {
+    const { sources } = load([]);
+    expect(sources["platform.apiUrl"]).toBe("default");
+    expect(sources["metrics.metadataLabels"]).toBe("default");
+    expect(Object.values(sources).every((s) => s === "default")).toBe(true);
+  });
+
+  it("returns the help and version requests, even when the rest does not validate", () => {
+    const r = loadConfig({ argv: ["--help", "--page-limit", "x"], env: {}, requireApi: true });
+    expect(r.help).toBe(true);
+    expect(r.config.poll.pageLimit).toBe(100);
+    expect(load(["--version"]).version).toBe(true);
+    expect(load([]).help).toBe(false);
   });
 });
 
-describe("loadConfig problems", () => {
-  const problemsOf = (argv: string[], env: Record<string, string> = {}, fileText?: string) => {
-    try {
-      loadConfig({
-        argv,
-        env,
-        readFile: files(fileText === undefined ? {} : { "c.yaml": fileText }),
-      });
-    } catch (err) {
-      expect(err).toBeInstanceOf(ConfigError);
-      return err as ConfigError;
-    }
-    throw new Error("expected a ConfigError");
-  };
+describe("loadConfig: the API key file", () => {
+  it("reads the key from the file SANDBOX_API_KEY_FILE names, trimmed", () => {
+    const r = load([], { SANDBOX_API_KEY_FILE: "/run/k" }, { "/run/k": "  s3cret\n" });
+    expect(r.config.platform.apiKey).toBe("s3cret");
+    expect(r.sources["platform.apiKey"]).toBe("env");
+  });
 
+  it("reads the key file named by --api-key-file or by apiKeyFile in the config file", () => {
+    expect(load(["--api-key-file", "/k"], {}, { "/k": "a" }).config.platform.apiKey).toBe("a");
+    const map = { "c.yaml": "platform: {apiKeyFile: /k}", "/k": "b" };
+    expect(load(["--config", "c.yaml"], {}, map).config.platform.apiKey).toBe("b");
+  });
+
+  it("lets a key from a higher-precedence source win over the other form", () => {
+    const map = { "c.yaml": "ApiKey: from-file", "/k": "from-key-file" };
+    // The key file comes from the environment, the key itself only from the file.
+    const r = load(["--config", "c.yaml"], { SANDBOX_API_KEY_FILE: "/k" }, map);
+    expect(r.config.platform.apiKey).toBe("from-key-file");
+    const r2 = load(["--api-key-file", "/k"], { SANDBOX_API_KEY: "from-env" }, map);
+    expect(r2.config.platform.apiKey).toBe("from-env");
+  });
+
+  it("refuses a key and a key file from the same source", () => {
+    const err = problemsOf(
+      [],
+      { SANDBOX_API_KEY: "k1", SANDBOX_API_KEY_FILE: "/k" },
+      { "/k": "k2" },
+    );
+    expect(err.format()).toBe(
+      "platform.apiKeyFile (env SANDBOX_API_KEY_FILE): expected either the API key (SANDBOX_API_KEY) or a key file, not both",
+    );
+  });
+
+  it("names an unreadable or empty key file", () => {
+    expect(problemsOf([], { SANDBOX_API_KEY_FILE: "/none" }).format()).toContain(
+      'platform.apiKeyFile (env SANDBOX_API_KEY_FILE): expected a readable file, got "ENOENT',
+    );
+    expect(problemsOf(["--api-key-file", "/e"], {}, { "/e": "\n" }).format()).toContain(
+      "platform.apiKeyFile (flag --api-key-file): expected a file holding the API key",
+    );
+  });
+
+  it("touches no disk when no readFile is given", () => {
+    expect(() => loadConfig({ argv: ["--config", "/etc/passwd"], env: {} })).toThrow(
+      /\(config file\) \(file \/etc\/passwd\): expected a readable file, got "no file reader was given"/,
+    );
+  });
+});
+
+describe("loadConfig: problems name the field, its source and what was expected", () => {
+  const TIMEOUT_EXPECTED =
+    "expected a duration like 30s, 5m, 1h30m or milliseconds, above 0 and at most 24d";
   it.each([
-    [["--timeout", "abc"], {}, "platform.timeoutMs (flag --timeout)"],
-    [[], { SANDBOX_TIMEOUT: "soon" }, "platform.timeoutMs (env SANDBOX_TIMEOUT)"],
-    [["--proxy-scheme", "ftp"], {}, "platform.proxyScheme (flag --proxy-scheme)"],
-    [["--page-limit", "ten"], {}, "poll.pageLimit (flag --page-limit)"],
-    [["--poll-schedule", "every now and then"], {}, "poll.schedule (flag --poll-schedule)"],
-    [["--shard", "2", "--total-shards", "2"], {}, "shard.index"],
-    [["--bogus"], {}, "argv (flag command line)"],
-    [[], { SANDBOX_API_URL: "not a url" }, "platform.apiUrl (env SANDBOX_API_URL)"],
-  ])("names the field and source of %j %j", (argv, env, expected) => {
-    expect(problemsOf(argv as string[], env as Record<string, string>).format()).toContain(
-      expected,
-    );
-  });
+    [
+      "a bad duration in the environment",
+      [],
+      { SANDBOX_TIMEOUT: "abc" },
+      {},
+      `platform.timeoutMs (env SANDBOX_TIMEOUT): ${TIMEOUT_EXPECTED}, got "abc"`,
+    ],
+    [
+      "a bad duration on the command line",
+      ["--timeout", "5 minutes"],
+      {},
+      {},
+      `platform.timeoutMs (flag --timeout): ${TIMEOUT_EXPECTED}, got "5 minutes"`,
+    ],
+    [
+      "a bad duration in the file under the seed name",
+      ["--config", "c.yaml"],
+      {},
+      { "c.yaml": "Timeout: soon\n" },
+      `platform.timeoutMs (file c.yaml:Timeout): ${TIMEOUT_EXPECTED}, got "soon"`,
+    ],
+    [
+      "a zero timeout",
+      ["--timeout", "0s"],
+      {},
+      {},
+      `platform.timeoutMs (flag --timeout): ${TIMEOUT_EXPECTED}, got "0s"`,
+    ],
+    [
+      "a bad cron expression",
+      ["--poll-schedule", "61 * * * *"],
+      {},
+      {},
+      'poll.schedule (flag --poll-schedule): expected an interval of whole seconds like 15s, or a cron expression like */15 * * * * * (CronPattern: Invalid value for minute: 61), got "61 * * * *"',
+    ],
+    [
+      "a sub-second interval",
+      [],
+      { SANDBOX_EXPORTER_POLL_SCHEDULE: "500ms" },
+      {},
+      "poll.schedule (env SANDBOX_EXPORTER_POLL_SCHEDULE): expected an interval of whole seconds",
+    ],
+    [
+      "a bad scheme",
+      [],
+      { SANDBOX_EXPORTER_PROXY_SCHEME: "ftp" },
+      {},
+      'platform.proxyScheme (env SANDBOX_EXPORTER_PROXY_SCHEME): expected one of http, https, got "ftp"',
+    ],
+    [
+      "a bad auth style",
+      ["--auth-style", "basic"],
+      {},
+      {},
+      'platform.authStyle (flag --auth-style): expected one of x-api-key, bearer, got "basic"',
+    ],
+    [
+      "shard >= total",
+      ["--shard", "2", "--total-shards", "2"],
+      {},
+      {},
+      "shard.index (flag --shard): expected a shard index below shard.total (2), got 2",
+    ],
+    [
+      "a non-integer page limit",
+      ["--page-limit", "ten"],
+      {},
+      {},
+      'poll.pageLimit (flag --page-limit): expected an integer from 1 to 10000, got "ten"',
+    ],
+    [
+      "an out-of-range page limit in the file",
+      ["--config", "c.yaml"],
+      {},
+      { "c.yaml": "poll:\n  pageLimit: 0\n" },
+      "poll.pageLimit (file c.yaml:poll.pageLimit): expected an integer from 1 to 10000, got 0",
+    ],
+    [
+      "a port out of range",
+      ["--proxy-port-http", "70000"],
+      {},
+      {},
+      "platform.proxyPortHttp (flag --proxy-port-http): expected an integer from 0 to 65535, got 70000",
+    ],
+    [
+      "a bad API URL",
+      [],
+      { SANDBOX_API_URL: "api.example.com" },
+      {},
+      'platform.apiUrl (env SANDBOX_API_URL): expected an http(s) URL like https://api.example.com, got "api.example.com"',
+    ],
+    [
+      "a bad listen address",
+      ["--listen", "9464"],
+      {},
+      {},
+      'server.listen (flag --listen): expected host:port, [::1]:port or :port, got "9464"',
+    ],
+    [
+      "a bad boolean",
+      ["--probe=maybe"],
+      {},
+      {},
+      'probe.enabled (flag --probe): expected true or false, got "maybe"',
+    ],
+    [
+      "a bad metric namespace",
+      [],
+      { SANDBOX_EXPORTER_NAMESPACE: "my-app" },
+      {},
+      'metrics.namespace (env SANDBOX_EXPORTER_NAMESPACE): expected a metric name prefix matching [a-zA-Z_][a-zA-Z0-9_]*, got "my-app"',
+    ],
+    [
+      "a metadata key that makes no label",
+      ["--metadata-labels", "team,--"],
+      {},
+      {},
+      'metrics.metadataLabels.1 (flag --metadata-labels): expected a metadata key with at least one letter or digit, got "--"',
+    ],
+    [
+      "a log level pino does not have",
+      ["--log-level", "verbose"],
+      {},
+      {},
+      'log.level (flag --log-level): expected one of trace, debug, info, warn, error, fatal, silent, got "verbose"',
+    ],
+    [
+      "a TLS certificate without its key",
+      ["--web-tls-cert-file", "/tls/crt"],
+      {},
+      {},
+      "server.tlsKeyFile (default): expected to be set together with server.tlsCertFile",
+    ],
+    [
+      "a basic-auth password that is not a SHA-256",
+      ["--config", "c.yaml"],
+      {},
+      { "c.yaml": "server: {basicAuthUsers: {bob: hunter2}}\n" },
+      'server.basicAuthUsers.bob (file c.yaml:server.basicAuthUsers.bob): expected a hex SHA-256 of the password, got "***"',
+    ],
+    [
+      "an unknown flag",
+      ["--bogus"],
+      {},
+      {},
+      "argv (flag --bogus): expected a known flag (see --help)",
+    ],
+    [
+      "a flag without its value",
+      ["--page-limit"],
+      {},
+      {},
+      "argv (flag --page-limit): expected a value after --page-limit",
+    ],
+    [
+      "a stray argument",
+      ["config.yaml"],
+      {},
+      {},
+      'argv (flag argument 1): expected a flag (see --help), got "config.yaml"',
+    ],
+    [
+      "bad YAML syntax, naming the file and line",
+      ["--config", "c.yaml"],
+      {},
+      { "c.yaml": "poll:\n  pageLimit: [1\n" },
+      "(config file) (file c.yaml:",
+    ],
+    [
+      "a config file that is not a mapping",
+      ["--config", "c.yaml"],
+      {},
+      { "c.yaml": "- a\n- b\n" },
+      "(config file) (file c.yaml): expected a mapping of settings at the top level",
+    ],
+    [
+      "a missing config file",
+      ["--config", "missing.yaml"],
+      {},
+      {},
+      '(config file) (file missing.yaml): expected a readable file, got "ENOENT',
+    ],
+    [
+      "a misspelt key in the file",
+      ["--config", "c.yaml"],
+      {},
+      { "c.yaml": "poll:\n  page_limit: 5\n" },
+      "poll.page_limit (file c.yaml:poll.page_limit): expected a known setting (see --help); did you mean poll.pageLimit?",
+    ],
+    [
+      "an unknown section in the file",
+      ["--config", "c.yaml"],
+      {},
+      { "c.yaml": "polling: {}\n" },
+      "polling (file c.yaml:polling): expected a known setting (see --help)",
+    ],
+    [
+      "a section that is not a mapping",
+      ["--config", "c.yaml"],
+      {},
+      { "c.yaml": "poll: 15s\n" },
+      'poll (file c.yaml:poll): expected a mapping of settings, got "15s"',
+    ],
+    [
+      "a seed name and its nested name both in the file",
+      ["--config", "c.yaml"],
+      {},
+      { "c.yaml": "Timeout: 5s\nplatform: {timeoutMs: 6s}\n" },
+      "platform.timeoutMs (file c.yaml:platform.timeoutMs): expected either Timeout or platform.timeoutMs, not both",
+    ],
+  ] as Array<[string, string[], Record<string, string>, Record<string, string>, string]>)(
+    "%s",
+    (_name, argv, env, fileMap, line) => {
+      const err = problemsOf(argv, env, fileMap);
+      expect(err.code).toBe("ERR_CONFIG");
+      expect(
+        err
+          .format()
+          .split("\n")
+          .some((l) => l.startsWith(line)),
+      ).toBe(true);
+    },
+  );
 
-  it("names the file when YAML does not parse", () => {
-    expect(problemsOf(["--config", "c.yaml"], {}, "poll: [unclosed\n").format()).toMatch(
-      /\(file\) \(file c\.yaml\)/,
-    );
-  });
-
-  it("reports every problem at once, one line each", () => {
-    const err = problemsOf(["--timeout", "x", "--page-limit", "0"], {
-      SANDBOX_EXPORTER_PROXY_SCHEME: "gopher",
+  it("reports YAML syntax errors with the file, line and column", () => {
+    const err = problemsOf(["--config", "conf/c.yaml"], {}, { "conf/c.yaml": "a: 1\nb: [\n" });
+    expect(err.problems[0]).toMatchObject({
+      path: "(config file)",
+      source: "file",
+      origin: expect.stringMatching(/^conf\/c\.yaml:\d+:\d+$/),
+      expected: "valid YAML or JSON",
     });
-    expect(err.problems.map((p) => p.path).sort()).toEqual([
-      "platform.proxyScheme",
-      "platform.timeoutMs",
-      "poll.pageLimit",
+  });
+
+  it("reports every problem at once, one line each, from every source", () => {
+    const err = problemsOf(
+      ["--config", "c.yaml", "--timeout", "x", "--bogus"],
+      { SANDBOX_EXPORTER_PROXY_SCHEME: "gopher", SANDBOX_EXPORTER_SHARD: "5" },
+      { "c.yaml": "poll: {pageLimit: 0, schedule: every minute}\n" },
+    );
+    expect(err.problems.map((p) => `${p.path} ${p.source}`).sort()).toEqual([
+      "argv flag",
+      "platform.proxyScheme env",
+      "platform.timeoutMs flag",
+      "poll.pageLimit file",
+      "poll.schedule file",
+      "shard.index env",
     ]);
-    expect(err.format().split("\n")).toHaveLength(3);
+    expect(err.format().split("\n")).toHaveLength(6);
   });
 
-  it("never shows the API key, even when it is the bad value", () => {
-    const err = problemsOf(["--config", "c.yaml"], {}, 'ApiKey: ["hunter2-secret"]\n');
-    expect(err.format()).toContain("platform.apiKey");
-    expect(err.format()).not.toContain("hunter2-secret");
-  });
-
-  it("requires an API URL for the daemon", () => {
-    expect(() => loadConfig({ argv: [], env: {}, requireApi: true })).toThrow(/platform\.apiUrl/);
+  it("requires an API URL when asked to, naming where it can be set", () => {
+    expect(problemsOf([], {}, {}, true).format()).toBe(
+      "platform.apiUrl (default): expected the management API URL (SANDBOX_API_URL, --api-url, or ApiURL in the config file)",
+    );
+    expect(() =>
+      loadConfig({ argv: [], env: { SANDBOX_API_URL: "http://x" }, requireApi: true }),
+    ).not.toThrow();
   });
 });
 
-describe("redactConfig and help", () => {
-  it("shows the key as ***", () => {
-    const { config } = loadConfig({ argv: [], env: { SANDBOX_API_KEY: "topsecret" } });
-    expect(JSON.stringify(redactConfig(config))).not.toContain("topsecret");
-    expect(redactConfig(config).platform.apiKey).toBe("***");
-    expect(config.platform.apiKey).toBe("topsecret");
-  });
+describe("loadConfig: the API key never appears in a problem", () => {
+  const KEY = "hunter2-very-secret";
+  it.each([
+    ["a key with a line break in the environment", [], { SANDBOX_API_KEY: `${KEY}\nX: y` }, {}],
+    [
+      "a key file with a control character",
+      [],
+      { SANDBOX_API_KEY_FILE: "/k" },
+      { "/k": `${KEY}\u0007` },
+    ],
+    [
+      "a key of the wrong type in the file",
+      ["--config", "c.yaml"],
+      {},
+      { "c.yaml": `ApiKey: [${KEY}]\n` },
+    ],
+    [
+      "a key on a YAML line that does not parse",
+      ["--config", "c.yaml"],
+      {},
+      { "c.yaml": `ApiKey: "${KEY}\n` },
+    ],
+    ["a key passed to a flag that does not exist", ["--api-key", KEY], {}, {}],
+    ["a key passed inline to a flag that does not exist", [`--api-key=${KEY}`], {}, {}],
+    ["credentials in the API URL", [], { SANDBOX_API_URL: `ftp://user:${KEY}@host` }, {}],
+  ] as Array<[string, string[], Record<string, string>, Record<string, string>]>)(
+    "%s",
+    (_name, argv, env, fileMap) => {
+      const err = problemsOf(argv, env, fileMap);
+      expect(err.problems.length).toBeGreaterThan(0);
+      expect(err.format()).not.toContain(KEY);
+      expect(err.message).not.toContain(KEY);
+      expect(JSON.stringify(err.problems)).not.toContain(KEY);
+    },
+  );
 
-  it("lists every flag with its environment variable", () => {
-    const text = helpText();
-    expect(text).toContain("--page-limit");
-    expect(text).toContain("SANDBOX_EXPORTER_PAGE_LIMIT");
-    expect(text).toContain("SANDBOX_TIMEOUT");
+  it("says *** where the malformed key would be shown", () => {
+    const err = problemsOf([], { SANDBOX_API_KEY: `${KEY}\r\nX-Injected: 1` });
+    expect(err.format()).toBe(
+      'platform.apiKey (env SANDBOX_API_KEY): expected an API key without line breaks or control characters, got "***"',
+    );
   });
 });

@@ -1,22 +1,93 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { parseDuration } from "../../src/util/duration.js";
+import {
+  DurationError,
+  formatDuration,
+  intervalOf,
+  parseDuration,
+} from "../../src/util/duration.js";
 
 describe("parseDuration", () => {
   it.each([
     ["30s", 30_000],
     ["5m", 300_000],
     ["1h30m", 5_400_000],
+    ["1h30m15s", 5_415_000],
     ["250ms", 250],
+    ["1m250ms", 60_250],
     ["1.5s", 1_500],
+    [".5s", 500],
+    ["0.1s", 100],
+    ["2d", 172_800_000],
     ["1500", 1_500],
+    [" 15s ", 15_000],
+    ["0", 0],
     [2_000, 2_000],
-  ])("reads %s as %d ms", (input, ms) => {
+  ])("reads %j as %d ms", (input, ms) => {
     expect(parseDuration(input)).toBe(ms);
   });
 
-  it.each(["abc", "", "5x", "1h30", "-5s"])("rejects %j naming the expected forms", (input) => {
-    expect(() => parseDuration(input)).toThrow(
-      /expected a duration like 30s, 5m, 1h30m or milliseconds/,
+  it.each([
+    "abc",
+    "",
+    " ",
+    "5x",
+    "1h30",
+    "-5s",
+    "5 s",
+    "s",
+    "1.5",
+    "5S",
+    "1e3",
+    "99999999999999999999",
+    -1,
+    1.5,
+    Number.NaN,
+  ])("rejects %j naming the accepted forms and the input", (input) => {
+    const thrown = (() => {
+      try {
+        parseDuration(input);
+      } catch (err) {
+        return err;
+      }
+      return undefined;
+    })();
+    expect(thrown).toBeInstanceOf(DurationError);
+    expect((thrown as DurationError).code).toBe("ERR_DURATION");
+    expect((thrown as Error).message).toBe(
+      `expected a duration like 30s, 5m, 1h30m or milliseconds, got ${JSON.stringify(input)}`,
     );
+  });
+});
+
+describe("formatDuration", () => {
+  it.each([
+    [0, "0ms"],
+    [250, "250ms"],
+    [1_000, "1s"],
+    [1_500, "1.5s"],
+    [60_000, "1m"],
+    [90_000, "1m30s"],
+    [3_600_000, "1h"],
+    [5_400_000, "1h30m"],
+    [5_415_500, "1h30m15.5s"],
+    [86_400_000, "24h"],
+  ])("writes %d ms as %s", (ms, text) => {
+    expect(formatDuration(ms)).toBe(text);
+  });
+
+  it("writes what parseDuration reads back to the same milliseconds", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 10 * 86_400_000 }), (ms) => {
+        expect(parseDuration(formatDuration(ms))).toBe(ms);
+      }),
+    );
+  });
+});
+
+describe("intervalOf", () => {
+  it("gives milliseconds for a duration and undefined for a cron expression", () => {
+    expect(intervalOf("15s")).toBe(15_000);
+    expect(intervalOf("*/15 * * * * *")).toBeUndefined();
   });
 });

@@ -1,0 +1,155 @@
+// Command-line flags (node:util parseArgs) and the --help text generated from the settings table.
+import { parseArgs } from "node:util";
+import { formatDuration } from "../util/duration.js";
+import type { ConfigProblem } from "./errors.js";
+import { ConfigSchema } from "./schema.js";
+import { SETTINGS, type Setting, type SettingKind } from "./settings.js";
+
+/** Environment variable naming the config file; like every variable it beats the flag. */
+export const CONFIG_FILE_ENV = "SANDBOX_EXPORTER_CONFIG";
+
+/** One setting given on the command line, still as text. */
+export interface FlagValue {
+  setting: Setting;
+  raw: string;
+  /** `--page-limit`. */
+  origin: string;
+}
+
+/** What the command line asked for. */
+export interface ParsedFlags {
+  values: FlagValue[];
+  configFile?: string;
+  help: boolean;
+  version: boolean;
+  problems: ConfigProblem[];
+}
+
+const BY_FLAG = new Map(SETTINGS.filter((s) => s.flag).map((s) => [s.flag as string, s]));
+const META = ["config", "help", "version"];
+const NOT_A_FLAG = "argv";
+const KEY_ON_ARGV = "api-key";
+/** Stands for the value of a flag followed directly by another flag. */
+const MISSING = "\u0000missing";
+const PLACEHOLDER: Record<SettingKind, string> = {
+  string: " VALUE",
+  int: " N",
+  bool: "[=BOOL]",
+  list: " A,B",
+  duration: " DURATION",
+};
+
+/** Parses argv, collecting every unknown flag, missing value and stray argument as a problem. */
+export function parseFlags(argv: readonly string[]): ParsedFlags {
+  const options: Record<string, { type: "string" | "boolean"; short?: string }> = {
+    config: { type: "string" },
+    help: { type: "boolean", short: "h" },
+    version: { type: "boolean" },
+  };
+  for (const [flag, s] of BY_FLAG)
+    options[flag] = { type: s.kind === "bool" ? "boolean" : "string" };
+  // Non-strict: parseArgs would stop at the first mistake; the tokens let us report them all.
+  const { tokens } = parseArgs({
+    args: markMissingValues(argv, options),
+    options,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  const out: ParsedFlags = { values: [], help: false, version: false, problems: [] };
+  const problem = (origin: string, expected: string, received?: string): void => {
+    out.problems.push({ path: NOT_A_FLAG, source: "flag", origin, expected, received });
+  };
+  let hideNext = false;
+  for (const token of tokens) {
+    if (token.kind === "option-terminator") continue;
+    if (token.kind === "positional") {
+      // The word after an unknown flag is probably its value, and may be a key: never echo it.
+      if (hideNext) problem(`argument ${token.index + 1}`, "a flag (see --help)", '"***"');
+      else
+        problem(`argument ${token.index + 1}`, "a flag (see --help)", JSON.stringify(token.value));
+      hideNext = false;
+      continue;
+    }
+    hideNext = false;
+    const name = token.name;
+    const origin = `--${name}`;
+    const known = BY_FLAG.get(name);
+    if (!known && !META.includes(name)) {
+      hideNext = token.value === undefined;
+      problem(
+        token.rawName,
+        name === KEY_ON_ARGV
+          ? "no --api-key flag (command lines show in ps); use SANDBOX_API_KEY or --api-key-file"
+          : "a known flag (see --help)",
+      );
+      continue;
+    }
+    if (name === "help" || name === "version" || known?.kind === "bool") {
+      const raw = token.value ?? "true";
+      if (name === "help") out.help = true;
+      else if (name === "version") out.version = true;
+      else if (known) out.values.push({ setting: known, raw, origin });
+      continue;
+    }
+    if (token.value === undefined || token.value === MISSING) {
+      problem(origin, `a value after ${origin} (use ${origin}=VALUE for one starting with -)`);
+      continue;
+    }
+    if (name === "config") out.configFile = token.value;
+    else if (known) out.values.push({ setting: known, raw: token.value, origin });
+  }
+  return out;
+}
+
+/**
+ * parseArgs would take `--listen` in `--page-limit --listen :1` as the page limit; mark the
+ * value as missing instead so the next flag is read as a flag.
+ */
+function markMissingValues(
+  argv: readonly string[],
+  options: Record<string, { type: "string" | "boolean" }>,
+): string[] {
+  const out = [...argv];
+  for (let i = 0; i < out.length - 1; i++) {
+    const arg = out[i] as string;
+    if (arg === "--") break;
+    const takesValue = arg.startsWith("--") && options[arg.slice(2)]?.type === "string";
+    if (takesValue && (out[i + 1] as string).startsWith("-")) out[i] = `${arg}=${MISSING}`;
+  }
+  return out;
+}
+
+/** The --help text: every flag with its environment variable and default. */
+export function helpText(): string {
+  const defaults = ConfigSchema.parse({}) as unknown as Record<string, Record<string, unknown>>;
+  const row = (flag: string, env: string, help: string): string =>
+    `  ${flag.padEnd(30)} ${env.padEnd(40)} ${help}`;
+  const rows = SETTINGS.map((s) => {
+    const [section, key] = s.path.split(".") as [string, string];
+    const def = defaults[section]?.[key];
+    const shown =
+      def === undefined || def === "" || (Array.isArray(def) && def.length === 0)
+        ? ""
+        : ` [default: ${showDefault(s.kind, def)}]`;
+    const flag = s.flag ? `--${s.flag}${PLACEHOLDER[s.kind]}` : "(no flag)";
+    return row(flag, s.env, `${s.path}: ${s.help}${shown}`);
+  });
+  return [
+    "Usage: sandbox-exporter [--config FILE] [flags]",
+    "",
+    "Precedence: environment variables > flags > config file > defaults.",
+    "Durations: 30s, 5m, 1h30m, 250ms or milliseconds. Booleans: true/false, 1/0, yes/no, on/off.",
+    "",
+    row("--config FILE", CONFIG_FILE_ENV, "YAML or JSON config file (nested keys as in the paths)"),
+    ...rows,
+    row("--help, -h", "", "print this text"),
+    row("--version", "", "print the version"),
+    "",
+  ].join("\n");
+}
+
+function showDefault(kind: SettingKind, def: unknown): string {
+  if (kind === "duration" && typeof def === "number") return formatDuration(def);
+  return typeof def === "string" ? def : JSON.stringify(def);
+}
