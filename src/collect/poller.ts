@@ -167,24 +167,22 @@ export class Poller {
     return { value: await this.options.reader.clusterOverview(), requests: 1 };
   }
 
-  private async readNodes(): Promise<{ value: PlatformNode[]; requests: number }> {
+  private readNodes(): Promise<{ value: PlatformNode[]; requests: number }> {
     const { reader, nodeDetails } = this.options;
-    const list = await reader.listNodes();
-    if (!nodeDetails) return { value: list, requests: 1 };
-    const value = await mapLimit(list, DETAIL_CONCURRENCY, async (n) =>
-      mergeDetail(n, await reader.getNode(n.id)),
+    return withDetails(
+      () => reader.listNodes(),
+      (id) => reader.getNode(id),
+      nodeDetails,
     );
-    return { value, requests: 1 + list.length };
   }
 
-  private async readTemplates(): Promise<{ value: Template[]; requests: number }> {
+  private readTemplates(): Promise<{ value: Template[]; requests: number }> {
     const { reader, templateDetails } = this.options;
-    const list = await reader.listTemplates();
-    if (!templateDetails) return { value: list, requests: 1 };
-    const value = await mapLimit(list, DETAIL_CONCURRENCY, async (t) =>
-      mergeDetail(t, await reader.getTemplate(t.id)),
+    return withDetails(
+      () => reader.listTemplates(),
+      (id) => reader.getTemplate(id),
+      templateDetails,
     );
-    return { value, requests: 1 + list.length };
   }
 
   private async readSandboxes(): Promise<{ value: Sandbox[]; requests: number }> {
@@ -203,11 +201,24 @@ export class Poller {
   }
 }
 
+/** Reads a list and, when asked, each item's detail record merged over its summary. */
+async function withDetails<T extends Detailed>(
+  list: () => Promise<T[]>,
+  detail: (id: string) => Promise<T>,
+  enabled: boolean,
+): Promise<{ value: T[]; requests: number }> {
+  const items = await list();
+  if (!enabled) return { value: items, requests: 1 };
+  const value = await mapLimit(items, DETAIL_CONCURRENCY, async (item) =>
+    mergeDetail(item, await detail(item.id)),
+  );
+  return { value, requests: 1 + items.length };
+}
+
+type Detailed = { id: string; numeric: Record<string, number>; info: Record<string, string> };
+
 /** Detail records win over list summaries, field by field. */
-function mergeDetail<T extends { numeric: Record<string, number>; info: Record<string, string> }>(
-  summary: T,
-  detail: T,
-): T {
+function mergeDetail<T extends Detailed>(summary: T, detail: T): T {
   return {
     ...summary,
     ...detail,

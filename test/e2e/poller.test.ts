@@ -184,6 +184,23 @@ describe("poller and /metrics against the simulator", () => {
     expect(strip(plain).length).toBeGreaterThan(1000);
   });
 
+  it("reads node and template details when configured, merging them over the list summaries", async () => {
+    const { sim, e } = await setup(50, ["--node-details", "--template-details"]);
+    const snap = await e.runCycle();
+    expect(sim.counters.get("GET /nodes/{id}")).toBe(3);
+    expect(sim.counters.get("GET /templates/{id}")).toBe(5);
+    expect(snap?.collectors.nodes.requests).toBe(4);
+    expect(snap?.collectors.templates.requests).toBe(6);
+    const summary = await exporterFor(sim);
+    exporters.push(summary);
+    const plain = await summary.runCycle();
+    const detailed = snap!.nodes![0]!;
+    const listed = plain!.nodes!.find((n) => n.id === detailed.id)!;
+    // The simulator's detail adds only nested text; the merge must keep every summary field.
+    expect(detailed.numeric).toEqual(listed.numeric);
+    expect(detailed.status).toBe(listed.status);
+  });
+
   it("serves readiness only after a first cycle, and /healthz always", async () => {
     const { e } = await setup(50);
     expect((await fetch(`${e.server.url}/readyz`)).status).toBe(503);
