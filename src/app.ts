@@ -1,6 +1,7 @@
-// Wires config -> platform client -> poller -> metrics -> server. No policy of its own.
+// Wires config -> platform client -> poller -> metrics and policy -> server.
 import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
+import { Gauge } from "prom-client";
 import type { Dispatcher } from "undici";
 import { Poller } from "./collect/poller.js";
 import { startSchedule } from "./collect/schedule.js";
@@ -9,6 +10,8 @@ import type { Config } from "./config/schema.js";
 import { ExporterMetrics, negotiateFormat } from "./metrics/exporter-metrics.js";
 import { ControlClient } from "./platform/control.js";
 import { DataClient } from "./platform/data.js";
+import { PolicyEngine } from "./policy/engine.js";
+import { loadPolicySpec } from "./policy/rule-file.js";
 import { Prober } from "./probe/prober.js";
 import { type RunningServer, startServer } from "./server/server.js";
 import { statusReport } from "./server/status.js";
@@ -24,6 +27,10 @@ export interface AppDeps {
   dispatcher?: Dispatcher;
   /** Do not start the schedule (tests drive cycles with runCycle). */
   manual?: boolean;
+  /** Reads the policy rule file; default fs.readFileSync as UTF-8. */
+  readFile?: (path: string) => string;
+  /** Loads the configuration again for a reload (SIGHUP, POST /-/reload); default: the same one. */
+  reloadConfig?: () => Config;
 }
 
 /** A running exporter. */
@@ -33,6 +40,10 @@ export interface Exporter {
   readonly poller: Poller;
   /** The synthetic prober, when probes are enabled. */
   readonly prober: Prober | undefined;
+  /** The policy engine, when policy is enabled. */
+  readonly policy: PolicyEngine | undefined;
+  /** Re-reads the config and policy files; a bad file is rejected and the old one kept. */
+  reload(): Promise<{ ok: boolean; error?: string }>;
   /** Runs one poll cycle now (skipped and counted if one is in flight). */
   runCycle(): Promise<Snapshot | undefined>;
   stop(): Promise<void>;
@@ -41,6 +52,9 @@ export interface Exporter {
 /** Starts the exporter described by `config`; the first cycle starts at once. */
 export async function startExporter(config: Config, deps: AppDeps): Promise<Exporter> {
   const { logger, clock } = deps;
+  const readFile = deps.readFile ?? ((path: string) => readFileSync(path, "utf8"));
+  // Read before anything starts: a bad rule file stops the start, naming the rule and field.
+  const policySpec = config.policy.enabled ? loadPolicySpec(config.policy, readFile) : undefined;
   const metrics = new ExporterMetrics({
     namespace: config.metrics.namespace,
     perSandboxMetrics: config.metrics.perSandboxMetrics,
@@ -75,10 +89,24 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     nodeDetails: config.poll.nodeDetails,
     templateDetails: config.poll.templateDetails,
     clusterWide: config.shard.index === 0,
+    readHealth: policySpec !== undefined,
   });
+  const policy = policySpec
+    ? new PolicyEngine({
+        spec: policySpec,
+        platform: control,
+        clock,
+        logger,
+        registry: metrics.registry,
+        namespace: config.metrics.namespace,
+        shard: config.shard,
+        states: config.states,
+      })
+    : undefined;
   const cycle = async (): Promise<void> => {
     const snapshot = await poller.runCycle();
     metrics.update(snapshot);
+    if (policy) await policy.run(snapshot);
     for (const c of Object.values(snapshot.collectors)) {
       if (!c.success && !c.skipped)
         logger.warn(
@@ -107,6 +135,23 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     onSkip,
     onError,
   );
+  const reloads = reloadMetrics(metrics, config.metrics.namespace, clock);
+  const reload = async (): Promise<{ ok: boolean; error?: string }> => {
+    try {
+      const next = deps.reloadConfig ? deps.reloadConfig() : config;
+      if (policy && next.policy.enabled) policy.setSpec(loadPolicySpec(next.policy, readFile));
+      else if (Boolean(policy) !== next.policy.enabled)
+        logger.warn("turning the policy engine on or off takes a restart");
+      reloads.ok();
+      logger.info("configuration reloaded");
+      return { ok: true };
+    } catch (err) {
+      reloads.failed();
+      const error = err instanceof Error ? err.message : String(err);
+      logger.error({ err: error }, "reload failed; keeping the previous configuration");
+      return { ok: false, error };
+    }
+  };
   const prober = config.probe.enabled ? newProber(config, control, metrics, deps) : undefined;
   const server = await startServer(config.server.listen, {
     render: (format, gzip) => metrics.render(format, gzip),
@@ -115,7 +160,9 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       statusReport(poller.latest, clock.now(), {
         shard: config.shard,
         ...(prober ? { probe: prober.status() } : {}),
+        ...(policy ? { policy: policy.status() } : {}),
       }),
+    reload,
     ...(prober ? { routes: prober.routes() } : {}),
     ready: () => poller.latest !== undefined,
     logger,
@@ -136,12 +183,44 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       return poller.latest;
     },
     prober,
+    policy,
+    reload,
     async stop() {
       // The probe goes first: its sandbox is terminated before the process exits.
       await prober?.stop();
       await schedule.stop();
       await server.close();
       await control.close();
+    },
+  };
+}
+
+/** sandbox_exporter_config_last_reload_successful and its timestamp. */
+function reloadMetrics(
+  metrics: ExporterMetrics,
+  ns: string,
+  clock: Clock,
+): { ok(): void; failed(): void } {
+  const registers = [metrics.registry];
+  const successful = new Gauge({
+    name: `${ns}_exporter_config_last_reload_successful`,
+    help: "1 when the last configuration reload (SIGHUP, POST /-/reload) succeeded, else 0.",
+    registers,
+  });
+  const at = new Gauge({
+    name: `${ns}_exporter_config_last_reload_success_timestamp_seconds`,
+    help: "When the configuration was last loaded successfully (start or reload), epoch seconds.",
+    registers,
+  });
+  successful.set(1);
+  at.set(clock.now() / 1000);
+  return {
+    ok() {
+      successful.set(1);
+      at.set(clock.now() / 1000);
+    },
+    failed() {
+      successful.set(0);
     },
   };
 }

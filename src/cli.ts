@@ -9,6 +9,7 @@ import {
   loadConfig,
   redactConfig,
 } from "./config/load.js";
+import { PolicyFileError } from "./policy/rule-file.js";
 import { systemClock } from "./util/clock.js";
 import { createLogger } from "./util/logger.js";
 import { VERSION } from "./version.js";
@@ -18,10 +19,12 @@ const EXIT_CONFIG = 2;
 /** A stuck shutdown is cut off after this long. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
 
+const readUtf8 = (path: string): string => readFileSync(path, "utf8");
+
 /** Loads config from argv and the environment, printing problems and exiting 2 on failure. */
 export function loadOrExit(argv: string[], env: Record<string, string | undefined>): LoadedConfig {
   try {
-    return loadConfig({ argv, env, readFile: (p) => readFileSync(p, "utf8"), requireApi: true });
+    return loadConfig({ argv, env, readFile: readUtf8, requireApi: true });
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`sandbox-exporter: invalid configuration\n${err.format()}\n`);
@@ -48,13 +51,15 @@ export async function main(
   const { config } = loaded;
   const logger = createLogger(config.log.level, config.log.format);
   logger.info({ config: redactConfig(config), version: VERSION }, "starting");
-  const exporter = await startExporter(config, { logger, clock: systemClock });
+  let exporter: Exporter | undefined;
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "shutting down");
     setTimeout(() => process.exit(0), SHUTDOWN_DEADLINE_MS).unref();
+    // A signal during start-up has nothing to finish yet.
+    if (!exporter) process.exit(0);
     exporter.stop().then(
       () => process.exit(0),
       (err: unknown) => {
@@ -65,6 +70,20 @@ export async function main(
   };
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
+  process.on("SIGHUP", () => void exporter?.reload());
+  try {
+    exporter = await startExporter(config, {
+      logger,
+      clock: systemClock,
+      reloadConfig: () => loadConfig({ argv, env, readFile: readUtf8, requireApi: true }).config,
+    });
+  } catch (err) {
+    if (err instanceof PolicyFileError) {
+      process.stderr.write(`sandbox-exporter: invalid policy\n${err.message}\n`);
+      process.exit(EXIT_CONFIG);
+    }
+    throw err;
+  }
   return exporter;
 }
 

@@ -43,6 +43,8 @@ export interface PollerOptions {
   templateDetails: boolean;
   /** Whether cluster-wide collectors run (only shard 0 exports them). */
   clusterWide: boolean;
+  /** Read /health even when not cluster-wide (the policy engine acts only while it is up). */
+  readHealth?: boolean;
 }
 
 interface Outcome<T> {
@@ -71,7 +73,7 @@ export class Poller {
     const { clock, clusterWide } = this.options;
     const startedAt = clock.now();
     const [health, overview, nodes, templates, sandboxes] = await Promise.all([
-      clusterWide ? this.attempt(() => this.readHealth()) : undefined,
+      clusterWide || this.options.readHealth ? this.attempt(() => this.readHealth()) : undefined,
       clusterWide ? this.attempt(() => this.readOverview()) : undefined,
       clusterWide ? this.attempt(() => this.readNodes()) : undefined,
       clusterWide ? this.attempt(() => this.readTemplates()) : undefined,

@@ -3,46 +3,8 @@
 import { isIP } from "node:net";
 import { Cron } from "croner";
 import { z } from "zod";
-import { DURATION_FORMS, parseDuration } from "../util/duration.js";
-
-/** The longest delay a Node timer honours (2^31-1 ms, about 24.8 days); longer ones fire at once. */
-const MAX_TIMER_MS = 2_147_483_647;
-
-/** An integer in [min, max] with one message for every way it can be wrong. */
-function int(min: number, max?: number) {
-  const error = max === undefined ? `an integer >= ${min}` : `an integer from ${min} to ${max}`;
-  const base = z.number({ error }).int({ error }).min(min, { error });
-  return max === undefined ? base : base.max(max, { error });
-}
-
-const bool = z.boolean({ error: "true or false" });
-const text = z.string({ error: "a string" });
-const list = z.array(text, { error: "a list of strings" });
-
-function oneOf<const T extends readonly [string, ...string[]]>(values: T) {
-  return z.enum(values, { error: `one of ${values.join(", ")}` });
-}
-
-/** A positive duration in ms, from "30s"-style text or a number of milliseconds. */
-function duration(max = MAX_TIMER_MS) {
-  return z.unknown().transform((v, ctx): number => {
-    const ms = typeof v === "string" || typeof v === "number" ? tryDuration(v) : undefined;
-    if (ms === undefined || ms <= 0 || ms > max) {
-      const error = `${DURATION_FORMS}, above 0 and at most ${Math.floor(max / 86_400_000)}d`;
-      ctx.addIssue({ code: "custom", message: error, input: v });
-      return z.NEVER;
-    }
-    return ms;
-  });
-}
-
-function tryDuration(v: string | number): number | undefined {
-  try {
-    return parseDuration(v);
-  } catch {
-    return undefined;
-  }
-}
+import { bool, duration, int, list, MAX_TIMER_MS, oneOf, text, tryDuration } from "./fields.js";
+import { PolicySectionSchema } from "./policy-schema.js";
 
 /** An interval of whole seconds ("15s"; croner counts intervals in seconds) or a cron expression. */
 const schedule = text.superRefine((spec, ctx) => {
@@ -222,13 +184,6 @@ const ProbeSchema = z.looseObject({
   filePath: text.min(1, { error: "a file path" }).default("/tmp/sandbox-exporter-probe.txt"),
 });
 
-/** Loose: the policy issue adds its own settings here. */
-const PolicySchema = z.looseObject({
-  enabled: bool.default(false),
-  file: text.min(1, { error: "a file path" }).optional(),
-  dryRun: bool.default(true),
-});
-
 const LogSchema = z.strictObject({
   level: oneOf(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
   format: oneOf(["json", "pretty"]).default("json"),
@@ -244,7 +199,7 @@ export const ConfigSchema = z.strictObject({
   fieldMap: FieldMapSchema.prefault({}),
   states: StatesSchema.prefault({}),
   probe: ProbeSchema.prefault({}),
-  policy: PolicySchema.prefault({}),
+  policy: PolicySectionSchema.prefault({}),
   log: LogSchema.prefault({}),
 });
 

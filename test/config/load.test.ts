@@ -201,7 +201,7 @@ describe("loadConfig: other settings", () => {
     expect(config.server.basicAuthUsers).toEqual({ alice: "ab".repeat(32) });
     expect(config.shard).toEqual({ index: 1, total: 3 });
     expect(config.probe).toMatchObject({ enabled: true, schedule: "2m", futureSetting: 1 });
-    expect(config.policy).toMatchObject({ file: "/etc/p.yaml", dryRun: false, enabled: false });
+    expect(config.policy).toMatchObject({ file: "/etc/p.yaml", dryRun: false, enabled: true });
     expect(config.platform).toMatchObject({ authStyle: "bearer", agentPort: 50_000, retries: 0 });
   });
 

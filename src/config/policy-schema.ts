@@ -1,0 +1,186 @@
+// The policy rule file and the `policy:` section of the config: rules, selectors, global limits.
+import { z } from "zod";
+import { bool, duration, int, list, oneOf, text } from "./fields.js";
+
+/** Conditions may span months; they are compared with the clock, never armed as timers. */
+const MAX_CONDITION_MS = 366 * 86_400_000;
+
+/** One metadata condition, in Kubernetes label-selector words. */
+export type MetadataSelector =
+  | { key: string; op: "=" | "!="; value: string }
+  | { key: string; op: "in" | "notin"; values: string[] }
+  | { key: string; op: "exists" | "!exists" };
+
+const SELECTOR_FORMS =
+  'a selector like "team=ml", "env!=prod", "tier in (a,b)", "tier notin (a,b)", "owner" or "!owner"';
+
+/** Parses `key=value`, `key!=value`, `key in (a,b)`, `key notin (a,b)`, `key`, `!key`. */
+export function parseSelector(raw: string): MetadataSelector | undefined {
+  const s = raw.trim();
+  let m = /^([^\s=!(),]+)\s*(==|=|!=)\s*([^\s(),]*)$/.exec(s);
+  if (m) return { key: m[1] as string, op: m[2] === "!=" ? "!=" : "=", value: m[3] as string };
+  m = /^([^\s=!(),]+)\s+(in|notin)\s*\(([^()]*)\)$/.exec(s);
+  if (m) {
+    const values = (m[3] as string)
+      .split(",")
+      .map((v) => v.trim())
+      .filter((v) => v !== "");
+    if (values.length === 0) return undefined;
+    return { key: m[1] as string, op: m[2] as "in" | "notin", values };
+  }
+  m = /^(!?)([^\s=!(),]+)$/.exec(s);
+  if (m) return { key: m[2] as string, op: m[1] === "!" ? "!exists" : "exists" };
+  return undefined;
+}
+
+const selector = text.transform((raw, ctx): MetadataSelector => {
+  const parsed = parseSelector(raw);
+  if (parsed) return parsed;
+  ctx.addIssue({ code: "custom", message: SELECTOR_FORMS, input: raw });
+  return z.NEVER;
+});
+
+/** `key=value`: the metadata entry that protects a sandbox from every rule. */
+const protectLabel = text.regex(/^[^=\s]+=[^=\s]+$/, { error: "a metadata key=value" });
+
+/** Rule names become label values and appear in audit lines. */
+const ruleName = text.regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/, {
+  error: "a name of letters, digits, '_', '.', '-' (at most 63)",
+});
+
+const MatchSchema = z.strictObject({
+  /** Lower-cased sandbox states; any state when absent (pause still needs a running state). */
+  states: list.optional(),
+  /** Template ids; any template when absent. */
+  templates: list.optional(),
+  /** Every selector must hold. */
+  metadata: z.array(selector, { error: "a list of selectors" }).optional(),
+});
+
+export const PolicyRuleSchema = z
+  .strictObject({
+    name: ruleName,
+    match: MatchSchema.prefault({}),
+    /** No activity (newest log entry, else the configured field, else the start) for this long. */
+    idleFor: duration(MAX_CONDITION_MS).optional(),
+    /** Never act on a sandbox younger than this. */
+    minAge: duration(MAX_CONDITION_MS).optional(),
+    /** Act on a sandbox older than this. */
+    maxAge: duration(MAX_CONDITION_MS).optional(),
+    action: oneOf(["pause", "delete", "log"]),
+    /** `delete` is refused unless this is true. */
+    allowDelete: bool.default(false),
+    /** Inherits the global dryRun when absent. */
+    dryRun: bool.optional(),
+    /** Actions of this rule per cycle; the global limit applies as well. */
+    maxActionsPerCycle: int(0).optional(),
+    /** After acting on a sandbox (or dry-running it), leave it alone this long. */
+    cooldown: duration(MAX_CONDITION_MS).default(3_600_000),
+    /** Mark a sandbox as a candidate this long before acting on it. */
+    notifyBefore: duration(MAX_CONDITION_MS).optional(),
+  })
+  .superRefine((r, ctx) => {
+    if (r.action === "delete" && !r.allowDelete)
+      ctx.addIssue({
+        code: "custom",
+        path: ["allowDelete"],
+        message: "allowDelete: true on a rule whose action is delete",
+      });
+    if (r.action !== "log" && r.idleFor === undefined && r.maxAge === undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["idleFor"],
+        message: `idleFor or maxAge on a rule whose action is ${r.action} (a rule without a condition would act on every match)`,
+      });
+  });
+
+export type PolicyRule = z.output<typeof PolicyRuleSchema>;
+
+const ActivitySchema = z.strictObject({
+  /** The logs endpoint's `direction` value that reads newest first. */
+  logDirection: text.min(1, { error: "a non-empty direction value" }).default("backward"),
+  /** Metadata key holding a last-activity time, used when the logs give none. */
+  metadataField: text.min(1, { error: "a metadata key" }).optional(),
+  /** Numeric runtime field (snake_case, epoch seconds or ms) used when logs and metadata give none. */
+  runtimeField: text.min(1, { error: "a runtime field name" }).optional(),
+  /** Log reads in flight at once. */
+  concurrency: int(1, 256).default(8),
+});
+
+const rules = z.array(PolicyRuleSchema, { error: "a list of rules" }).superRefine((rs, ctx) => {
+  const seen = new Set<string>();
+  rs.forEach((r, i) => {
+    if (seen.has(r.name))
+      ctx.addIssue({ code: "custom", path: [i, "name"], message: `a unique rule name` });
+    seen.add(r.name);
+  });
+});
+
+/** Settings both the config's `policy:` section and a rule file may hold. */
+const policyFields = {
+  dryRun: bool.optional(),
+  protectLabel: protectLabel.optional(),
+  maxActionsPerCycle: int(0).optional(),
+  consecutiveCycles: int(1, 100).optional(),
+  /** A rule that would act on more than this share of what it looked at acts on none. */
+  maxMatchPercent: z.number({ error: "a number from 0 to 100" }).min(0).max(100).optional(),
+  /** The blast-radius stop applies once a rule looked at this many sandboxes. */
+  minSandboxesForMatchPercent: int(1).optional(),
+  /** No action on a snapshot older than this. */
+  maxSnapshotAgeMs: duration().optional(),
+  activity: ActivitySchema.optional(),
+  rules: rules.optional(),
+};
+
+/** A rule file (YAML or JSON): its settings override the config's `policy:` section. */
+export const PolicyFileSchema = z.strictObject(policyFields);
+export type PolicyFile = z.output<typeof PolicyFileSchema>;
+
+/** The config's `policy:` section. */
+export const PolicySectionSchema = z
+  .strictObject({
+    ...policyFields,
+    /** Default: on when a rule file or inline rules are given. */
+    enabled: bool.optional(),
+    file: text.min(1, { error: "a file path" }).optional(),
+    dryRun: bool.default(true),
+  })
+  .transform((s) => ({
+    ...s,
+    enabled: s.enabled ?? (s.file !== undefined || (s.rules?.length ?? 0) > 0),
+  }));
+
+/** The effective policy: config section and rule file merged, defaults filled. */
+export interface PolicySpec {
+  dryRun: boolean;
+  protectLabel: { key: string; value: string };
+  maxActionsPerCycle: number;
+  consecutiveCycles: number;
+  maxMatchPercent: number;
+  minSandboxesForMatchPercent: number;
+  maxSnapshotAgeMs: number;
+  activity: z.output<typeof ActivitySchema>;
+  rules: PolicyRule[];
+}
+
+type Section = z.output<typeof PolicySectionSchema>;
+
+/** Merges the config section with a rule file (file wins) and fills the defaults. */
+export function policySpec(section: Section, file: PolicyFile = {}): PolicySpec {
+  const pick = <K extends keyof PolicyFile>(k: K): PolicyFile[K] => file[k] ?? section[k];
+  const [key, value] = (pick("protectLabel") ?? "sandbox-exporter/protect=true").split("=") as [
+    string,
+    string,
+  ];
+  return {
+    dryRun: pick("dryRun") ?? true,
+    protectLabel: { key, value },
+    maxActionsPerCycle: pick("maxActionsPerCycle") ?? 10,
+    consecutiveCycles: pick("consecutiveCycles") ?? 2,
+    maxMatchPercent: pick("maxMatchPercent") ?? 50,
+    minSandboxesForMatchPercent: pick("minSandboxesForMatchPercent") ?? 10,
+    maxSnapshotAgeMs: pick("maxSnapshotAgeMs") ?? 120_000,
+    activity: pick("activity") ?? ActivitySchema.parse({}),
+    rules: pick("rules") ?? [],
+  };
+}

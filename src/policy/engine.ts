@@ -1,0 +1,254 @@
+// Runs the policy on each fresh snapshot: safety gates, idle signal, evaluation, actions, audit.
+import type { Logger } from "pino";
+import type { Registry } from "prom-client";
+import type { Snapshot } from "../collect/snapshot.js";
+import type { PolicyRule, PolicySpec } from "../config/policy-schema.js";
+import type { Sandbox } from "../platform/types.js";
+import type { Clock } from "../util/clock.js";
+import { inShard } from "../util/shard.js";
+import { ActivityTracker, type LogReader } from "./activity.js";
+import {
+  EMPTY_MEMORY,
+  type Evaluation,
+  evaluatePolicy,
+  type PolicyDecision,
+  type PolicyMemory,
+  recordActions,
+} from "./evaluate.js";
+import { applyDecision, type PolicyPlatform, type PolicyResult } from "./executor.js";
+import { cheapMatch, type StateSets } from "./match.js";
+import { PolicyMetrics } from "./policy-metrics.js";
+
+/** Entries of the plan shown on /status; the counts cover all of them. */
+const PLAN_ENTRIES = 200;
+
+/** Why a run acted on nothing at all. */
+export type BlockReason = "incomplete" | "stale" | "health_down";
+
+export interface PolicyEngineOptions {
+  spec: PolicySpec;
+  platform: PolicyPlatform & { listLogs: LogReader };
+  clock: Clock;
+  logger: Logger;
+  registry: Registry;
+  namespace: string;
+  shard: { index: number; total: number };
+  states: { running: readonly string[]; paused: readonly string[] };
+}
+
+/** One decision with what came of it. */
+export interface PolicyOutcome extends PolicyDecision {
+  /** Undefined while pending. */
+  result?: PolicyResult;
+  detail?: string;
+}
+
+/** What one run did; `blocked` says why it did nothing. */
+export interface PolicyRun {
+  at: number;
+  cycle: number;
+  blocked?: BlockReason;
+  outcomes: PolicyOutcome[];
+  candidates: Record<string, number>;
+  blastRadius: string[];
+  logReads: number;
+}
+
+/** The policy engine: call `run` after each poll cycle with its snapshot. */
+export class PolicyEngine {
+  private spec: PolicySpec;
+  private memory: PolicyMemory = EMPTY_MEMORY;
+  private lastCycle = 0;
+  private last: PolicyRun | undefined;
+  private readonly states: StateSets;
+  private readonly activity: ActivityTracker;
+  private readonly metrics: PolicyMetrics;
+  private readonly log: Logger;
+
+  constructor(private readonly o: PolicyEngineOptions) {
+    this.spec = o.spec;
+    this.states = { running: new Set(o.states.running), paused: new Set(o.states.paused) };
+    this.activity = new ActivityTracker(
+      (id, q) => o.platform.listLogs(id, q),
+      o.spec.activity,
+      this.states.paused,
+    );
+    this.metrics = new PolicyMetrics(o.registry, o.namespace);
+    this.metrics.setRules(o.spec);
+    this.log = o.logger.child({ component: "policy" });
+  }
+
+  /** Replaces the rules (reload); streaks and cooldowns of rules that remain are kept. */
+  setSpec(spec: PolicySpec): void {
+    this.spec = spec;
+    this.metrics.setRules(spec);
+  }
+
+  /** The latest run, if any. */
+  get lastRun(): PolicyRun | undefined {
+    return this.last;
+  }
+
+  /** Evaluates the snapshot and applies the decisions; never acts on stale or partial data. */
+  async run(snapshot: Snapshot): Promise<PolicyRun> {
+    // A snapshot counts once towards consecutiveCycles, however often it is offered.
+    if (this.last && snapshot.cycle <= this.lastCycle) return this.last;
+    const now = this.o.clock.now();
+    const blocked = this.blockReason(snapshot, now);
+    this.lastCycle = snapshot.cycle;
+    if (blocked) {
+      // "In a row" means fresh snapshots without a gap: a blocked run breaks every streak.
+      this.memory = { streaks: new Map(), lastAction: this.memory.lastAction };
+      this.metrics.blocked.inc({ reason: blocked });
+      this.log.warn({ cycle: snapshot.cycle, reason: blocked }, "policy blocked: no action");
+      this.last = {
+        at: now,
+        cycle: snapshot.cycle,
+        blocked,
+        outcomes: [],
+        candidates: {},
+        blastRadius: [],
+        logReads: 0,
+      };
+      return this.last;
+    }
+    const spec = this.spec;
+    const { index, total } = this.o.shard;
+    const own = (snapshot.sandboxes ?? []).filter((s) => inShard(s.id, index, total));
+    const { activity, stats } = await this.activity.lastActivity(this.idleAsked(own, now), now);
+    this.metrics.observeActivity(stats);
+    if (stats.errors > 0)
+      this.log.warn(
+        { errors: stats.errors, reads: stats.reads, firstError: stats.firstError },
+        "idle-signal log reads failed; those sandboxes count as active",
+      );
+    const evaluation = evaluatePolicy({
+      sandboxes: own,
+      activity,
+      spec,
+      states: this.states,
+      memory: this.memory,
+      now,
+    });
+    const outcomes = await this.apply(evaluation, spec);
+    const acted = outcomes.filter((d) => d.result === "done" || d.result === "dry_run");
+    this.memory = recordActions(evaluation.memory, acted, now);
+    for (const [rule, n] of Object.entries(evaluation.candidates))
+      this.metrics.candidates.set({ rule }, n);
+    for (const rule of evaluation.blastRadius) {
+      this.metrics.blastRadius.inc({ rule });
+      this.log.warn({ rule }, "policy rule would act on too many sandboxes: acting on none");
+    }
+    this.metrics.lastRun.set(now / 1000);
+    this.last = {
+      at: now,
+      cycle: snapshot.cycle,
+      outcomes,
+      candidates: evaluation.candidates,
+      blastRadius: evaluation.blastRadius,
+      logReads: stats.reads,
+    };
+    return this.last;
+  }
+
+  /** The plan for /status: the latest run's decisions, actions first. */
+  status(): Record<string, unknown> {
+    const r = this.last;
+    const spec = this.spec;
+    const rules = spec.rules.map((rule) => ({
+      name: rule.name,
+      action: rule.action,
+      dryRun: rule.dryRun ?? spec.dryRun,
+      candidates: r?.candidates[rule.name] ?? 0,
+    }));
+    if (!r) return { lastRun: null, rules, plan: [] };
+    const order = (o: PolicyOutcome): number =>
+      o.result === undefined ? 2 : o.result === "done" || o.result === "dry_run" ? 0 : 1;
+    const plan = [...r.outcomes].sort((a, b) => order(a) - order(b)).slice(0, PLAN_ENTRIES);
+    return {
+      lastRun: new Date(r.at).toISOString(),
+      cycle: r.cycle,
+      blocked: r.blocked ?? null,
+      blastRadius: r.blastRadius,
+      logReads: r.logReads,
+      rules,
+      decisions: r.outcomes.length,
+      plan: plan.map((o) => ({
+        rule: o.rule,
+        sandbox: o.sandboxId,
+        template: o.templateId,
+        state: o.state,
+        action: o.action,
+        dryRun: o.dryRun,
+        result: o.result ?? "pending",
+        reason: o.detail ? `${o.reason}; ${o.detail}` : o.reason,
+      })),
+    };
+  }
+
+  private blockReason(s: Snapshot, now: number): BlockReason | undefined {
+    if (!s.sandboxesComplete || !s.collectors.sandboxes.success) return "incomplete";
+    if (now - s.finishedAt > this.spec.maxSnapshotAgeMs) return "stale";
+    if (!s.collectors.health.success || s.health?.up !== true) return "health_down";
+    return undefined;
+  }
+
+  /** Sandbox -> the shortest idleFor asked of it, over rules whose cheap filters it passes. */
+  private idleAsked(own: readonly Sandbox[], now: number): Map<Sandbox, number> {
+    const asked = new Map<Sandbox, number>();
+    const idleRules = this.spec.rules.filter(
+      (r): r is PolicyRule & { idleFor: number } => r.idleFor !== undefined,
+    );
+    if (idleRules.length === 0) return asked;
+    for (const s of own) {
+      for (const r of idleRules) {
+        if (!cheapMatch(r, s, this.states, now)) continue;
+        const prev = asked.get(s);
+        if (prev === undefined || r.idleFor < prev) asked.set(s, r.idleFor);
+      }
+    }
+    return asked;
+  }
+
+  /** Acts on "act" decisions one at a time (the rate limit is the per-cycle cap), audits each. */
+  private async apply(evaluation: Evaluation, spec: PolicySpec): Promise<PolicyOutcome[]> {
+    const rules = new Map(spec.rules.map((r) => [r.name, r]));
+    const ctx = {
+      platform: this.o.platform,
+      activity: this.activity,
+      spec,
+      states: this.states,
+      now: () => this.o.clock.now(),
+    };
+    const out: PolicyOutcome[] = [];
+    for (const d of evaluation.decisions) {
+      let outcome: PolicyOutcome;
+      if (d.outcome === "pending") outcome = { ...d };
+      else if (d.outcome !== "act") outcome = { ...d, result: d.outcome };
+      else outcome = { ...d, ...(await applyDecision(d, rules.get(d.rule) as PolicyRule, ctx)) };
+      out.push(outcome);
+      this.audit(outcome);
+    }
+    return out;
+  }
+
+  private audit(o: PolicyOutcome): void {
+    const line = {
+      audit: true,
+      rule: o.rule,
+      sandbox: o.sandboxId,
+      template: o.templateId,
+      action: o.action,
+      dryRun: o.dryRun,
+      result: o.result ?? "pending",
+      reason: o.detail ? `${o.reason}; ${o.detail}` : o.reason,
+    };
+    if (o.result === undefined) {
+      this.log.debug(line, "policy decision");
+      return;
+    }
+    this.metrics.decisions.inc({ rule: o.rule, action: o.action, result: o.result });
+    if (o.result === "failed") this.log.warn(line, "policy decision");
+    else this.log.info(line, "policy decision");
+  }
+}

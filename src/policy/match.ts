@@ -1,0 +1,96 @@
+// The cheap, pure tests of a rule against one sandbox: state, template, metadata, protection, age.
+import type { MetadataSelector, PolicyRule, PolicySpec } from "../config/policy-schema.js";
+import type { Sandbox } from "../platform/types.js";
+
+/** Probe sandboxes carry this metadata key; they belong to the prober, never to a rule. */
+export const PROBE_TAG = "sandbox-exporter/probe";
+
+/** What the policy needs to know about state names. */
+export interface StateSets {
+  running: ReadonlySet<string>;
+  paused: ReadonlySet<string>;
+}
+
+/** Whether one selector holds for the metadata. */
+export function selectorHolds(s: MetadataSelector, metadata: Record<string, string>): boolean {
+  const has = Object.hasOwn(metadata, s.key);
+  const v = metadata[s.key];
+  switch (s.op) {
+    case "=":
+      return v === s.value;
+    case "!=":
+      return v !== s.value;
+    case "in":
+      return v !== undefined && s.values.includes(v);
+    case "notin":
+      return v === undefined || !s.values.includes(v);
+    case "exists":
+      return has;
+    case "!exists":
+      return !has;
+  }
+}
+
+/**
+ * Whether the protect label shields the sandbox at `now`. The value `until=<time>` lapses at that
+ * time; any other value but "false" protects, and so does an `until=` that does not parse.
+ */
+export function isProtected(
+  metadata: Record<string, string>,
+  label: PolicySpec["protectLabel"],
+  now: number,
+): boolean {
+  const v = metadata[label.key];
+  if (v === undefined) return false;
+  if (v === label.value) return true;
+  if (v.startsWith("until=")) {
+    const until = parseTime(v.slice("until=".length));
+    return until === undefined || now < until;
+  }
+  return v.toLowerCase() !== "false";
+}
+
+/** Epoch ms from ISO-8601 text or epoch seconds/milliseconds; undefined when it does not parse. */
+export function parseTime(text: string): number | undefined {
+  const t = text.trim();
+  if (/^\d+(\.\d+)?$/.test(t)) return epochMs(Number(t));
+  if (!/^\d{4}-\d{2}-\d{2}/.test(t)) return undefined;
+  const ms = Date.parse(t);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+/** Epoch seconds or milliseconds (told apart by size) as milliseconds. */
+export function epochMs(n: number): number | undefined {
+  if (!Number.isFinite(n) || n <= 0) return undefined;
+  return n < 1e11 ? n * 1000 : n;
+}
+
+/**
+ * The rule's filters that need no platform call: state, template, metadata selectors, age.
+ * A pause rule only ever matches running sandboxes; probe sandboxes never match.
+ */
+export function cheapMatch(rule: PolicyRule, s: Sandbox, states: StateSets, now: number): boolean {
+  if (Object.hasOwn(s.metadata, PROBE_TAG)) return false;
+  const m = rule.match;
+  if (m.states && !m.states.some((x) => x.toLowerCase() === s.state)) return false;
+  if (rule.action === "pause" && !states.running.has(s.state)) return false;
+  if (m.templates && !m.templates.includes(s.templateId)) return false;
+  if (m.metadata && !m.metadata.every((sel) => selectorHolds(sel, s.metadata))) return false;
+  if (rule.minAge !== undefined || rule.maxAge !== undefined) {
+    if (s.startedAt === undefined) return false;
+    const age = now - s.startedAt;
+    if (rule.minAge !== undefined && age < rule.minAge) return false;
+    if (rule.maxAge !== undefined && age <= rule.maxAge) return false;
+  }
+  return true;
+}
+
+/** Whether the idle condition holds, given the last activity (undefined: unknown, never idle). */
+export function idleHolds(
+  rule: PolicyRule,
+  lastActivity: number | undefined,
+  now: number,
+): boolean {
+  if (rule.idleFor === undefined) return true;
+  return lastActivity !== undefined && now - lastActivity >= rule.idleFor;
+}

@@ -1,0 +1,86 @@
+// The policy's metric families in the registry the caller owns.
+import { Counter, Gauge, type Registry } from "prom-client";
+import type { PolicySpec } from "../config/policy-schema.js";
+import type { ActivityStats } from "./activity.js";
+
+/** Registers the policy families and feeds them from each run. */
+export class PolicyMetrics {
+  readonly candidates: Gauge<"rule">;
+  readonly decisions: Counter<"rule" | "action" | "result">;
+  readonly lastRun: Gauge;
+  readonly blocked: Counter<"reason">;
+  readonly blastRadius: Counter<"rule">;
+  readonly activityReads: Counter<"result">;
+  readonly activityCacheHits: Counter;
+  readonly dryRun: Gauge<"rule">;
+
+  constructor(registry: Registry, ns = "sandbox") {
+    const registers = [registry];
+    this.candidates = new Gauge({
+      name: `${ns}_policy_candidates`,
+      help: "Sandboxes that match each rule and meet its conditions in the last evaluation (protected ones excluded).",
+      labelNames: ["rule"],
+      registers,
+    });
+    this.decisions = new Counter({
+      name: `${ns}_policy_decisions_total`,
+      help: "Policy decisions by rule, action and result (dry_run, done, failed, skipped_*).",
+      labelNames: ["rule", "action", "result"],
+      registers,
+    });
+    this.lastRun = new Gauge({
+      name: `${ns}_policy_last_run_timestamp_seconds`,
+      help: "When the policy last evaluated a fresh, complete snapshot (epoch seconds).",
+      registers,
+    });
+    this.blocked = new Counter({
+      name: `${ns}_policy_blocked_total`,
+      help: "Policy runs that acted on nothing because the snapshot was incomplete, stale or the platform unhealthy.",
+      labelNames: ["reason"],
+      registers,
+    });
+    this.blastRadius = new Counter({
+      name: `${ns}_policy_blast_radius_stops_total`,
+      help: "Evaluations in which a rule would have acted on more than maxMatchPercent of what it looked at, and so acted on none.",
+      labelNames: ["rule"],
+      registers,
+    });
+    this.activityReads = new Counter({
+      name: `${ns}_policy_activity_reads_total`,
+      help: "Log reads of the idle signal (GET /v2/sandboxes/{id}/logs), by result.",
+      labelNames: ["result"],
+      registers,
+    });
+    this.activityCacheHits = new Counter({
+      name: `${ns}_policy_activity_cache_hits_total`,
+      help: "Idle-signal lookups answered from the cache (the sandbox cannot be idle yet).",
+      registers,
+    });
+    this.dryRun = new Gauge({
+      name: `${ns}_policy_dry_run`,
+      help: "1 when a rule runs in dry-run (no mutating call), 0 when it acts.",
+      labelNames: ["rule"],
+      registers,
+    });
+    for (const reason of ["incomplete", "stale", "health_down"]) this.blocked.inc({ reason }, 0);
+    for (const result of ["ok", "error"]) this.activityReads.inc({ result }, 0);
+  }
+
+  /** Sets the per-rule gauges for a (re)loaded spec; families of removed rules disappear. */
+  setRules(spec: PolicySpec): void {
+    this.candidates.reset();
+    this.dryRun.reset();
+    for (const r of spec.rules) {
+      this.candidates.set({ rule: r.name }, 0);
+      this.dryRun.set({ rule: r.name }, (r.dryRun ?? spec.dryRun) ? 1 : 0);
+      this.blastRadius.inc({ rule: r.name }, 0);
+    }
+  }
+
+  /** Counts one round of idle-signal reads. */
+  observeActivity(stats: ActivityStats): void {
+    this.activityReads.inc({ result: "ok" }, stats.reads - stats.errors);
+    this.activityReads.inc({ result: "error" }, stats.errors);
+    this.activityCacheHits.inc(stats.cacheHits);
+  }
+}

@@ -1,0 +1,422 @@
+// The policy engine against the simulator over loopback, on a fake clock shared by both.
+import { Writable } from "node:stream";
+import { pino } from "pino";
+import { Agent, type Dispatcher } from "undici";
+import { afterEach, describe, expect, it } from "vitest";
+import { type Exporter, startExporter } from "../../src/app.js";
+import { loadConfig } from "../../src/config/load.js";
+import type { SandboxInit } from "../../src/simulator/index.js";
+import { type Simulator, startSimulator } from "../../src/simulator/index.js";
+import { FakeClock } from "../../src/util/clock.js";
+import { shardOf } from "../../src/util/shard.js";
+import { samples, scrape } from "../helpers/exporter.js";
+
+const T0 = Date.parse("2026-11-23T12:00:00Z");
+const MIN = 60_000;
+const PAUSE = "POST /sandboxes/{id}/pause";
+const LOGS = "GET /v2/sandboxes/{id}/logs";
+
+let sim: Simulator | undefined;
+const exporters: Exporter[] = [];
+
+afterEach(async () => {
+  for (const e of exporters.splice(0)) await e.stop();
+  await sim?.close();
+  sim = undefined;
+});
+
+interface Setup {
+  sim: Simulator;
+  clock: FakeClock;
+  template: string;
+  /** Adds a running sandbox of the template whose only log line is `idleMs` old. */
+  add(idleMs: number, init?: SandboxInit): string;
+}
+
+async function platform(): Promise<Setup> {
+  const clock = new FakeClock(T0);
+  const s = await startSimulator({ sandboxes: 0, clock });
+  sim = s;
+  const template = s.state.templates[0]?.templateID as string;
+  let n = 0;
+  return {
+    sim: s,
+    clock,
+    template,
+    add(idleMs, init = {}) {
+      const id = `sbx-${String(++n).padStart(3, "0")}`;
+      s.state.addSandbox({
+        sandboxID: id,
+        templateID: template,
+        state: "running",
+        startedAt: clock.now() - 3 * 60 * MIN,
+        logs: [{ timestamp: clock.now() - idleMs, line: "work", level: "info" }],
+        ...init,
+      });
+      return id;
+    },
+  };
+}
+
+interface Started {
+  exporter: Exporter;
+  audit: Array<Record<string, unknown>>;
+  files: Map<string, string>;
+}
+
+async function exporter(
+  p: Setup,
+  rules: string,
+  argv: string[] = [],
+  dispatcher: Dispatcher = new Agent(),
+): Promise<Started> {
+  const files = new Map([["rules.yaml", rules]]);
+  const { config } = loadConfig({
+    argv: ["--listen", "127.0.0.1:0", "--retries", "0", "--policy", "rules.yaml", ...argv],
+    env: { SANDBOX_API_URL: p.sim.apiUrl, SANDBOX_DOMAIN: p.sim.domain },
+  });
+  const audit: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      const line = JSON.parse(String(chunk)) as Record<string, unknown>;
+      if (line.audit) audit.push(line);
+      done();
+    },
+  });
+  const e = await startExporter(config, {
+    logger: pino({ level: "debug" }, sink),
+    clock: p.clock,
+    dispatcher,
+    manual: true,
+    readFile: (path) => {
+      const text = files.get(path);
+      if (text === undefined) throw new Error(`ENOENT: ${path}`);
+      return text;
+    },
+  });
+  exporters.push(e);
+  return { exporter: e, audit, files };
+}
+
+const IDLE_RULE = (extra = "") => `
+maxMatchPercent: 100
+rules:
+  - name: idle
+    match: { states: [running] }
+    idleFor: 30m
+    action: pause
+${extra}`;
+
+function metric(text: string, key: string): number | undefined {
+  return samples(text).get(key);
+}
+
+async function status(e: Exporter): Promise<{
+  policy: {
+    blocked: string | null;
+    plan: Array<{ sandbox: string; result: string; reason: string }>;
+  };
+}> {
+  return (await (await fetch(`${e.server.url}/status`)).json()) as never;
+}
+
+describe("policy engine against the simulator", () => {
+  it("pauses an idle sandbox only after consecutiveCycles fresh snapshots; busy and protected ones stay", async () => {
+    const p = await platform();
+    const idle = p.add(2 * 60 * MIN);
+    const busy = p.add(2 * 60 * MIN);
+    const guarded = p.add(2 * 60 * MIN, { metadata: { "sandbox-exporter/protect": "true" } });
+    const { exporter: e, audit } = await exporter(p, IDLE_RULE(), ["--policy-dry-run=false"]);
+
+    await e.runCycle();
+    expect(p.sim.counters.get(PAUSE)).toBe(0);
+    const first = await status(e);
+    expect(first.policy.plan.find((d) => d.sandbox === idle)?.result).toBe("pending");
+
+    // New log lines make the busy one active again before the second snapshot.
+    p.clock.advance(MIN);
+    p.sim.state.appendLog(busy, "still working");
+    await e.runCycle();
+
+    expect(p.sim.counters.get(PAUSE)).toBe(1);
+    expect(p.sim.state.sandbox(idle)?.state).toBe("paused");
+    expect(p.sim.state.sandbox(busy)?.state).toBe("running");
+    expect(p.sim.state.sandbox(guarded)?.state).toBe("running");
+    const m = await scrape(e);
+    expect(
+      metric(m, 'sandbox_policy_decisions_total{rule="idle",action="pause",result="done"}'),
+    ).toBe(1);
+    expect(
+      metric(
+        m,
+        'sandbox_policy_decisions_total{rule="idle",action="pause",result="skipped_protected"}',
+      ),
+    ).toBe(2);
+    expect(metric(m, "sandbox_policy_last_run_timestamp_seconds")).toBe((T0 + MIN) / 1000);
+    const done = audit.find((l) => l.result === "done");
+    expect(done).toMatchObject({ rule: "idle", sandbox: idle, action: "pause", dryRun: false });
+    expect(String(done?.reason)).toMatch(/idle 2h1m >= 30m/);
+    expect(audit.some((l) => l.sandbox === busy && l.result !== "pending")).toBe(false);
+  });
+
+  it("honours maxActionsPerCycle exactly, globally and per rule", async () => {
+    const p = await platform();
+    for (let i = 0; i < 7; i++) p.add((60 + i) * MIN);
+    const rules = `
+maxMatchPercent: 100
+maxActionsPerCycle: 3
+consecutiveCycles: 1
+rules:
+  - name: first
+    match: { states: [running] }
+    idleFor: 30m
+    action: pause
+    maxActionsPerCycle: 2
+  - name: second
+    match: { states: [running] }
+    idleFor: 30m
+    action: pause
+`;
+    const { exporter: e } = await exporter(p, rules, ["--policy-dry-run=false"]);
+    await e.runCycle();
+    expect(p.sim.counters.get(PAUSE)).toBe(3);
+    const m = await scrape(e);
+    expect(
+      metric(m, 'sandbox_policy_decisions_total{rule="first",action="pause",result="done"}'),
+    ).toBe(2);
+    expect(
+      metric(m, 'sandbox_policy_decisions_total{rule="second",action="pause",result="done"}'),
+    ).toBe(1);
+    expect(
+      metric(
+        m,
+        'sandbox_policy_decisions_total{rule="first",action="pause",result="skipped_limit"}',
+      ),
+    ).toBe(5);
+    // The longest idle go first.
+    expect(p.sim.state.sandbox("sbx-007")?.state).toBe("paused");
+    expect(p.sim.state.sandbox("sbx-001")?.state).toBe("running");
+    p.clock.advance(MIN);
+    await e.runCycle();
+    expect(p.sim.counters.get(PAUSE)).toBe(6);
+  });
+
+  it("makes zero mutating calls in dry-run while the plan and metrics show what would happen", async () => {
+    const p = await platform();
+    const ids = [p.add(90 * MIN), p.add(120 * MIN)];
+    p.add(MIN);
+    const { exporter: e, audit } = await exporter(p, IDLE_RULE());
+    for (let i = 0; i < 3; i++) {
+      await e.runCycle();
+      p.clock.advance(MIN);
+    }
+    expect(p.sim.counters.mutating()).toBe(0);
+    const m = await scrape(e);
+    expect(
+      metric(m, 'sandbox_policy_decisions_total{rule="idle",action="pause",result="dry_run"}'),
+    ).toBe(2);
+    expect(metric(m, 'sandbox_policy_dry_run{rule="idle"}')).toBe(1);
+    expect(metric(m, 'sandbox_policy_candidates{rule="idle"}')).toBe(2);
+    // The cooldown keeps a dry-run from repeating itself every cycle.
+    const s = await status(e);
+    expect(
+      s.policy.plan
+        .filter((d) => d.result === "skipped_cooldown")
+        .map((d) => d.sandbox)
+        .sort(),
+    ).toEqual(ids);
+    expect(
+      audit
+        .filter((l) => l.result === "dry_run")
+        .map((l) => l.sandbox)
+        .sort(),
+    ).toEqual(ids);
+  });
+
+  it("makes zero mutating calls when a page fails, the snapshot is stale or health is down", async () => {
+    const p = await platform();
+    const idle = p.add(2 * 60 * MIN);
+    for (let i = 0; i < 3; i++) p.add(MIN);
+    const { exporter: e } = await exporter(p, IDLE_RULE(), [
+      "--policy-dry-run=false",
+      "--page-limit",
+      "2",
+    ]);
+    await e.runCycle(); // streak 1 of 2
+    // A page fails: the walk is incomplete, twice.
+    p.sim.faults.route("GET /v2/sandboxes", { status: 500 });
+    let failed = 0;
+    for (let i = 0; i < 2; i++) {
+      p.clock.advance(MIN);
+      const snap = await e.runCycle();
+      if (snap?.sandboxesComplete === false) failed++;
+    }
+    expect(failed).toBe(2);
+    p.sim.faults.clear();
+    p.sim.faults.healthDown = true;
+    p.clock.advance(MIN);
+    await e.runCycle();
+    expect((await status(e)).policy.blocked).toBe("health_down");
+    p.sim.faults.healthDown = false;
+    p.clock.advance(MIN);
+    await e.runCycle(); // streak restarts at 1: blocked runs break "in a row"
+    expect(p.sim.counters.mutating()).toBe(0);
+    // Two clean snapshots in a row, and only then, the idle one is paused.
+    p.clock.advance(MIN);
+    const snap = await e.runCycle();
+    expect(p.sim.counters.mutating()).toBe(1);
+    expect(p.sim.state.sandbox(idle)?.state).toBe("paused");
+    // A complete snapshot evaluated long after it was taken acts on nothing.
+    p.add(2 * 60 * MIN);
+    p.clock.advance(10 * MIN);
+    if (!snap || !e.policy) throw new Error("no snapshot or policy");
+    const stale = await e.policy.run({ ...snap, cycle: snap.cycle + 1 });
+    expect(stale.blocked).toBe("stale");
+    expect(p.sim.counters.mutating()).toBe(1);
+    const m = await scrape(e);
+    expect(metric(m, 'sandbox_policy_blocked_total{reason="incomplete"}')).toBe(2);
+    expect(metric(m, 'sandbox_policy_blocked_total{reason="health_down"}')).toBe(1);
+    expect(metric(m, 'sandbox_policy_blocked_total{reason="stale"}')).toBe(1);
+  });
+
+  it("leaves a sandbox alone that was resumed, paused, protected or busy between evaluation and action", async () => {
+    const p = await platform();
+    const ids = [
+      p.add(2 * 60 * MIN),
+      p.add(2 * 60 * MIN),
+      p.add(2 * 60 * MIN),
+      p.add(2 * 60 * MIN),
+    ];
+    const untouched = p.add(2 * 60 * MIN);
+    const [busy, paused, guarded, resumed] = ids as [string, string, string, string];
+    let armed = false;
+    // Runs just before the executor's re-read of each sandbox: the user acts in between.
+    const between = new Agent().compose((dispatch) => (opts, handler) => {
+      const m = /\/sandboxes\/([^/?]+)$/.exec(opts.path);
+      if (armed && opts.method === "GET" && m && !opts.path.includes("/v2/")) {
+        const id = m[1] as string;
+        if (id === busy) p.sim.state.appendLog(busy, "a new line");
+        if (id === paused) p.sim.state.setState(paused, "paused");
+        if (id === guarded)
+          (p.sim.state.sandbox(guarded) as { metadata: Record<string, string> }).metadata = {
+            "sandbox-exporter/protect": "true",
+          };
+        if (id === resumed) {
+          // Paused and resumed again: running, with the resume in its log.
+          p.sim.state.setState(resumed, "paused");
+          p.sim.state.setState(resumed, "running");
+          p.sim.state.appendLog(resumed, "resumed");
+        }
+      }
+      return dispatch(opts, handler);
+    });
+    const { exporter: e } = await exporter(p, IDLE_RULE(), ["--policy-dry-run=false"], between);
+    await e.runCycle();
+    armed = true;
+    p.clock.advance(MIN);
+    await e.runCycle();
+    expect(p.sim.counters.get(PAUSE)).toBe(1);
+    expect(p.sim.state.sandbox(untouched)?.state).toBe("paused");
+    expect(p.sim.state.sandbox(busy)?.state).toBe("running");
+    expect(p.sim.state.sandbox(resumed)?.state).toBe("running");
+    const m = await scrape(e);
+    expect(
+      metric(
+        m,
+        'sandbox_policy_decisions_total{rule="idle",action="pause",result="skipped_changed"}',
+      ),
+    ).toBe(4);
+    const plan = (await status(e)).policy.plan;
+    expect(plan.find((d) => d.sandbox === busy)?.reason).toMatch(/active since the snapshot/);
+    expect(plan.find((d) => d.sandbox === paused)?.reason).toMatch(
+      /no longer matches \(state paused\)/,
+    );
+    expect(plan.find((d) => d.sandbox === guarded)?.reason).toMatch(/protected since the snapshot/);
+  });
+
+  it("reads the idle signal only where it can matter: a warm cache skips sandboxes that cannot be idle yet", async () => {
+    const p = await platform();
+    for (let i = 0; i < 20; i++) p.add(i * MIN); // active 0..19 minutes ago
+    p.add(5 * 60 * MIN, { state: "paused" }); // a paused one is never read
+    const { exporter: e } = await exporter(p, IDLE_RULE());
+    await e.runCycle();
+    expect(p.sim.counters.get(LOGS)).toBe(20);
+    p.clock.advance(5 * MIN);
+    await e.runCycle();
+    // Only those whose last activity is now at least 30 minutes old could be idle: none.
+    expect(p.sim.counters.get(LOGS)).toBe(20);
+    p.clock.advance(6 * MIN);
+    await e.runCycle();
+    // 11+ minutes on, the ones active 19..20 minutes before the start need a fresh look.
+    expect(p.sim.counters.get(LOGS)).toBe(20 + 1);
+    const m = await scrape(e);
+    expect(metric(m, "sandbox_policy_activity_cache_hits_total")).toBe(20 + 19);
+    expect(metric(m, 'sandbox_policy_activity_reads_total{result="ok"}')).toBe(21);
+  });
+
+  it("stops a rule that would act on more than maxMatchPercent of what it looked at", async () => {
+    const p = await platform();
+    for (let i = 0; i < 8; i++) p.add(2 * 60 * MIN);
+    for (let i = 0; i < 4; i++) p.add(MIN);
+    const rules = IDLE_RULE().replace(
+      "maxMatchPercent: 100",
+      "maxMatchPercent: 50\nconsecutiveCycles: 1",
+    );
+    const { exporter: e } = await exporter(p, rules, ["--policy-dry-run=false"]);
+    await e.runCycle();
+    expect(p.sim.counters.mutating()).toBe(0);
+    const m = await scrape(e);
+    expect(metric(m, 'sandbox_policy_blast_radius_stops_total{rule="idle"}')).toBe(1);
+    expect(
+      metric(
+        m,
+        'sandbox_policy_decisions_total{rule="idle",action="pause",result="skipped_blast_radius"}',
+      ),
+    ).toBe(8);
+  });
+
+  it("acts only on its own shard: two replicas split the sandboxes exactly", async () => {
+    const p = await platform();
+    for (let i = 0; i < 30; i++) p.add(2 * 60 * MIN);
+    const rules = IDLE_RULE().replace(
+      "maxMatchPercent: 100",
+      "maxMatchPercent: 100\nmaxActionsPerCycle: 100\nconsecutiveCycles: 1",
+    );
+    const acted: string[][] = [];
+    for (const shard of [0, 1]) {
+      const { exporter: e, audit } = await exporter(p, rules, [
+        "--shard",
+        String(shard),
+        "--total-shards",
+        "2",
+      ]);
+      await e.runCycle();
+      acted.push(audit.filter((l) => l.result === "dry_run").map((l) => String(l.sandbox)));
+    }
+    const [a, b] = acted as [string[], string[]];
+    expect(a.every((id) => shardOf(id, 2) === 0)).toBe(true);
+    expect(b.every((id) => shardOf(id, 2) === 1)).toBe(true);
+    expect(new Set([...a, ...b]).size).toBe(30);
+    expect(a.length + b.length).toBe(30);
+  });
+
+  it("reloads the rule file on POST /-/reload and keeps the old rules when the new file is bad", async () => {
+    const p = await platform();
+    p.add(2 * 60 * MIN);
+    const { exporter: e, files } = await exporter(p, IDLE_RULE());
+    files.set("rules.yaml", IDLE_RULE().replace("name: idle", "name: renamed"));
+    const ok = await fetch(`${e.server.url}/-/reload`, { method: "POST" });
+    expect(ok.status).toBe(200);
+    let m = await scrape(e);
+    expect(metric(m, 'sandbox_policy_dry_run{rule="renamed"}')).toBe(1);
+    expect(metric(m, 'sandbox_policy_dry_run{rule="idle"}')).toBeUndefined();
+    expect(metric(m, "sandbox_exporter_config_last_reload_successful")).toBe(1);
+    files.set("rules.yaml", IDLE_RULE().replace("action: pause", "action: delete"));
+    const bad = await fetch(`${e.server.url}/-/reload`, { method: "POST" });
+    expect(bad.status).toBe(500);
+    expect(await bad.text()).toMatch(/rules\[0\] "idle"\.allowDelete/);
+    m = await scrape(e);
+    expect(metric(m, "sandbox_exporter_config_last_reload_successful")).toBe(0);
+    expect(metric(m, 'sandbox_policy_dry_run{rule="renamed"}')).toBe(1);
+  });
+});
