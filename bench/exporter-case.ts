@@ -53,7 +53,7 @@ export async function exporterCase(
   bare: BenchChild | undefined,
   inspect?: (child: BenchChild) => Promise<void>,
 ): Promise<CaseFigures> {
-  const child = await forkChild<{ url: string; startMemoryMB: Memory }>("bench/exporter-child.ts", [
+  const child = await forkChild<{ url: string; startMemoryMB: Memory }>(script, [
     apiUrl,
     "--page-limit",
     String(PAGE),

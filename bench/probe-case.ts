@@ -76,7 +76,7 @@ export async function probeTiming(exporterScript: string, runs: number): Promise
       "probe",
     );
     if (!r.success) throw new Error(`probe failed: ${JSON.stringify(r.failures)}`);
-    const m = samples((await client.get()).body.toString("utf8"));
+    const m = samples(await client.text());
     const p = {} as Points;
     for (const point of POINTS) {
       const v = m.get(`sandbox_probe_stream_seconds{point="${point}"}`);

@@ -35,7 +35,7 @@ let on: Awaited<ReturnType<typeof exporterCase>>;
 let simMemory: Record<string, number>;
 try {
   off = await exporterCase(exporterChild, sim.ready.apiUrl, "off", 100, bare);
-  on = await exporterCase(exporterChild, sim.ready.apiUrl, "on", 30, undefined);
+  on = await exporterCase(exporterChild, sim.ready.apiUrl, "on", 100, undefined);
   simMemory = await sim.call("memory");
 } finally {
   await bare.stop();

@@ -8,9 +8,10 @@ export interface ScrapeFigures {
   bytes: number;
 }
 
-/** Nearest-rank percentile of an ascending array. */
+/** Nearest-rank percentile of an ascending array (p99 of 100 samples is the 99th, not the max). */
 export function pct(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
+  const rank = Math.max(1, Math.ceil((sorted.length * p) / 100));
+  return sorted[Math.min(sorted.length, rank) - 1] ?? Number.NaN;
 }
 
 /** The median of any array. */
@@ -27,15 +28,25 @@ export class ScrapeClient {
 
   constructor(private readonly baseUrl: string) {}
 
-  /** GET /metrics once: body bytes and ms until the last byte arrived. */
-  async get(gzip = false): Promise<{ ms: number; body: Buffer }> {
+  /**
+   * GET /metrics once: ms until the last byte arrived and the byte count. The body is counted, not
+   * kept, so the client's own allocations and GC stay out of the exporter's latency.
+   */
+  async get(gzip = false): Promise<{ ms: number; bytes: number }> {
     const t0 = performance.now();
     const res = await request(`${this.baseUrl}/metrics`, {
       dispatcher: this.agent,
       ...(gzip ? { headers: { "accept-encoding": "gzip" } } : {}),
     });
-    const body = Buffer.from(await res.body.arrayBuffer());
-    return { ms: performance.now() - t0, body };
+    let bytes = 0;
+    for await (const chunk of res.body) bytes += (chunk as Buffer).byteLength;
+    return { ms: performance.now() - t0, bytes };
+  }
+
+  /** GET /metrics as text (plain exposition). */
+  async text(): Promise<string> {
+    const res = await request(`${this.baseUrl}/metrics`, { dispatcher: this.agent });
+    return res.body.text();
   }
 
   /** `warm` unmeasured scrapes (JIT, first render), then `n` measured ones. */
@@ -46,7 +57,7 @@ export class ScrapeClient {
     for (let i = 0; i < n; i++) {
       const r = await this.get(gzip);
       lat.push(r.ms);
-      bytes = r.body.byteLength;
+      bytes = r.bytes;
     }
     lat.sort((a, b) => a - b);
     return { p50Ms: pct(lat, 50), p99Ms: pct(lat, 99), bytes };
