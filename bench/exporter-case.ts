@@ -1,117 +1,100 @@
-// One benchmark case in its own process (so RSS is its own): poll cycle vs a bare undici loop,
-// then /metrics scrape latency and size. Prints one JSON line.
-import { pino } from "pino";
-import { Agent, request } from "undici";
-import { startExporter } from "../src/app.js";
-import { loadConfig } from "../src/config/load.js";
-import { systemClock } from "../src/util/clock.js";
+// One benchmark case, run from the parent: the exporter in its own child process polls the
+// simulator (another process) while the bare undici loop runs in a third; the parent scrapes.
 
-const [apiUrl, perSandbox, scrapesArg] = process.argv.slice(2);
-const SCRAPES = Number(scrapesArg ?? 50);
+import { execFileSync } from "node:child_process";
+import { copyFileSync } from "node:fs";
+import { type BenchChild, forkChild } from "./ipc.js";
+import { median, ScrapeClient, type ScrapeFigures } from "./scrape-client.js";
+
 const PAGE = 100;
+const BUILD_DIR = ".tmp/bench-build";
 
-/** The baseline: fetch every page with undici and only parse it. */
-async function bareLoop(): Promise<{ ms: number; items: number }> {
-  const agent = new Agent();
-  const t0 = performance.now();
-  let token: string | undefined;
-  let items = 0;
-  for (let page = 0; page < 100_000; page++) {
-    const url = `${apiUrl}/sandboxapi/v1/v2/sandboxes?limit=${PAGE}${token ? `&nextToken=${encodeURIComponent(token)}` : ""}`;
-    const res = await request(url, { dispatcher: agent });
-    const body = (await res.body.json()) as unknown[];
-    items += body.length;
-    const next = res.headers["x-next-token"];
-    token = typeof next === "string" && next ? next : undefined;
-    if (!token) break;
-  }
-  const ms = performance.now() - t0;
-  await agent.close();
-  return { ms, items };
+/**
+ * Compiles the exporter child (and the src/ it imports) to plain JS, so the process measured runs
+ * on node alone as in production; tsx's loader alone adds tens of MB of RSS. Returns its path.
+ */
+export function buildExporterChild(): string {
+  execFileSync("node_modules/.bin/tsc", ["-p", "bench/tsconfig.child.json"], { stdio: "inherit" });
+  // src/version.ts reads ../package.json; the copy also marks the build as ESM.
+  copyFileSync("package.json", `${BUILD_DIR}/package.json`);
+  return `${BUILD_DIR}/bench/exporter-child.js`;
+}
+const MEASURED_CYCLES = 3;
+
+type Memory = Record<string, number>;
+interface Cycle {
+  ms: number;
+  walkMs: number;
+  sandboxes: number;
+  pages: number;
 }
 
-function pct(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
+/** Everything one case measured. */
+export interface CaseFigures {
+  perSandbox: "off" | "on";
+  sandboxes: number;
+  pages: number;
+  cycleMs: number;
+  walkMs: number;
+  /** Median bare loop ms, when a bare-loop child was given. */
+  bareLoopMs: number | undefined;
+  scrape: ScrapeFigures;
+  gzip: ScrapeFigures;
+  /** The exporter child's memory (MB): started, after a cycle (as is, after GC), after scrapes. */
+  memory: { start: Memory; afterCycle: Memory; afterCycleGc: Memory; afterScrapesGc: Memory };
 }
 
-const { config } = loadConfig({
-  argv: [
-    "--listen",
-    "127.0.0.1:0",
+/** Runs one case of the exporter child `script` against the simulator at `apiUrl`; alternates cycles with `bare` runs if given. */
+export async function exporterCase(
+  script: string,
+  apiUrl: string,
+  perSandbox: "off" | "on",
+  scrapes: number,
+  bare: BenchChild | undefined,
+  inspect?: (child: BenchChild) => Promise<void>,
+): Promise<CaseFigures> {
+  const child = await forkChild<{ url: string; startMemoryMB: Memory }>(script, [
+    apiUrl,
     "--page-limit",
     String(PAGE),
     ...(perSandbox === "on" ? ["--per-sandbox-metrics", "--max-sandbox-series", "200000"] : []),
-  ],
-  env: { SANDBOX_API_URL: apiUrl },
-});
-const exporter = await startExporter(config, {
-  logger: pino({ level: "silent" }),
-  clock: systemClock,
-  manual: true,
-});
-// Warm both paths once, then measure each three times and keep the median.
-await bareLoop();
-await exporter.runCycle();
-const bare: number[] = [];
-const cycle: number[] = [];
-const pollOnly: number[] = [];
-for (let i = 0; i < 3; i++) {
-  bare.push((await bareLoop()).ms);
-  const t0 = performance.now();
-  await exporter.runCycle();
-  cycle.push(performance.now() - t0);
-  const s = exporter.poller.latest;
-  if (s) pollOnly.push(s.finishedAt - s.startedAt);
+  ]);
+  try {
+    // Warm both paths once, then measure each a few times, alternating, and keep the medians.
+    await bare?.call("run");
+    await child.call("cycle");
+    const bareMs: number[] = [];
+    const cycles: Cycle[] = [];
+    for (let i = 0; i < MEASURED_CYCLES; i++) {
+      if (bare) bareMs.push((await bare.call<{ ms: number }>("run")).ms);
+      cycles.push(await child.call<Cycle>("cycle"));
+    }
+    const afterCycle = await child.call<{ now: Memory; afterGc: Memory }>("memory");
+    const client = new ScrapeClient(child.ready.url);
+    const scrape = await client.run(scrapes, false);
+    // The same with Accept-Encoding: gzip, as Prometheus scrapes.
+    const gzip = await client.run(scrapes, true);
+    await client.close();
+    const afterScrapes = await child.call<{ now: Memory; afterGc: Memory }>("memory");
+    await inspect?.(child);
+    const last = cycles[cycles.length - 1];
+    return {
+      perSandbox,
+      sandboxes: last?.sandboxes ?? 0,
+      pages: last?.pages ?? 0,
+      cycleMs: median(cycles.map((c) => c.ms)),
+      walkMs: median(cycles.map((c) => c.walkMs)),
+      bareLoopMs: bare ? median(bareMs) : undefined,
+      scrape,
+      gzip,
+      memory: {
+        start: child.ready.startMemoryMB,
+        afterCycle: afterCycle.now,
+        afterCycleGc: afterCycle.afterGc,
+        afterScrapesGc: afterScrapes.afterGc,
+      },
+    };
+  } finally {
+    await child.stop();
+  }
 }
-const snap = exporter.poller.latest;
-global.gc?.();
-const rssBytes = process.memoryUsage.rss();
-const agent = new Agent();
-const lat: number[] = [];
-let bytes = 0;
-// Prometheus scrapes continuously: warm the path (JIT, first gzip/render) before measuring.
-for (let i = 0; i < 5; i++)
-  await (await request(`${exporter.server.url}/metrics`, { dispatcher: agent })).body.arrayBuffer();
-for (let i = 0; i < SCRAPES; i++) {
-  const t0 = performance.now();
-  const res = await request(`${exporter.server.url}/metrics`, { dispatcher: agent });
-  const body = await res.body.arrayBuffer();
-  lat.push(performance.now() - t0);
-  bytes = body.byteLength;
-}
-lat.sort((a, b) => a - b);
-// The same with Accept-Encoding: gzip, as Prometheus scrapes.
-const gz: number[] = [];
-let gzBytes = 0;
-for (let i = 0; i < SCRAPES; i++) {
-  const t0 = performance.now();
-  const res = await request(`${exporter.server.url}/metrics`, {
-    dispatcher: agent,
-    headers: { "accept-encoding": "gzip" },
-  });
-  const body = await res.body.arrayBuffer();
-  gz.push(performance.now() - t0);
-  gzBytes = body.byteLength;
-}
-gz.sort((a, b) => a - b);
-await agent.close();
-await exporter.stop();
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1] ?? Number.NaN;
-process.stdout.write(
-  `${JSON.stringify({
-    perSandbox,
-    sandboxes: snap?.sandboxes?.length ?? 0,
-    pages: snap?.collectors.sandboxes.requests ?? 0,
-    cycleMs: median(cycle),
-    walkMs: median(pollOnly),
-    bareLoopMs: median(bare),
-    scrapeP50Ms: pct(lat, 50),
-    scrapeP99Ms: pct(lat, 99),
-    scrapeBytes: bytes,
-    gzipP50Ms: pct(gz, 50),
-    gzipP99Ms: pct(gz, 99),
-    gzipBytes: gzBytes,
-    rssMB: rssBytes / 1048576,
-  })}\n`,
-);
-process.exit(0);

@@ -1,106 +1,196 @@
 // `npm run bench`: figures (not pass/fail) into bench/results.json and a printed table.
-import { execFileSync, spawn } from "node:child_process";
+// Every part runs in its own process: the simulator, the exporter under test, the bare undici
+// loop and prom-client's baseline are children; this parent only drives them and scrapes.
+import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
+import { buildExporterChild, exporterCase } from "./exporter-case.js";
+import { forkChild } from "./ipc.js";
+import { probeTiming } from "./probe-case.js";
 
 const SANDBOXES = Number(process.env.BENCH_SANDBOXES ?? 100_000);
+const PROBE_RUNS = Number(process.env.BENCH_PROBE_RUNS ?? 20);
 const TSX = "node_modules/.bin/tsx";
 
 function runJson(args: string[]): Record<string, number | string> {
-  const out = execFileSync(TSX, args, {
-    encoding: "utf8",
-    maxBuffer: 64 * 1024 * 1024,
-    env: { ...process.env, NODE_OPTIONS: "--expose-gc" },
-  });
+  const out = execFileSync(TSX, args, { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
   const line = out.trim().split("\n").pop() ?? "{}";
   return JSON.parse(line) as Record<string, number | string>;
 }
 
-const sim = spawn(
-  TSX,
-  ["src/simulator/main.ts", "--sandboxes", String(SANDBOXES), "--api-port", "0"],
-  { stdio: ["ignore", "pipe", "inherit"] },
+const exporterChild = buildExporterChild();
+// The floor under any node process's RSS, for comparison with the exporter child's.
+const idleNodeMB = Number(
+  execFileSync(
+    process.execPath,
+    ["--expose-gc", "-e", "gc(); console.log(process.memoryUsage().rss / 1048576)"],
+    { encoding: "utf8" },
+  ).trim(),
 );
-const apiUrl = await new Promise<string>((resolve, reject) => {
-  let buf = "";
-  const timer = setTimeout(() => reject(new Error("simulator did not start within 60 s")), 60_000);
-  sim.stdout.on("data", (d: Buffer) => {
-    buf += d.toString();
-    const m = /base_url (http:\/\/[^)\s]+)/.exec(buf);
-    if (m?.[1]) {
-      clearTimeout(timer);
-      resolve(m[1]);
-    }
-  });
-});
+const sim = await forkChild<{ apiUrl: string }>("bench/sim-child.ts", [String(SANDBOXES)]);
+const bare = await forkChild<{ idleMemoryMB: Record<string, number> }>("bench/bare-loop-child.ts", [
+  sim.ready.apiUrl,
+]);
+let off: Awaited<ReturnType<typeof exporterCase>>;
+let on: Awaited<ReturnType<typeof exporterCase>>;
+let simMemory: Record<string, number>;
 try {
-  const off = runJson(["bench/exporter-case.ts", apiUrl, "off", "100"]);
-  const on = runJson(["bench/exporter-case.ts", apiUrl, "on", "30"]);
-  const prom = runJson(["bench/prom-client-baseline.ts", String(SANDBOXES), "5"]);
-  const results = {
-    date: new Date().toISOString(),
-    node: process.version,
-    sandboxes: SANDBOXES,
-    pollCycle: {
-      cycleMs: off.cycleMs,
-      bareUndiciLoopMs: off.bareLoopMs,
-      ratio: Number(off.cycleMs) / Number(off.bareLoopMs),
-      target: "<= 1.3",
-    },
-    scrapeOff: {
-      p50Ms: off.scrapeP50Ms,
-      p99Ms: off.scrapeP99Ms,
-      bytes: off.scrapeBytes,
-      target: "p99 < 20 ms",
-    },
-    scrapeOn: {
-      p50Ms: on.scrapeP50Ms,
-      p99Ms: on.scrapeP99Ms,
-      bytes: on.scrapeBytes,
-      target: "p99 < 100 ms",
-    },
-    promClientBaseline: {
-      series: prom.series,
-      renderP50Ms: prom.renderP50Ms,
-      bytes: prom.bytes,
-      speedupOfOursP99: Number(prom.renderP50Ms) / Number(on.scrapeP99Ms),
-      target: ">= 5x",
-    },
-    rss: { offMB: off.rssMB, onMB: on.rssMB, target: "off < 150 MB, on < 400 MB" },
-  };
-  writeFileSync("bench/results.json", `${JSON.stringify(results, null, 2)}\n`);
-  const row = (k: string, v: unknown, base: unknown, target: string) =>
-    `${k.padEnd(34)} ${String(typeof v === "number" ? v.toFixed(1) : v).padStart(12)} ${String(typeof base === "number" ? base.toFixed(1) : (base ?? "")).padStart(14)}  ${target}`;
-  console.log(`\nsandbox-exporter bench, ${SANDBOXES} sandboxes, ${off.pages} pages\n`);
-  console.log(`${"measure".padEnd(34)} ${"ours".padStart(12)} ${"baseline".padStart(14)}  target`);
-  console.log(
-    row(
-      "poll cycle ms (vs bare undici loop)",
-      off.cycleMs,
-      off.bareLoopMs,
-      `ratio ${results.pollCycle.ratio.toFixed(2)} (<= 1.3)`,
-    ),
-  );
-  console.log(row("scrape p50 ms, per-sandbox off", off.scrapeP50Ms, undefined, ""));
-  console.log(row("scrape p99 ms, per-sandbox off", off.scrapeP99Ms, undefined, "< 20"));
-  console.log(row("scrape bytes, per-sandbox off", off.scrapeBytes, undefined, ""));
-  console.log(row("scrape p50 ms, per-sandbox on", on.scrapeP50Ms, undefined, ""));
-  console.log(
-    row(
-      "scrape p99 ms, per-sandbox on",
-      on.scrapeP99Ms,
-      prom.renderP50Ms,
-      `prom-client render; ${results.promClientBaseline.speedupOfOursP99.toFixed(1)}x (>= 5x); < 100`,
-    ),
-  );
-  console.log(row("scrape bytes, per-sandbox on", on.scrapeBytes, prom.bytes, ""));
-  console.log(
-    row("gzip scrape p99 ms, per-sandbox off", off.gzipP99Ms, undefined, "as Prometheus scrapes"),
-  );
-  console.log(row("gzip scrape p99 ms, per-sandbox on", on.gzipP99Ms, prom.renderP50Ms, "< 100"));
-  console.log(row("gzip scrape bytes, per-sandbox on", on.gzipBytes, undefined, ""));
-  console.log(row("RSS MB after cycle, off", off.rssMB, undefined, "< 150"));
-  console.log(row("RSS MB after cycle, on", on.rssMB, undefined, "< 400"));
-  console.log("\nwritten to bench/results.json");
+  off = await exporterCase(exporterChild, sim.ready.apiUrl, "off", 100, bare);
+  on = await exporterCase(exporterChild, sim.ready.apiUrl, "on", 100, undefined);
+  simMemory = await sim.call("memory");
 } finally {
-  sim.kill("SIGTERM");
+  await bare.stop();
+  await sim.stop();
 }
+const prom = runJson(["bench/prom-client-baseline.ts", String(SANDBOXES), "5"]);
+const probe = await probeTiming(exporterChild, PROBE_RUNS);
+
+const bareMs = off.bareLoopMs ?? Number.NaN;
+const results = {
+  date: new Date().toISOString(),
+  node: process.version,
+  sandboxes: SANDBOXES,
+  isolation:
+    "exporter (compiled JS on plain node), simulator, bare loop and prom-client (under tsx) each in their own child process; scrape client in the parent",
+  pollCycle: {
+    cycleMs: off.cycleMs,
+    walkMs: off.walkMs,
+    bareUndiciLoopMs: bareMs,
+    ratio: off.cycleMs / bareMs,
+    cycleOnMs: on.cycleMs,
+    target: "<= 1.3",
+  },
+  scrapeOff: { ...off.scrape, target: "p99 < 20 ms" },
+  scrapeOn: { ...on.scrape, target: "p99 < 100 ms" },
+  gzipOff: off.gzip,
+  gzipOn: { ...on.gzip, target: "p99 < 100 ms" },
+  promClientBaseline: {
+    series: prom.series,
+    renderP50Ms: prom.renderP50Ms,
+    bytes: prom.bytes,
+    speedupOfOursP99: Number(prom.renderP50Ms) / on.scrape.p99Ms,
+    target: ">= 5x",
+  },
+  rss: {
+    offMB: off.memory.afterCycleGc.rss,
+    onMB: on.memory.afterCycleGc.rss,
+    offNoGcMB: off.memory.afterCycle.rss,
+    onNoGcMB: on.memory.afterCycle.rss,
+    offAfterScrapesMB: off.memory.afterScrapesGc.rss,
+    onAfterScrapesMB: on.memory.afterScrapesGc.rss,
+    exporterStartedMB: off.memory.start.rss,
+    idleNodeMB,
+    idleTsxChildMB: bare.ready.idleMemoryMB.rss,
+    simulatorMB: simMemory.rss,
+    measured:
+      "the exporter child's process.memoryUsage().rss; offMB/onMB after a forced GC; idleNodeMB: an empty node process",
+    target: "off < 150 MB, on < 400 MB",
+  },
+  memoryMB: { off: off.memory, on: on.memory },
+  probeTiming: {
+    ...probe,
+    compared:
+      "start: delayed minus no-delay start; end: (end - first_data) delayed minus no-delay, as the simulator waits endDelayMs after the last output; endTotal: delayed minus no-delay end (both delays)",
+    target: "|error| <= 2 ms",
+  },
+};
+writeFileSync("bench/results.json", `${JSON.stringify(results, null, 2)}\n`);
+
+const num = (v: unknown) =>
+  typeof v === "number" ? v.toFixed(1) : v === undefined ? "" : String(v);
+const row = (k: string, v: unknown, base: unknown, target: string) =>
+  console.log(`${k.padEnd(40)} ${num(v).padStart(12)} ${num(base).padStart(14)}  ${target}`);
+const m = off.memory;
+const n = on.memory;
+console.log(`\nsandbox-exporter bench, ${SANDBOXES} sandboxes, ${off.pages} pages`);
+console.log(`(${results.isolation})\n`);
+console.log(`${"measure".padEnd(40)} ${"ours".padStart(12)} ${"baseline".padStart(14)}  target`);
+row(
+  "poll cycle ms (vs bare undici loop)",
+  off.cycleMs,
+  bareMs,
+  `ratio ${results.pollCycle.ratio.toFixed(2)} (<= 1.3)`,
+);
+row("poll cycle ms, per-sandbox on", on.cycleMs, undefined, "");
+row("scrape p50 ms, per-sandbox off", off.scrape.p50Ms, undefined, "");
+row("scrape p99 ms, per-sandbox off", off.scrape.p99Ms, undefined, "< 20");
+row("scrape bytes, per-sandbox off", off.scrape.bytes, undefined, "");
+row("scrape p50 ms, per-sandbox on", on.scrape.p50Ms, undefined, "");
+row(
+  "scrape p99 ms, per-sandbox on",
+  on.scrape.p99Ms,
+  prom.renderP50Ms,
+  `prom-client render; ${results.promClientBaseline.speedupOfOursP99.toFixed(1)}x (>= 5x); < 100`,
+);
+row("scrape bytes, per-sandbox on", on.scrape.bytes, prom.bytes, "");
+row("gzip scrape p99 ms, per-sandbox off", off.gzip.p99Ms, undefined, "as Prometheus scrapes");
+row("gzip scrape p50 ms, per-sandbox on", on.gzip.p50Ms, undefined, "");
+row("gzip scrape p99 ms, per-sandbox on", on.gzip.p99Ms, prom.renderP50Ms, "< 100");
+row("gzip scrape bytes, per-sandbox on", on.gzip.bytes, undefined, "");
+row(
+  "RSS MB after cycle + GC, off",
+  m.afterCycleGc.rss,
+  idleNodeMB,
+  "< 150; baseline: empty node process",
+);
+row(
+  "RSS MB after cycle + GC, on",
+  n.afterCycleGc.rss,
+  idleNodeMB,
+  "< 400; baseline: empty node process",
+);
+row(
+  "RSS MB after cycle, no GC, off / on",
+  m.afterCycle.rss,
+  n.afterCycle.rss,
+  "(on in baseline column)",
+);
+row(
+  "RSS MB after scrapes + GC, off / on",
+  m.afterScrapesGc.rss,
+  n.afterScrapesGc.rss,
+  "(on in baseline column)",
+);
+row("RSS MB exporter started, before cycle", m.start.rss, undefined, "");
+row(
+  "heap used MB after cycle + GC, off / on",
+  m.afterCycleGc.heapUsed,
+  n.afterCycleGc.heapUsed,
+  "(on in baseline column)",
+);
+row("RSS MB simulator process (not counted)", simMemory.rss, undefined, "");
+row("RSS MB idle child under tsx (not counted)", bare.ready.idleMemoryMB.rss, undefined, "");
+const p = probe;
+const { startDelayMs, endDelayMs } = p.injected;
+console.log(
+  `\nprobe stream timing (issue #5): ${p.runs} runs each, injected start +${p.injected.startDelayMs} ms, end +${p.injected.endDelayMs} ms; medians in ms\n`,
+);
+console.log(
+  `${"measure".padEnd(40)} ${"delayed".padStart(12)} ${"no delay".padStart(14)}  shift (target) error`,
+);
+const shift = (v: number, want: number, err: number) =>
+  `${v.toFixed(2)} (${want}) ${err >= 0 ? "+" : ""}${err.toFixed(2)} ms`;
+row(
+  "start point ms",
+  p.delayed.start,
+  p.baseline.start,
+  shift(p.startShiftMs, startDelayMs, p.startErrorMs),
+);
+row("first_data point ms", p.delayed.first_data, p.baseline.first_data, "");
+row(
+  "end point ms",
+  p.delayed.end,
+  p.baseline.end,
+  shift(p.endTotalShiftMs, startDelayMs + endDelayMs, p.endTotalErrorMs),
+);
+row(
+  "end - first_data ms",
+  p.delayed.endMinusFirstData,
+  p.baseline.endMinusFirstData,
+  shift(p.endShiftMs, endDelayMs, p.endErrorMs),
+);
+console.log(
+  "start: delayed minus no-delay start point ≈ startDelayMs. end: the simulator waits endDelayMs after the\n" +
+    "last output, so (end - first_data) delayed minus no-delay ≈ endDelayMs; the end point itself moves by both.\n" +
+    `Target |error| <= 2 ms. Scraped gauge vs runner result: max |diff| ${p.metricVsResultMaxMs.toFixed(4)} ms.`,
+);
+console.log("\nwritten to bench/results.json");

@@ -1,0 +1,60 @@
+// The exporter under test in its own process: the parent drives cycles and probes over IPC and
+// scrapes /metrics over loopback, so this process's RSS and event loop are the exporter's alone.
+// Arguments: the simulator's base URL, then exporter flags.
+import { getHeapSpaceStatistics, writeHeapSnapshot } from "node:v8";
+import { pino } from "pino";
+import { startExporter } from "../src/app.js";
+import { loadConfig } from "../src/config/load.js";
+import { systemClock } from "../src/util/clock.js";
+import { memoryMB, serveParent } from "./ipc.js";
+
+const [apiUrl = "", ...flags] = process.argv.slice(2);
+const { config } = loadConfig({
+  argv: ["--listen", "127.0.0.1:0", ...flags],
+  env: { SANDBOX_API_URL: apiUrl },
+});
+const exporter = await startExporter(config, {
+  logger: pino({ level: "silent" }),
+  clock: systemClock,
+  manual: true,
+});
+global.gc?.();
+const startMemory = memoryMB();
+
+serveParent(
+  { url: exporter.server.url, startMemoryMB: startMemory },
+  {
+    /** One poll cycle: wall ms, the poller's own walk ms, sandboxes and pages. */
+    cycle: async () => {
+      const t0 = performance.now();
+      await exporter.runCycle();
+      const ms = performance.now() - t0;
+      const s = exporter.poller.latest;
+      return {
+        ms,
+        walkMs: s ? s.finishedAt - s.startedAt : Number.NaN,
+        sandboxes: s?.sandboxes?.length ?? 0,
+        pages: s?.collectors.sandboxes.requests ?? 0,
+      };
+    },
+    /** Memory as it is, then after a full GC (what a forced collection gives back). */
+    memory: () => {
+      const now = memoryMB();
+      global.gc?.();
+      return { now, afterGc: memoryMB() };
+    },
+    /** V8 heap spaces in MB, to see where heap memory sits. */
+    heapSpaces: () =>
+      Object.fromEntries(
+        getHeapSpaceStatistics().map((s) => [s.space_name, s.space_used_size / 1048576]),
+      ),
+    heapSnapshot: (args) => writeHeapSnapshot(String(args.path)),
+    /** One scheduled-style probe into the exporter's metrics; the result's stream points. */
+    probe: async () => {
+      const r = await exporter.prober?.runOnce();
+      if (!r) throw new Error("no probe ran (probes disabled or one in flight)");
+      return { success: r.success, points: r.stream.points, failures: r.failures };
+    },
+  },
+  () => exporter.stop(),
+);

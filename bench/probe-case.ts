@@ -1,0 +1,119 @@
+// Issue #5, probe timing accuracy: the simulator (its own process) delays the exec stream's start
+// and end; the exporter (another process) probes; the parent reads sandbox_probe_stream_seconds
+// from /metrics after each run and compares the delayed runs with undelayed ones.
+import type { StreamFaults } from "../src/simulator/faults.js";
+import { forkChild } from "./ipc.js";
+import { median, ScrapeClient, samples } from "./scrape-client.js";
+
+export const INJECTED: Required<Pick<StreamFaults, "startDelayMs" | "endDelayMs">> = {
+  startDelayMs: 50,
+  endDelayMs: 200,
+};
+const POINTS = ["first_envelope", "start", "first_data", "end"] as const;
+type Point = (typeof POINTS)[number];
+type Points = Record<Point, number>;
+const SIM_SANDBOXES = 10;
+
+/** Medians (ms) of each stream point in one condition. */
+export type PointMedians = Points & { endMinusFirstData: number };
+
+/** The figures of the probe timing section. */
+export interface ProbeTiming {
+  runs: number;
+  injected: typeof INJECTED;
+  baseline: PointMedians;
+  delayed: PointMedians;
+  /** delayed.start - baseline.start, expected ≈ startDelayMs. */
+  startShiftMs: number;
+  /** (end - first_data) delayed minus baseline, expected ≈ endDelayMs. */
+  endShiftMs: number;
+  /** delayed.end - baseline.end, expected ≈ startDelayMs + endDelayMs. */
+  endTotalShiftMs: number;
+  startErrorMs: number;
+  endErrorMs: number;
+  endTotalErrorMs: number;
+  /** Largest |metric - runner result| seen: the scraped gauge is the runner's own number. */
+  metricVsResultMaxMs: number;
+}
+
+function medians(runs: Points[]): PointMedians {
+  const m = Object.fromEntries(POINTS.map((p) => [p, median(runs.map((r) => r[p]))])) as Points;
+  return { ...m, endMinusFirstData: median(runs.map((r) => r.end - r.first_data)) };
+}
+
+/** `runs` probes with the injected delays and `runs` without, interleaved so drift hits both. */
+export async function probeTiming(exporterScript: string, runs: number): Promise<ProbeTiming> {
+  const sim = await forkChild<{
+    apiUrl: string;
+    dataPort: number;
+    domain: string;
+    template: string;
+  }>("bench/sim-child.ts", [String(SIM_SANDBOXES)]);
+  const s = sim.ready;
+  const exporter = await forkChild<{ url: string }>(exporterScript, [
+    s.apiUrl,
+    "--retries",
+    "0",
+    "--sandbox-domain",
+    s.domain,
+    "--probe",
+    "--probe-template",
+    s.template,
+    "--proxy-node-ip",
+    "127.0.0.1",
+    "--proxy-port-http",
+    String(s.dataPort),
+    "--proxy-scheme",
+    "http",
+  ]);
+  const client = new ScrapeClient(exporter.ready.url);
+  const baseline: Points[] = [];
+  const delayed: Points[] = [];
+  let metricVsResultMaxMs = 0;
+  const once = async (faults: StreamFaults, into: Points[]): Promise<void> => {
+    await sim.call("streamFaults", { ...faults });
+    const r = await exporter.call<{ success: boolean; points: Partial<Points>; failures: unknown }>(
+      "probe",
+    );
+    if (!r.success) throw new Error(`probe failed: ${JSON.stringify(r.failures)}`);
+    const m = samples(await client.text());
+    const p = {} as Points;
+    for (const point of POINTS) {
+      const v = m.get(`sandbox_probe_stream_seconds{point="${point}"}`);
+      if (v === undefined) throw new Error(`no sandbox_probe_stream_seconds{point="${point}"}`);
+      p[point] = v * 1000;
+      const fromResult = (r.points[point] ?? Number.NaN) * 1000;
+      metricVsResultMaxMs = Math.max(metricVsResultMaxMs, Math.abs(p[point] - fromResult));
+    }
+    into.push(p);
+  };
+  try {
+    await once({}, []); // warm: first connection, JIT
+    for (let i = 0; i < runs; i++) {
+      await once({}, baseline);
+      await once(INJECTED, delayed);
+    }
+  } finally {
+    await client.close();
+    await exporter.stop();
+    await sim.stop();
+  }
+  const b = medians(baseline);
+  const d = medians(delayed);
+  const startShiftMs = d.start - b.start;
+  const endShiftMs = d.endMinusFirstData - b.endMinusFirstData;
+  const endTotalShiftMs = d.end - b.end;
+  return {
+    runs,
+    injected: INJECTED,
+    baseline: b,
+    delayed: d,
+    startShiftMs,
+    endShiftMs,
+    endTotalShiftMs,
+    startErrorMs: startShiftMs - INJECTED.startDelayMs,
+    endErrorMs: endShiftMs - INJECTED.endDelayMs,
+    endTotalErrorMs: endTotalShiftMs - INJECTED.startDelayMs - INJECTED.endDelayMs,
+    metricVsResultMaxMs,
+  };
+}

@@ -1,0 +1,21 @@
+// The simulated platform in its own process; the parent switches its stream faults over IPC.
+// Argument: sandbox count.
+import type { StreamFaults } from "../src/simulator/faults.js";
+import { startSimulator } from "../src/simulator/index.js";
+import { memoryMB, serveParent } from "./ipc.js";
+
+const sandboxes = Number(process.argv[2] ?? 300);
+const sim = await startSimulator({ sandboxes });
+const template = sim.state.templates.find((t) => t.status === "ready")?.templateID ?? "";
+
+serveParent(
+  { apiUrl: sim.apiUrl, dataPort: sim.dataPort, domain: sim.domain, template },
+  {
+    streamFaults: (args) => {
+      sim.faults.stream = { ...(args as StreamFaults) };
+      return sim.faults.stream;
+    },
+    memory: () => memoryMB(),
+  },
+  () => sim.close(),
+);
