@@ -1,4 +1,5 @@
 // `npm run demo`: the simulator plus the exporter against it, on 127.0.0.1:9464.
+import { fileURLToPath } from "node:url";
 import { main } from "./cli.js";
 import { startSimulator } from "./simulator/index.js";
 
@@ -21,6 +22,21 @@ const exporter = await main(
     "--poll-schedule",
     "5s",
     "--per-sandbox-metrics",
+    // Synthetic probes through the simulator's data plane, every 15 s.
+    "--probe",
+    "--probe-schedule",
+    "15s",
+    "--probe-template",
+    "base",
+    "--proxy-node-ip",
+    "127.0.0.1",
+    "--proxy-port-http",
+    String(sim.dataPort),
+    "--proxy-scheme",
+    "http",
+    // The example rules, in dry-run: the plan is on /status, the audit in the log.
+    "--policy",
+    fileURLToPath(new URL("../deploy/policy/example.yaml", import.meta.url)),
     "--log-format",
     "pretty",
     ...process.argv.slice(2),

@@ -135,9 +135,12 @@ export class PolicyEngine {
     this.memory = recordActions(evaluation.memory, acted, now);
     for (const [rule, n] of Object.entries(evaluation.candidates))
       this.metrics.candidates.set({ rule }, n);
+    const stoppedBefore = new Set(this.last?.blastRadius);
     for (const rule of evaluation.blastRadius) {
       this.metrics.blastRadius.inc({ rule });
-      this.log.warn({ rule }, "policy rule would act on too many sandboxes: acting on none");
+      // Once per episode; the counter and the audit lines carry every cycle.
+      if (!stoppedBefore.has(rule))
+        this.log.warn({ rule }, "policy rule would act on too many sandboxes: acting on none");
     }
     this.metrics.lastRun.set(now / 1000);
     this.last = {

@@ -2,7 +2,7 @@
 import type { PolicyRule, PolicySpec } from "../config/policy-schema.js";
 import type { Sandbox } from "../platform/types.js";
 import { formatDuration } from "../util/duration.js";
-import { cheapMatch, idleHolds, isProtected, type StateSets } from "./match.js";
+import { ageHolds, idleHolds, isProtected, type StateSets, selectorMatch } from "./match.js";
 
 /** What the evaluator says about one (rule, sandbox) pair. */
 export type DecisionOutcome =
@@ -92,8 +92,9 @@ export function evaluatePolicy(input: EvaluationInput): Evaluation {
     let looked = 0;
     const qualifying: Qualifying[] = [];
     for (const s of input.sandboxes) {
-      if (!cheapMatch(rule, s, input.states, now)) continue;
+      if (!selectorMatch(rule, s, input.states)) continue;
       looked++;
+      if (!ageHolds(rule, s, now)) continue;
       const last = rule.idleFor === undefined ? undefined : input.activity.get(s.id);
       if (!idleHolds(rule, last, now)) continue;
       const why = conditionText(rule, s, last, now);

@@ -66,23 +66,32 @@ export function epochMs(n: number): number | undefined {
 }
 
 /**
- * The rule's filters that need no platform call: state, template, metadata selectors, age.
- * A pause rule only ever matches running sandboxes; probe sandboxes never match.
+ * The rule's `match`: state, template, metadata selectors. A pause rule only ever matches running
+ * sandboxes; probe sandboxes never match. The blast-radius share is taken of these.
  */
-export function cheapMatch(rule: PolicyRule, s: Sandbox, states: StateSets, now: number): boolean {
+export function selectorMatch(rule: PolicyRule, s: Sandbox, states: StateSets): boolean {
   if (Object.hasOwn(s.metadata, PROBE_TAG)) return false;
   const m = rule.match;
   if (m.states && !m.states.some((x) => x.toLowerCase() === s.state)) return false;
   if (rule.action === "pause" && !states.running.has(s.state)) return false;
   if (m.templates && !m.templates.includes(s.templateId)) return false;
   if (m.metadata && !m.metadata.every((sel) => selectorHolds(sel, s.metadata))) return false;
-  if (rule.minAge !== undefined || rule.maxAge !== undefined) {
-    if (s.startedAt === undefined) return false;
-    const age = now - s.startedAt;
-    if (rule.minAge !== undefined && age < rule.minAge) return false;
-    if (rule.maxAge !== undefined && age <= rule.maxAge) return false;
-  }
   return true;
+}
+
+/** minAge and maxAge; a sandbox without a start time fails an age condition. */
+export function ageHolds(rule: PolicyRule, s: Sandbox, now: number): boolean {
+  if (rule.minAge === undefined && rule.maxAge === undefined) return true;
+  if (s.startedAt === undefined) return false;
+  const age = now - s.startedAt;
+  if (rule.minAge !== undefined && age < rule.minAge) return false;
+  if (rule.maxAge !== undefined && age <= rule.maxAge) return false;
+  return true;
+}
+
+/** Everything but the idle condition: no platform call needed. */
+export function cheapMatch(rule: PolicyRule, s: Sandbox, states: StateSets, now: number): boolean {
+  return selectorMatch(rule, s, states) && ageHolds(rule, s, now);
 }
 
 /** Whether the idle condition holds, given the last activity (undefined: unknown, never idle). */
