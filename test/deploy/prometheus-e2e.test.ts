@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pino } from "pino";
 import { Agent } from "undici";
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
+import { afterAll, describe, expect, it, onTestFailed } from "vitest";
 import { type Exporter, startExporter } from "../../src/app.js";
 import { ConfigSchema } from "../../src/config/schema.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
@@ -36,7 +36,8 @@ let prom: RunningPrometheus | undefined;
 let dispatcher: Agent | undefined;
 const scratch = mkdtempSync(join(tmpdir(), "prometheus-e2e-rules-"));
 
-beforeAll(async () => {
+/** Starts simulator, exporter and Prometheus; in the test itself, so a missing binary fails it. */
+async function setUp(): Promise<void> {
   sim = await startSimulator({ sandboxes: 20, nodes: 3, templates: 3 });
   // Failing from the first cycle on, so the overview collector never succeeds (DataStale's
   // "never succeeded" branch; its data-age branch needs 5 minutes).
@@ -74,7 +75,7 @@ beforeAll(async () => {
     ruleFiles: copyRulesWithShortFor(RULES_DIR, scratch, "1s"),
     interval: "1s",
   });
-}, 40_000);
+}
 
 afterAll(async () => {
   await prom?.stop();
@@ -122,6 +123,7 @@ describe("the shipped alert rules on a real Prometheus", () => {
       onTestFailed(() => {
         console.error(`--- prometheus output ---\n${prom?.output() ?? "(not started)"}`);
       });
+      await setUp();
       const s = sim!;
       const node = s.state.nodes[0]!.nodeID;
       const template = s.state.templates[1]!.templateID;
