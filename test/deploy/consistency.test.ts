@@ -1,8 +1,7 @@
 // The alert rules and dashboards name only metrics and labels the exporter really exports:
 // every selector, matcher label and by/without label is checked against a scrape of an exporter
 // running against the simulator with every optional family switched on.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pino } from "pino";
 import { Agent } from "undici";
@@ -18,25 +17,14 @@ import {
   type ExprSource,
   parseExposition,
   type UsageContext,
-  type UsageProblem,
 } from "../helpers/metric-usage.js";
 import { analyze, tokenize } from "../helpers/promql.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const RULES_DIR = join(ROOT, "deploy", "prometheus", "rules");
 const DASHBOARDS_DIR = join(ROOT, "grafana", "dashboards");
-/** Families of the policy engine, which is not on this branch yet. */
-const POLICY_FAMILIES = new Set([
-  "sandbox_policy_candidates",
-  "sandbox_policy_decisions_total",
-  "sandbox_policy_last_run_timestamp_seconds",
-]);
-const POLICY_RULES = `rules:
-  - name: idle
-    match: { states: [running] }
-    idleFor: 30m
-    action: pause
-`;
+/** The demo's rule file: the policy families must have series with every label. */
+const POLICY_FILE = join(ROOT, "deploy", "policy", "example.yaml");
 
 interface Rule {
   record?: string;
@@ -100,9 +88,6 @@ const context: UsageContext = {
   builtin: new Map([["up", ["job", "instance"]]]),
   targetLabels: ["job", "instance"],
 };
-const isPolicy = (p: UsageProblem): boolean =>
-  p.metric.split(" ").some((m) => POLICY_FAMILIES.has(m));
-
 describe("the PromQL scan", () => {
   it("finds selectors with their matcher labels and the labels of by clauses", () => {
     const use = analyze(
@@ -163,12 +148,9 @@ let sim: Simulator | undefined;
 let exporter: Exporter | undefined;
 let dispatcher: Agent | undefined;
 let scrape: Exposition = { families: new Set(), labels: new Map() };
-const scratch = mkdtempSync(join(tmpdir(), "consistency-"));
 
 beforeAll(async () => {
   sim = await startSimulator({ sandboxes: 40, templates: 3, nodes: 3 });
-  const policyFile = join(scratch, "policy.yml");
-  writeFileSync(policyFile, POLICY_RULES);
   const config = ConfigSchema.parse({
     platform: {
       apiUrl: sim.apiUrl,
@@ -183,7 +165,7 @@ beforeAll(async () => {
     // Two shards, as deployed: the sandbox aggregates carry the shard label the dashboards filter on.
     shard: { index: 0, total: 2 },
     probe: { enabled: true, template: sim.state.templates[0]!.templateID },
-    policy: { enabled: true, dryRun: true, file: policyFile },
+    policy: { enabled: true, dryRun: true, file: POLICY_FILE },
     log: { level: "silent" },
   });
   dispatcher = new Agent();
@@ -207,7 +189,6 @@ afterAll(async () => {
   await exporter?.stop();
   await dispatcher?.close();
   await sim?.close();
-  rmSync(scratch, { recursive: true, force: true });
 });
 
 describe("rules and dashboards against a scrape", () => {
@@ -228,16 +209,10 @@ describe("rules and dashboards against a scrape", () => {
     ]);
   });
 
-  it("use only exported metric names and labels (the policy engine's families aside)", () => {
+  it("use only exported metric names and labels", () => {
     expect(sources.length).toBeGreaterThan(80);
     expect(scrape.labels.size).toBeGreaterThan(50);
-    const problems = checkUsage(sources, scrape, context).filter((p) => !isPolicy(p));
-    expect(problems).toEqual([]);
-  });
-
-  // Fails until the policy engine lands on this branch; flip to it() after the merge.
-  it.fails("use only exported names and labels of the policy engine's families", () => {
-    const problems = checkUsage(sources, scrape, context).filter(isPolicy);
-    expect(problems).toEqual([]);
+    expect(scrape.families.has("sandbox_policy_decisions_total")).toBe(true);
+    expect(checkUsage(sources, scrape, context)).toEqual([]);
   });
 });
