@@ -5,6 +5,7 @@ import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { buildExporterChild, exporterCase } from "./exporter-case.js";
 import { forkChild } from "./ipc.js";
+import { policyCost } from "./policy-case.js";
 import { probeTiming } from "./probe-case.js";
 
 const SANDBOXES = Number(process.env.BENCH_SANDBOXES ?? 100_000);
@@ -43,6 +44,7 @@ try {
 }
 const prom = runJson(["bench/prom-client-baseline.ts", String(SANDBOXES), "5"]);
 const probe = await probeTiming(exporterChild, PROBE_RUNS);
+const policy = await policyCost(SANDBOXES);
 
 const bareMs = off.bareLoopMs ?? Number.NaN;
 const results = {
@@ -91,6 +93,11 @@ const results = {
     compared:
       "start: delayed minus no-delay start; end: (end - first_data) delayed minus no-delay, as the simulator waits endDelayMs after the last output; endTotal: delayed minus no-delay end (both delays)",
     target: "|error| <= 2 ms",
+  },
+  policyCycle: {
+    ...policy,
+    measured:
+      "in-process simulator and exporter; policyMs: the engine's run (log reads, evaluation, dry-run actions); cycleMs: the whole poll cycle including it",
   },
 };
 writeFileSync("bench/results.json", `${JSON.stringify(results, null, 2)}\n`);
@@ -193,4 +200,13 @@ console.log(
     "last output, so (end - first_data) delayed minus no-delay ≈ endDelayMs; the end point itself moves by both.\n" +
     `Target |error| <= 2 ms. Scraped gauge vs runner result: max |diff| ${p.metricVsResultMaxMs.toFixed(4)} ms.`,
 );
+const pc = policy;
+console.log(
+  `\npolicy cycle (issue #6): ${pc.sandboxes} sandboxes, ${pc.matching} pass the cheap filters, ${pc.idle} idle\n`,
+);
+console.log(`${"measure".padEnd(40)} ${"cold".padStart(12)} ${"warm".padStart(14)}`);
+row("log reads issued", pc.cold.logReads, pc.warm.logReads, "warm: only those that could be idle");
+row("policy run ms", pc.cold.policyMs, pc.warm.policyMs, "");
+row("poll cycle incl. policy ms", pc.cold.cycleMs, pc.warm.cycleMs, "");
+row("candidates (idle, matching)", pc.cold.candidates, pc.warm.candidates, "");
 console.log("\nwritten to bench/results.json");

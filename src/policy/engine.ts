@@ -52,6 +52,8 @@ export interface PolicyRun {
   candidates: Record<string, number>;
   blastRadius: string[];
   logReads: number;
+  /** Wall time of the run: idle-signal reads, evaluation and actions. */
+  durationMs: number;
 }
 
 /** The policy engine: call `run` after each poll cycle with its snapshot. */
@@ -109,6 +111,7 @@ export class PolicyEngine {
         candidates: {},
         blastRadius: [],
         logReads: 0,
+        durationMs: 0,
       };
       return this.last;
     }
@@ -143,6 +146,8 @@ export class PolicyEngine {
         this.log.warn({ rule }, "policy rule would act on too many sandboxes: acting on none");
     }
     this.metrics.lastRun.set(now / 1000);
+    const durationMs = this.o.clock.now() - now;
+    this.metrics.runSeconds.set(durationMs / 1000);
     this.last = {
       at: now,
       cycle: snapshot.cycle,
@@ -150,6 +155,7 @@ export class PolicyEngine {
       candidates: evaluation.candidates,
       blastRadius: evaluation.blastRadius,
       logReads: stats.reads,
+      durationMs,
     };
     return this.last;
   }
@@ -174,6 +180,7 @@ export class PolicyEngine {
       blocked: r.blocked ?? null,
       blastRadius: r.blastRadius,
       logReads: r.logReads,
+      durationSeconds: r.durationMs / 1000,
       rules,
       decisions: r.outcomes.length,
       plan: plan.map((o) => ({

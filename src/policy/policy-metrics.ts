@@ -8,6 +8,7 @@ export class PolicyMetrics {
   readonly candidates: Gauge<"rule">;
   readonly decisions: Counter<"rule" | "action" | "result">;
   readonly lastRun: Gauge;
+  readonly runSeconds: Gauge;
   readonly blocked: Counter<"reason">;
   readonly blastRadius: Counter<"rule">;
   readonly activityReads: Counter<"result">;
@@ -31,6 +32,11 @@ export class PolicyMetrics {
     this.lastRun = new Gauge({
       name: `${ns}_policy_last_run_timestamp_seconds`,
       help: "When the policy last evaluated a fresh, complete snapshot (epoch seconds).",
+      registers,
+    });
+    this.runSeconds = new Gauge({
+      name: `${ns}_policy_run_duration_seconds`,
+      help: "Wall time of the last policy run: idle-signal reads, evaluation and actions.",
       registers,
     });
     this.blocked = new Counter({
