@@ -376,6 +376,17 @@ describe("Kubernetes manifests", () => {
       expect(ofKind(kind).length, kind).toBeGreaterThan(0);
   });
 
+  it("mount the example policy rules, unchanged, where SANDBOX_EXPORTER_POLICY_FILE points", () => {
+    const cm = z
+      .looseObject({ data: z.object({ "rules.yaml": z.string() }) })
+      .parse(ofKind("ConfigMap").find((d) => d.metadata.name === "sandbox-exporter-policy"));
+    const example = read(join(ROOT, "deploy", "policy", "example.yaml"));
+    expect(parse(cm.data["rules.yaml"])).toEqual(parse(example));
+    expect(container.env.find((e) => e.name === "SANDBOX_EXPORTER_POLICY_FILE")).toMatchObject({
+      value: "/etc/sandbox-exporter/policy/rules.yaml",
+    });
+  });
+
   it("build with kubectl kustomize when kubectl is installed", () => {
     const r = spawnSync("kubectl", ["kustomize", K8S], { encoding: "utf8" });
     if (r.error) return; // kubectl is optional; the parse checks above still run.
