@@ -51,4 +51,46 @@ describe("sandbox-exporter CLI", () => {
       await sim.close();
     }
   });
+
+  it("runs the demo: simulator and exporter with probes and the example policy, exit 0 on SIGINT", async () => {
+    // node --import tsx, not the tsx binary: the signal must reach the demo process itself.
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", "src/demo.ts", "--listen", "127.0.0.1:0", "--log-format", "json"],
+      { env: process.env },
+    );
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    try {
+      for (let i = 0; i < 300 && !/metrics:\s+http/.test(out); i++)
+        await new Promise((r) => setTimeout(r, 50));
+      const url = /metrics:\s+(http:\S+)\/metrics/.exec(out)?.[1];
+      expect(url, out).toBeDefined();
+      let text = "";
+      for (
+        let i = 0;
+        i < 100 && !text.includes("sandbox_policy_last_run_timestamp_seconds ");
+        i++
+      ) {
+        text = await (await fetch(`${url}/metrics`)).text();
+        if (!text.includes("sandbox_policy_last_run_timestamp_seconds "))
+          await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(text).toContain("sandbox_platform_up 1");
+      expect(text).toMatch(/sandbox_sandbox_info\{/);
+      expect(text).toMatch(/sandbox_policy_candidates\{rule="idle-dev"\}/);
+      expect(text).toContain("# TYPE sandbox_probe_success gauge");
+      const status = (await (await fetch(`${url}/status`)).json()) as {
+        policy?: { rules: Array<{ name: string; dryRun: boolean }> };
+      };
+      expect(status.policy?.rules.map((r) => r.dryRun)).toEqual([true, true, true]);
+      child.kill("SIGINT");
+      const [code] = await once(child, "exit");
+      expect(code).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  }, 30_000);
 });

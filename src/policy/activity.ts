@@ -43,9 +43,15 @@ export class ActivityTracker {
 
   constructor(
     private readonly readLogs: LogReader,
-    private readonly options: PolicySpec["activity"],
+    private options: PolicySpec["activity"],
     private readonly paused: ReadonlySet<string>,
   ) {}
+
+  /** New settings (reload); cached values may have come from the old fallbacks, so they go. */
+  setOptions(options: PolicySpec["activity"]): void {
+    this.options = options;
+    this.cache = new Map();
+  }
 
   /**
    * Last activity of each sandbox in `wanted` (id -> the shortest idleFor asked of it). A cached

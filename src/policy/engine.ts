@@ -83,6 +83,7 @@ export class PolicyEngine {
   /** Replaces the rules (reload); streaks and cooldowns of rules that remain are kept. */
   setSpec(spec: PolicySpec): void {
     this.spec = spec;
+    this.activity.setOptions(spec.activity);
     this.metrics.setRules(spec);
   }
 
