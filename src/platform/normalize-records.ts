@@ -22,6 +22,13 @@ const EMPTY_STRINGS: Record<string, string> = Object.freeze({}) as Record<string
 /** Distinct state spellings remembered (raw -> lower-cased); states are few, the cap is a guard. */
 const STATE_CACHE_LIMIT = 1024;
 const stateCache = new Map<string, string>();
+/**
+ * Equal metadata maps and template ids shared across sandboxes (raw key -> one frozen copy): a
+ * fleet has few distinct combinations, and 100,000 copies held per snapshot cost tens of MB.
+ */
+const SHARE_CACHE_LIMIT = 4096;
+const metadataCache = new Map<string, Record<string, string>>();
+const templateCache = new Map<string, string>();
 
 /** Normalizes one sandbox record; `path` names it in errors (e.g. `sandboxes[3]`). */
 export function normalizeSandbox(raw: unknown, map?: FieldMap, path = "sandbox"): Sandbox {
@@ -32,7 +39,7 @@ export function normalizeSandbox(raw: unknown, map?: FieldMap, path = "sandbox")
   const extra = shareIfSame(t, collectFields(raw, t, undefined, false));
   const same = t.sameShape;
   const id = requiredId(raw, f.id, same, path, "sandbox");
-  const templateId = str(raw, f.templateId, same, path) ?? "";
+  const templateId = intern(templateCache, str(raw, f.templateId, same, path) ?? "");
   const state = lowerState(str(raw, f.state, same, path));
   const cpuCount = num(raw, f.cpuCount, same, path, readCpuCount);
   const memoryMB = num(raw, f.memoryMB, same, path, readMemoryMB);
@@ -41,7 +48,9 @@ export function normalizeSandbox(raw: unknown, map?: FieldMap, path = "sandbox")
   const domain = str(raw, f.domain, same, path) || undefined;
   const metaRaw = f.metadata.read(raw, same);
   const metadata =
-    metaRaw === undefined ? EMPTY_STRINGS : readMetadata(metaRaw, raw, f.metadata, path);
+    metaRaw === undefined
+      ? EMPTY_STRINGS
+      : shareMetadata(readMetadata(metaRaw, raw, f.metadata, path));
   t.settled = true;
   // One object literal with every property, so all sandboxes share a single hidden class.
   return { id, templateId, state, cpuCount, memoryMB, startedAt, endAt, domain, metadata, extra };
@@ -125,6 +134,31 @@ function time(obj: Json, spec: FieldSpec, same: boolean, path: string): number |
     if (ms !== undefined) return ms > 0 ? ms : undefined;
   } else if (typeof v === "number" && Number.isFinite(v)) return epochMs(v);
   return readTime(v, `${path}.${keyOf(obj, spec.cands)}`);
+}
+
+function intern(cache: Map<string, string>, s: string): string {
+  const hit = cache.get(s);
+  if (hit !== undefined) return hit;
+  if (cache.size >= SHARE_CACHE_LIMIT) cache.clear();
+  cache.set(s, s);
+  return s;
+}
+
+/** One frozen map per distinct metadata content (pairs in record order). */
+function shareMetadata(m: Record<string, string>): Record<string, string> {
+  if (m === EMPTY_STRINGS) return m;
+  let key = "";
+  for (const k in m) {
+    const v = m[k] as string;
+    // Length-prefixed, so no key or value can make two different maps collide.
+    key += `${k.length}:${k}${v.length}:${v}`;
+  }
+  const hit = metadataCache.get(key);
+  if (hit !== undefined) return hit;
+  if (metadataCache.size >= SHARE_CACHE_LIMIT) metadataCache.clear();
+  const frozen = Object.freeze(m);
+  metadataCache.set(key, frozen);
+  return frozen;
 }
 
 function lowerState(s: string | undefined): string {

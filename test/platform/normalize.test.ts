@@ -236,6 +236,32 @@ describe("normalizeSandbox and normalizeList over sandbox pages", () => {
   });
 });
 
+describe("shared sandbox fields", () => {
+  it("shares one frozen metadata map and template id between equal sandboxes, never between different ones", () => {
+    const rec = (id: string, metadata: Record<string, string>) => ({
+      sandboxID: id,
+      templateID: `tpl-${"x".repeat(3)}`,
+      metadata,
+    });
+    const a = normalizeSandbox(JSON.parse(JSON.stringify(rec("a", { team: "ml", env: "dev" }))));
+    const b = normalizeSandbox(JSON.parse(JSON.stringify(rec("b", { team: "ml", env: "dev" }))));
+    const c = normalizeSandbox(JSON.parse(JSON.stringify(rec("c", { team: "ml", env: "prod" }))));
+    expect(b.metadata).toBe(a.metadata);
+    expect(Object.isFrozen(a.metadata)).toBe(true);
+    expect(c.metadata).not.toBe(a.metadata);
+    expect(c.metadata).toEqual({ team: "ml", env: "prod" });
+    // Keys and values that would run together without the length prefixes stay apart.
+    const d = normalizeSandbox(rec("d", { "a\u0000b": "c" }));
+    const e = normalizeSandbox(rec("e", { a: "b\u0000c" }));
+    expect(e.metadata).toEqual({ a: "b\u0000c" });
+    expect(d.metadata).toEqual({ "a\u0000b": "c" });
+    const f = normalizeSandbox(rec("f", { ab: "c" }));
+    const g = normalizeSandbox(rec("g", { a: "bc" }));
+    expect(g.metadata).toEqual({ a: "bc" });
+    expect(f.metadata).toEqual({ ab: "c" });
+  });
+});
+
 describe("normalizeNode", () => {
   it.each(["nodes-e2b", "nodes-snake", "nodes-pascal"])(
     "reads %s as the same nodes, numeric and info fields included",
