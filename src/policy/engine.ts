@@ -184,16 +184,7 @@ export class PolicyEngine {
       durationSeconds: r.durationMs / 1000,
       rules,
       decisions: r.outcomes.length,
-      plan: plan.map((o) => ({
-        rule: o.rule,
-        sandbox: o.sandboxId,
-        template: o.templateId,
-        state: o.state,
-        action: o.action,
-        dryRun: o.dryRun,
-        result: o.result ?? "pending",
-        reason: o.detail ? `${o.reason}; ${o.detail}` : o.reason,
-      })),
+      plan: plan.map(describe),
     };
   }
 
@@ -244,16 +235,7 @@ export class PolicyEngine {
   }
 
   private audit(o: PolicyOutcome): void {
-    const line = {
-      audit: true,
-      rule: o.rule,
-      sandbox: o.sandboxId,
-      template: o.templateId,
-      action: o.action,
-      dryRun: o.dryRun,
-      result: o.result ?? "pending",
-      reason: o.detail ? `${o.reason}; ${o.detail}` : o.reason,
-    };
+    const line = { audit: true, ...describe(o) };
     if (o.result === undefined) {
       this.log.debug(line, "policy decision");
       return;
@@ -262,4 +244,18 @@ export class PolicyEngine {
     if (o.result === "failed") this.log.warn(line, "policy decision");
     else this.log.info(line, "policy decision");
   }
+}
+
+/** One decision as /status and the audit line show it. */
+function describe(o: PolicyOutcome): Record<string, unknown> {
+  return {
+    rule: o.rule,
+    sandbox: o.sandboxId,
+    template: o.templateId,
+    state: o.state,
+    action: o.action,
+    dryRun: o.dryRun,
+    result: o.result ?? "pending",
+    reason: o.detail ? `${o.reason}; ${o.detail}` : o.reason,
+  };
 }
