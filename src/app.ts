@@ -90,6 +90,8 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     templateDetails: config.poll.templateDetails,
     clusterWide: config.shard.index === 0,
     readHealth: policySpec !== undefined,
+    // Nothing reads metadata without per-sandbox series or policy: keep the compact table.
+    compactSandboxes: !config.metrics.perSandboxMetrics && policySpec === undefined,
   });
   const policy = policySpec
     ? new PolicyEngine({

@@ -27,6 +27,8 @@ export interface Walk<T> {
 export async function walkPages<T>(
   fetchPage: (token: string | undefined) => Promise<DeferredPage<T>>,
   maxPages: number,
+  /** Receives each item instead of the returned list (which then stays empty). */
+  sink?: (item: T) => void,
 ): Promise<Walk<T>> {
   const items: T[] = [];
   const seen = new Set<string>();
@@ -64,7 +66,8 @@ export async function walkPages<T>(
       // Let the HTTP client put the request on the wire before this turn is spent normalizing.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    for (const item of page.items()) items.push(item);
+    if (sink) for (const item of page.items()) sink(item);
+    else for (const item of page.items()) items.push(item);
     if (last) return { items, pages };
   }
 }

@@ -10,6 +10,7 @@ import type {
 import type { Clock } from "../util/clock.js";
 import { mapLimit } from "../util/concurrency.js";
 import { walkPages } from "./paging.js";
+import { type SandboxList, SandboxTable } from "./sandbox-table.js";
 import { COLLECTORS, type CollectorName, type CollectorStatus, type Snapshot } from "./snapshot.js";
 
 /** Detail reads (/nodes/{id}, /templates/{id}) in flight at once. */
@@ -45,6 +46,11 @@ export interface PollerOptions {
   clusterWide: boolean;
   /** Read /health even when not cluster-wide (the policy engine acts only while it is up). */
   readHealth?: boolean;
+  /**
+   * Keep sandboxes as a compact table without metadata (see SandboxTable): for when neither
+   * per-sandbox series nor the policy engine read them.
+   */
+  compactSandboxes?: boolean;
 }
 
 interface Outcome<T> {
@@ -187,18 +193,21 @@ export class Poller {
     );
   }
 
-  private async readSandboxes(): Promise<{ value: Sandbox[]; requests: number }> {
+  private async readSandboxes(): Promise<{ value: SandboxList; requests: number }> {
     const { reader, pageLimit, maxPages, state, metadata } = this.options;
-    const walk = await walkPages(
-      (nextToken) =>
-        reader.listSandboxPage({
-          limit: pageLimit,
-          ...(state ? { state } : {}),
-          ...(metadata ? { metadata } : {}),
-          ...(nextToken !== undefined ? { nextToken } : {}),
-        }),
-      maxPages,
-    );
+    const fetchPage = (nextToken: string | undefined) =>
+      reader.listSandboxPage({
+        limit: pageLimit,
+        ...(state ? { state } : {}),
+        ...(metadata ? { metadata } : {}),
+        ...(nextToken !== undefined ? { nextToken } : {}),
+      });
+    if (this.options.compactSandboxes) {
+      const table = SandboxTable.builder();
+      const walk = await walkPages(fetchPage, maxPages, (s) => table.push(s));
+      return { value: table.build(), requests: walk.pages };
+    }
+    const walk = await walkPages(fetchPage, maxPages);
     return { value: dedupeById(walk.items), requests: walk.pages };
   }
 }

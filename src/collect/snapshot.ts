@@ -1,11 +1,6 @@
 // The immutable result of one poll cycle: what /metrics, /status and the policy engine read.
-import type {
-  ClusterOverview,
-  Health,
-  PlatformNode,
-  Sandbox,
-  Template,
-} from "../platform/types.js";
+import type { ClusterOverview, Health, PlatformNode, Template } from "../platform/types.js";
+import type { SandboxList } from "./sandbox-table.js";
 
 /** The independent parts of a poll cycle; each succeeds or fails on its own. */
 export const COLLECTORS = ["health", "overview", "nodes", "templates", "sandboxes"] as const;
@@ -53,8 +48,11 @@ export interface Snapshot {
   overview?: ClusterOverview;
   nodes?: readonly PlatformNode[];
   templates?: readonly Template[];
-  /** All sandboxes of the walk (every shard); per-sandbox output filters by shard. */
-  sandboxes?: readonly Sandbox[];
+  /**
+   * All sandboxes of the walk (every shard); per-sandbox output filters by shard. An array when
+   * per-sandbox series or the policy need whole records, else a compact SandboxTable.
+   */
+  sandboxes?: SandboxList;
   /** True when every page of /v2/sandboxes was walked in this very cycle. */
   sandboxesComplete: boolean;
   collectors: Readonly<Record<CollectorName, CollectorStatus>>;

@@ -1,11 +1,6 @@
 // Churn counters: sandbox ids appearing and vanishing between consecutive complete walks.
 import type { Sandbox } from "../platform/types.js";
 import { Family, labels } from "./text.js";
-import { WalkIndex, type WalkRecord } from "./walk-index.js";
-
-interface Known extends WalkRecord {
-  template: string;
-}
 
 /**
  * Counts, by template, ids that appeared or vanished between two consecutive complete walks, so
@@ -14,34 +9,33 @@ interface Known extends WalkRecord {
  * report every sandbox it missed as gone.
  */
 export class ChurnTracker {
-  private readonly known = new WalkIndex<Known>();
+  /** id -> template of the last complete walk; plain strings, so 100,000 ids cost a few MB. */
+  private known = new Map<string, string>();
   private walks = 0;
   private baseline = false;
   private readonly created = new Map<string, number>();
   private readonly disappeared = new Map<string, number>();
 
   /** Feeds one walk of this shard's sandboxes. */
-  observe(sandboxes: readonly Sandbox[], complete: boolean): void {
+  observe(sandboxes: Iterable<Sandbox>, complete: boolean): void {
     if (!complete) {
       this.baseline = false;
       return;
     }
     const counting = this.baseline;
-    const walk = this.known.begin();
+    const known = this.known;
+    const next = new Map<string, string>();
     this.walks++;
     for (const s of sandboxes) {
-      const k = this.known.find(s.id);
-      if (k?.walk === walk) continue;
-      if (k) {
-        k.template = s.templateId;
-        this.known.keep(k);
-        continue;
-      }
-      this.known.keep({ id: s.id, walk: 0, pos: 0, template: s.templateId });
+      if (next.has(s.id)) continue;
+      next.set(s.id, s.templateId);
+      if (known.has(s.id)) continue;
       touch(this.created, s.templateId, counting ? 1 : 0);
       touch(this.disappeared, s.templateId, 0);
     }
-    this.known.end((k) => touch(this.disappeared, k.template, counting ? 1 : 0));
+    for (const [id, template] of known)
+      if (!next.has(id)) touch(this.disappeared, template, counting ? 1 : 0);
+    this.known = next;
     this.baseline = true;
   }
 

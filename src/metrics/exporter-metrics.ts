@@ -3,7 +3,9 @@
 // followed at scrape time by the prom-client registry's live metrics.
 import { createGzip, gzipSync } from "node:zlib";
 import type { Registry } from "prom-client";
+import type { SandboxList } from "../collect/sandbox-table.js";
 import type { Snapshot } from "../collect/snapshot.js";
+import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { inShard } from "../util/shard.js";
 import { ChurnTracker } from "./churn.js";
@@ -143,15 +145,13 @@ export class ExporterMetrics {
           "numeric field left out: its metric name is taken",
         );
     }
-    const own =
-      snapshot.sandboxes && shard.total > 1
-        ? snapshot.sandboxes.filter((s) => inShard(s.id, shard.index, shard.total))
-        : snapshot.sandboxes;
+    const list = snapshot.sandboxes;
+    const own = list && shard.total > 1 ? ownShard(list, shard.index, shard.total) : list;
     if (own) {
       this.churn.observe(own, snapshot.sandboxesComplete);
       small.push(...this.aggregates.render(own, snapshot.templates?.map((t) => t.id) ?? []));
       if (this.perSandbox) {
-        const out = this.perSandbox.render(own);
+        const out = this.perSandbox.render(Array.isArray(own) ? own : Array.from(own));
         big = out.chunks;
         if (out.dropped > 0)
           this.warnOnce(
@@ -236,4 +236,11 @@ function gzipChunks(chunks: readonly Buffer[]): Promise<Buffer> {
     for (const c of chunks) z.write(c);
     z.end();
   });
+}
+
+/** The sandboxes of one shard, as an array. */
+function ownShard(list: SandboxList, index: number, total: number): Sandbox[] {
+  const out: Sandbox[] = [];
+  for (const s of list) if (inShard(s.id, index, total)) out.push(s);
+  return out;
 }

@@ -38,7 +38,7 @@ export class SandboxAggregates {
   }
 
   /** Families of `sandboxes` (already this shard's); `templates` lists ids known to exist. */
-  render(sandboxes: readonly Sandbox[], templates: readonly string[]): Family[] {
+  render(sandboxes: Iterable<Sandbox>, templates: readonly string[]): Family[] {
     const groups = new Map<string, Map<string, Group>>();
     for (const s of sandboxes) {
       let byState = groups.get(s.templateId);

@@ -118,7 +118,8 @@ export class PolicyEngine {
     }
     const spec = this.spec;
     const { index, total } = this.o.shard;
-    const own = (snapshot.sandboxes ?? []).filter((s) => inShard(s.id, index, total));
+    const own: Sandbox[] = [];
+    for (const s of snapshot.sandboxes ?? []) if (inShard(s.id, index, total)) own.push(s);
     const { activity, stats } = await this.activity.lastActivity(this.idleAsked(own, now), now);
     this.metrics.observeActivity(stats);
     if (stats.errors > 0)

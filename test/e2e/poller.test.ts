@@ -26,30 +26,37 @@ afterEach(async () => {
 });
 
 describe("poller and /metrics against the simulator", () => {
-  it("matches the simulator's ground truth per state x template at 10,000 sandboxes over 100 pages", async () => {
-    const { sim, e } = await setup(10_000, ["--page-limit", "100"]);
-    const snap = await e.runCycle();
-    expect(snap?.collectors.sandboxes.requests).toBe(100);
-    expect(sim.counters.get("GET /v2/sandboxes")).toBe(100);
-    const m = samples(await scrape(e));
-    const truth = sim.state.groundTruth();
-    expect(truth.length).toBeGreaterThan(5);
-    let total = 0;
-    for (const row of truth) {
-      const l = `{state="${row.state}",template="${row.templateId}"}`;
-      expect(m.get(`sandbox_sandboxes${l}`), l).toBe(row.count);
-      expect(m.get(`sandbox_sandboxes_cpus${l}`), l).toBe(row.cpuSum);
-      expect(m.get(`sandbox_sandboxes_memory_bytes${l}`), l).toBe(row.memoryBytesSum);
-      expect(m.get(`sandbox_sandboxes_oldest_start_time_seconds${l}`), l).toBe(
-        row.oldestStartSeconds,
+  // Per-sandbox series off keeps the compact table; on keeps whole records: both must agree.
+  it.each([
+    ["the compact table", []],
+    ["whole records", ["--per-sandbox-metrics"]],
+  ])(
+    "matches the simulator's ground truth per state x template at 10,000 sandboxes over 100 pages, with %s",
+    async (_, extra) => {
+      const { sim, e } = await setup(10_000, ["--page-limit", "100", ...extra]);
+      const snap = await e.runCycle();
+      expect(snap?.collectors.sandboxes.requests).toBe(100);
+      expect(sim.counters.get("GET /v2/sandboxes")).toBe(100);
+      const m = samples(await scrape(e));
+      const truth = sim.state.groundTruth();
+      expect(truth.length).toBeGreaterThan(5);
+      let total = 0;
+      for (const row of truth) {
+        const l = `{state="${row.state}",template="${row.templateId}"}`;
+        expect(m.get(`sandbox_sandboxes${l}`), l).toBe(row.count);
+        expect(m.get(`sandbox_sandboxes_cpus${l}`), l).toBe(row.cpuSum);
+        expect(m.get(`sandbox_sandboxes_memory_bytes${l}`), l).toBe(row.memoryBytesSum);
+        expect(m.get(`sandbox_sandboxes_oldest_start_time_seconds${l}`), l).toBe(
+          row.oldestStartSeconds,
+        );
+        total += row.count;
+      }
+      expect(total).toBe(10_000);
+      expect([...m.keys()].filter((k) => k.startsWith("sandbox_sandboxes{"))).toHaveLength(
+        truth.length,
       );
-      total += row.count;
-    }
-    expect(total).toBe(10_000);
-    expect([...m.keys()].filter((k) => k.startsWith("sandbox_sandboxes{"))).toHaveLength(
-      truth.length,
-    );
-  });
+    },
+  );
 
   it("answers scrapes from the cached snapshot without calling the platform", async () => {
     const { sim, e } = await setup(500);

@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest";
+import { SandboxTable } from "../../src/collect/sandbox-table.js";
+import type { Sandbox } from "../../src/platform/types.js";
+
+function sandbox(i: number, over: Partial<Sandbox> = {}): Sandbox {
+  return {
+    id: `s${i}`,
+    templateId: `t${i % 3}`,
+    state: i % 2 ? "running" : "paused",
+    cpuCount: i % 8,
+    memoryMB: 512 * (i % 4),
+    startedAt: 1_795_000_000_000 + i,
+    endAt: 1_796_000_000_000,
+    domain: "x.test",
+    metadata: { team: "ml" },
+    extra: { disk_size_mb: 1 },
+    ...over,
+  };
+}
+
+describe("SandboxTable", () => {
+  it("gives back every row's id, template, state, CPU, memory and start, past its first growth", () => {
+    const rows = Array.from({ length: 3000 }, (_, i) => sandbox(i));
+    const b = SandboxTable.builder();
+    for (const s of rows) b.push(s);
+    const table = b.build();
+    expect(table.length).toBe(3000);
+    const back = [...table];
+    expect(
+      back.map((s) => [s.id, s.templateId, s.state, s.cpuCount, s.memoryMB, s.startedAt]),
+    ).toEqual(rows.map((s) => [s.id, s.templateId, s.state, s.cpuCount, s.memoryMB, s.startedAt]));
+    // What nothing reads in compact mode is not kept.
+    expect(back[5]).toMatchObject({ metadata: {}, extra: {}, domain: undefined, endAt: undefined });
+  });
+
+  it("keeps absent numbers absent and lets a repeated id replace its earlier row", () => {
+    const b = SandboxTable.builder();
+    b.push(sandbox(1, { cpuCount: undefined, memoryMB: undefined, startedAt: undefined }));
+    b.push(sandbox(2));
+    b.push(sandbox(1, { state: "killed", cpuCount: 0 }));
+    const [first, second, ...rest] = b.build();
+    expect(rest).toEqual([]);
+    expect(first).toMatchObject({ id: "s1", state: "killed", cpuCount: 0 });
+    expect(first?.memoryMB).toBe(512);
+    expect(second?.id).toBe("s2");
+    const c = SandboxTable.builder();
+    c.push(sandbox(7, { cpuCount: undefined, memoryMB: undefined, startedAt: undefined }));
+    const [only] = c.build();
+    expect(only?.cpuCount).toBeUndefined();
+    expect(only?.memoryMB).toBeUndefined();
+    expect(only?.startedAt).toBeUndefined();
+  });
+});
