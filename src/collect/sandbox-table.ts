@@ -70,7 +70,8 @@ type Make = (
 /** Collects rows for a SandboxTable; `build` trims the columns to the rows held. */
 export class SandboxTableBuilder {
   private ids: string[] = [];
-  private rowOf = new Map<string, number>();
+  /** id -> row; built only once ids stop arriving in ascending order (pages usually are sorted). */
+  private rowOf: Map<string, number> | undefined;
   private templateIdx = new Uint32Array(INITIAL_CAPACITY);
   private stateIdx = new Uint32Array(INITIAL_CAPACITY);
   private cpu = new Float64Array(INITIAL_CAPACITY);
@@ -85,12 +86,12 @@ export class SandboxTableBuilder {
 
   /** Adds one sandbox. */
   push(s: Sandbox): void {
-    let row = this.rowOf.get(s.id);
+    let row = this.rowFor(s.id);
     if (row === undefined) {
       row = this.ids.length;
       if (row === this.cpu.length) this.grow();
       this.ids.push(s.id);
-      this.rowOf.set(s.id, row);
+      this.rowOf?.set(s.id, row);
     }
     this.templateIdx[row] = code(s.templateId, this.templates, this.templateOf);
     this.stateIdx[row] = code(s.state, this.states, this.stateOf);
@@ -114,6 +115,15 @@ export class SandboxTableBuilder {
     );
   }
 
+  /** The row already holding `id`, if any; ascending ids cannot repeat, so need no lookup. */
+  private rowFor(id: string): number | undefined {
+    if (this.rowOf) return this.rowOf.get(id);
+    const last = this.ids[this.ids.length - 1];
+    if (last === undefined || id > last) return undefined;
+    this.rowOf = new Map(this.ids.map((x, i) => [x, i]));
+    return this.rowOf.get(id);
+  }
+
   private grow(): void {
     const size = this.cpu.length * 2;
     const widen = <A extends Uint32Array | Float64Array>(a: A, make: (n: number) => A): A => {
@@ -130,6 +140,9 @@ export class SandboxTableBuilder {
 }
 
 function code(value: string, values: string[], index: Map<string, number>): number {
+  // Runs of one template or state are common; the last value is checked before the map.
+  const lastAt = values.length - 1;
+  if (lastAt >= 0 && values[lastAt] === value) return lastAt;
   let i = index.get(value);
   if (i === undefined) {
     i = values.length;

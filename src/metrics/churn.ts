@@ -9,8 +9,9 @@ import { Family, labels } from "./text.js";
  * report every sandbox it missed as gone.
  */
 export class ChurnTracker {
-  /** id -> template of the last complete walk; plain strings, so 100,000 ids cost a few MB. */
-  private known = new Map<string, string>();
+  /** Ids of the last complete walk in ascending order, and their templates. */
+  private ids: string[] = [];
+  private templates: string[] = [];
   private walks = 0;
   private baseline = false;
   private readonly created = new Map<string, number>();
@@ -22,20 +23,32 @@ export class ChurnTracker {
       this.baseline = false;
       return;
     }
-    const counting = this.baseline;
-    const known = this.known;
-    const next = new Map<string, string>();
+    const counting = this.baseline ? 1 : 0;
+    const { ids, templates } = sortedWalk(sandboxes);
     this.walks++;
-    for (const s of sandboxes) {
-      if (next.has(s.id)) continue;
-      next.set(s.id, s.templateId);
-      if (known.has(s.id)) continue;
-      touch(this.created, s.templateId, counting ? 1 : 0);
-      touch(this.disappeared, s.templateId, 0);
+    // Both lists ascending: one merge finds the ids that came and went, without hashing.
+    const prevIds = this.ids;
+    const prevTemplates = this.templates;
+    let a = 0;
+    let b = 0;
+    while (a < prevIds.length || b < ids.length) {
+      const old = prevIds[a];
+      const now = ids[b];
+      if (now === undefined || (old !== undefined && old < now)) {
+        touch(this.disappeared, prevTemplates[a] as string, counting);
+        a++;
+      } else if (old === undefined || now < old) {
+        const t = templates[b] as string;
+        touch(this.created, t, counting);
+        touch(this.disappeared, t, 0);
+        b++;
+      } else {
+        a++;
+        b++;
+      }
     }
-    for (const [id, template] of known)
-      if (!next.has(id)) touch(this.disappeared, template, counting ? 1 : 0);
-    this.known = next;
+    this.ids = ids;
+    this.templates = templates;
     this.baseline = true;
   }
 
@@ -64,4 +77,37 @@ export class ChurnTracker {
 /** Adds `n` to a counter, creating it at 0 so the series exists before its first increment. */
 function touch(m: Map<string, number>, key: string, n: number): void {
   m.set(key, (m.get(key) ?? 0) + n);
+}
+
+/**
+ * The walk's ids in ascending order with their templates, each id once (its first record). Walks
+ * usually come sorted already, and then no sort runs.
+ */
+function sortedWalk(sandboxes: Iterable<Sandbox>): { ids: string[]; templates: string[] } {
+  const walkIds: string[] = [];
+  const walkTemplates: string[] = [];
+  let sorted = true;
+  for (const s of sandboxes) {
+    const last = walkIds[walkIds.length - 1];
+    if (last !== undefined && s.id <= last) sorted = false;
+    walkIds.push(s.id);
+    walkTemplates.push(s.templateId);
+  }
+  if (sorted) return { ids: walkIds, templates: walkTemplates };
+  const order = walkIds.map((_, i) => i);
+  // Stable on equal ids (index breaks ties), so the first record of a repeated id comes first.
+  order.sort((x, y) => {
+    const p = walkIds[x] as string;
+    const q = walkIds[y] as string;
+    return p < q ? -1 : p > q ? 1 : x - y;
+  });
+  const ids: string[] = [];
+  const templates: string[] = [];
+  for (const i of order) {
+    const id = walkIds[i] as string;
+    if (ids[ids.length - 1] === id) continue;
+    ids.push(id);
+    templates.push(walkTemplates[i] as string);
+  }
+  return { ids, templates };
 }

@@ -36,6 +36,26 @@ describe("ChurnTracker", () => {
     });
   });
 
+  it("counts the same whatever order the walk comes in, and a repeated id once", () => {
+    const sorted = new ChurnTracker();
+    const shuffled = new ChurnTracker();
+    sorted.observe(walk("a1", "a2", "b1", "c1"), true);
+    shuffled.observe(walk("c1", "a2", "b1", "a1", "a2"), true);
+    sorted.observe(walk("a2", "b2", "c1", "c2"), true);
+    shuffled.observe(walk("c2", "b2", "c1", "b2", "a2"), true);
+    expect(counts(shuffled)).toEqual(counts(sorted));
+    expect(counts(sorted).sandbox_sandboxes_created).toEqual([
+      'sandbox_sandboxes_created_total{template="a"} 0',
+      'sandbox_sandboxes_created_total{template="b"} 1',
+      'sandbox_sandboxes_created_total{template="c"} 1',
+    ]);
+    expect(counts(sorted).sandbox_sandboxes_disappeared).toEqual([
+      'sandbox_sandboxes_disappeared_total{template="a"} 1',
+      'sandbox_sandboxes_disappeared_total{template="b"} 1',
+      'sandbox_sandboxes_disappeared_total{template="c"} 0',
+    ]);
+  });
+
   it("counts ids appearing and vanishing between consecutive complete walks, by template", () => {
     const c = new ChurnTracker();
     c.observe(walk("a1", "a2", "b1"), true);
