@@ -6,6 +6,7 @@ import type { Dispatcher } from "undici";
 import { Poller } from "./collect/poller.js";
 import { startSchedule } from "./collect/schedule.js";
 import type { Snapshot } from "./collect/snapshot.js";
+import { policySpec } from "./config/policy-schema.js";
 import type { Config } from "./config/schema.js";
 import { ExporterMetrics, negotiateFormat } from "./metrics/exporter-metrics.js";
 import { ControlClient } from "./platform/control.js";
@@ -54,7 +55,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   const { logger, clock } = deps;
   const readFile = deps.readFile ?? ((path: string) => readFileSync(path, "utf8"));
   // Read before anything starts: a bad rule file stops the start, naming the rule and field.
-  const policySpec = config.policy.enabled ? loadPolicySpec(config.policy, readFile) : undefined;
+  const initialSpec = config.policy.enabled ? loadPolicySpec(config.policy, readFile) : undefined;
   const metrics = new ExporterMetrics({
     namespace: config.metrics.namespace,
     perSandboxMetrics: config.metrics.perSandboxMetrics,
@@ -89,13 +90,13 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     nodeDetails: config.poll.nodeDetails,
     templateDetails: config.poll.templateDetails,
     clusterWide: config.shard.index === 0,
-    readHealth: policySpec !== undefined,
+    readHealth: initialSpec !== undefined,
     // Nothing reads metadata without per-sandbox series or policy: keep the compact table.
-    compactSandboxes: !config.metrics.perSandboxMetrics && policySpec === undefined,
+    compactSandboxes: !config.metrics.perSandboxMetrics && initialSpec === undefined,
   });
-  const policy = policySpec
+  const policy = initialSpec
     ? new PolicyEngine({
-        spec: policySpec,
+        spec: initialSpec,
         platform: control,
         clock,
         logger,
@@ -142,8 +143,12 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     try {
       const next = deps.reloadConfig ? deps.reloadConfig() : config;
       if (policy && next.policy.enabled) policy.setSpec(loadPolicySpec(next.policy, readFile));
-      else if (Boolean(policy) !== next.policy.enabled)
-        logger.warn("turning the policy engine on or off takes a restart");
+      else if (policy) {
+        // The emergency stop: no rules from now on (the engine itself goes at the next restart).
+        policy.setSpec({ ...policySpec(next.policy), rules: [] });
+        logger.warn("policy disabled by reload: no rule runs until it is enabled again");
+      } else if (next.policy.enabled)
+        logger.warn("turning the policy engine on takes a restart; the new rules are not applied");
       reloads.ok();
       logger.info("configuration reloaded");
       return { ok: true };

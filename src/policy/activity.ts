@@ -35,7 +35,11 @@ export interface ActivityStats {
   firstError?: string;
 }
 
-/** Reads and caches last activity; `paused` sandboxes are never read (a read may wake them). */
+/**
+ * Reads and caches last activity. Only sandboxes in a running state are read (a read may wake a
+ * paused one); for the others only the configured fields count, never the start time: a sandbox
+ * started days ago and paused a minute ago is not idle for days.
+ */
 export class ActivityTracker {
   private cache = new Map<string, CacheEntry>();
   /** Log reads issued so far. */
@@ -44,13 +48,17 @@ export class ActivityTracker {
   constructor(
     private readonly readLogs: LogReader,
     private options: PolicySpec["activity"],
-    private readonly paused: ReadonlySet<string>,
+    private readonly running: ReadonlySet<string>,
   ) {}
+
+  /** Bumped by setOptions, so a run that began under the old settings does not refill the cache. */
+  private generation = 0;
 
   /** New settings (reload); cached values may have come from the old fallbacks, so they go. */
   setOptions(options: PolicySpec["activity"]): void {
     this.options = options;
     this.cache = new Map();
+    this.generation++;
   }
 
   /**
@@ -63,6 +71,7 @@ export class ActivityTracker {
     now: number,
   ): Promise<{ activity: Map<string, number | undefined>; stats: ActivityStats }> {
     const stats: ActivityStats = { reads: 0, errors: 0, cacheHits: 0 };
+    const generation = this.generation;
     const next = new Map<string, CacheEntry>();
     const toRead: Sandbox[] = [];
     for (const [s, idleFor] of wanted) {
@@ -82,7 +91,7 @@ export class ActivityTracker {
         stats.firstError ??= a.error;
       } else next.set(s.id, { ...a, startedAt: s.startedAt });
     });
-    this.cache = next;
+    if (generation === this.generation) this.cache = next;
     const activity = new Map<string, number | undefined>();
     for (const s of wanted.keys()) activity.set(s.id, next.get(s.id)?.at);
     return { activity, stats };
@@ -90,7 +99,8 @@ export class ActivityTracker {
 
   /** A fresh read for one sandbox (the executor's re-check before acting); never cached. */
   async readOne(s: Sandbox): Promise<Activity> {
-    if (!this.paused.has(s.state)) {
+    const running = this.running.has(s.state);
+    if (running) {
       this.requests++;
       try {
         const page = await this.readLogs(s.id, {
@@ -103,18 +113,18 @@ export class ActivityTracker {
         return { at: undefined, source: "error", error: (err as Error).message ?? String(err) };
       }
     }
-    return fallback(s, this.options);
+    return fallback(s, this.options, running);
   }
 }
 
-/** Last activity when the logs give none: the metadata field, the runtime field, the start. */
-function fallback(s: Sandbox, o: PolicySpec["activity"]): Activity {
+/** Last activity when the logs give none: the metadata field, the runtime field, the start (running only). */
+function fallback(s: Sandbox, o: PolicySpec["activity"], running: boolean): Activity {
   const meta = o.metadataField ? s.metadata[o.metadataField] : undefined;
   const fromMeta = meta === undefined ? undefined : parseTime(meta);
   if (fromMeta !== undefined) return { at: fromMeta, source: "metadata" };
   const runtime = o.runtimeField ? s.extra[o.runtimeField] : undefined;
   const fromRuntime = runtime === undefined ? undefined : epochMs(runtime);
   if (fromRuntime !== undefined) return { at: fromRuntime, source: "runtime" };
-  if (s.startedAt !== undefined) return { at: s.startedAt, source: "start" };
+  if (running && s.startedAt !== undefined) return { at: s.startedAt, source: "start" };
   return { at: undefined, source: "none" };
 }

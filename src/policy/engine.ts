@@ -19,6 +19,14 @@ import { applyDecision, type PolicyPlatform, type PolicyResult } from "./executo
 import { cheapMatch, type StateSets } from "./match.js";
 import { PolicyMetrics } from "./policy-metrics.js";
 
+/** Results that start a sandbox's cooldown: every attempt, not only the successful ones. */
+const COOLS_DOWN: ReadonlySet<PolicyResult> = new Set<PolicyResult>([
+  "done",
+  "dry_run",
+  "failed",
+  "skipped_unverified",
+]);
+
 /** Entries of the plan shown on /status; the counts cover all of them. */
 const PLAN_ENTRIES = 200;
 
@@ -73,7 +81,7 @@ export class PolicyEngine {
     this.activity = new ActivityTracker(
       (id, q) => o.platform.listLogs(id, q),
       o.spec.activity,
-      this.states.paused,
+      this.states.running,
     );
     this.metrics = new PolicyMetrics(o.registry, o.namespace);
     this.metrics.setRules(o.spec);
@@ -135,11 +143,15 @@ export class PolicyEngine {
       memory: this.memory,
       now,
     });
-    const outcomes = await this.apply(evaluation, spec);
-    const acted = outcomes.filter((d) => d.result === "done" || d.result === "dry_run");
+    const outcomes = await this.apply(evaluation, spec, snapshot.startedAt);
+    // Failed and unverified attempts cool down too: a call that keeps failing is not repeated
+    // every cycle, nor does it hold the rule's budget.
+    const acted = outcomes.filter((d) => d.result !== undefined && COOLS_DOWN.has(d.result));
     this.memory = recordActions(evaluation.memory, acted, now);
-    for (const [rule, n] of Object.entries(evaluation.candidates))
-      this.metrics.candidates.set({ rule }, n);
+    // A reload during the run already set the new rules' gauges.
+    if (spec === this.spec)
+      for (const [rule, n] of Object.entries(evaluation.candidates))
+        this.metrics.candidates.set({ rule }, n);
     const stoppedBefore = new Set(this.last?.blastRadius);
     for (const rule of evaluation.blastRadius) {
       this.metrics.blastRadius.inc({ rule });
@@ -191,7 +203,8 @@ export class PolicyEngine {
 
   private blockReason(s: Snapshot, now: number): BlockReason | undefined {
     if (!s.sandboxesComplete || !s.collectors.sandboxes.success) return "incomplete";
-    if (now - s.finishedAt > this.spec.maxSnapshotAgeMs) return "stale";
+    // Its first pages are as old as the cycle's start, not its end.
+    if (now - s.startedAt > this.spec.maxSnapshotAgeMs) return "stale";
     if (!s.collectors.health.success || s.health?.up !== true) return "health_down";
     return undefined;
   }
@@ -214,7 +227,11 @@ export class PolicyEngine {
   }
 
   /** Acts on "act" decisions one at a time (the rate limit is the per-cycle cap), audits each. */
-  private async apply(evaluation: Evaluation, spec: PolicySpec): Promise<PolicyOutcome[]> {
+  private async apply(
+    evaluation: Evaluation,
+    spec: PolicySpec,
+    snapshotAt: number,
+  ): Promise<PolicyOutcome[]> {
     const rules = new Map(spec.rules.map((r) => [r.name, r]));
     const ctx = {
       platform: this.o.platform,
@@ -228,6 +245,10 @@ export class PolicyEngine {
       let outcome: PolicyOutcome;
       if (d.outcome === "pending") outcome = { ...d };
       else if (d.outcome !== "act") outcome = { ...d, result: d.outcome };
+      else if (!d.dryRun && this.spec !== spec)
+        outcome = { ...d, result: "skipped_changed", detail: "rules reloaded during the run" };
+      else if (!d.dryRun && ctx.now() - snapshotAt > spec.maxSnapshotAgeMs)
+        outcome = { ...d, result: "skipped_stale", detail: "snapshot grew too old during the run" };
       else outcome = { ...d, ...(await applyDecision(d, rules.get(d.rule) as PolicyRule, ctx)) };
       out.push(outcome);
       this.audit(outcome);
@@ -238,7 +259,9 @@ export class PolicyEngine {
   private audit(o: PolicyOutcome): void {
     const line = { audit: true, ...describe(o) };
     if (o.result === undefined) {
-      this.log.debug(line, "policy decision");
+      // The notice period is announced where operators look; the other pending ones are noise.
+      if (o.notice) this.log.info(line, "policy notice");
+      else this.log.debug(line, "policy decision");
       return;
     }
     this.metrics.decisions.inc({ rule: o.rule, action: o.action, result: o.result });

@@ -23,6 +23,8 @@ export interface PolicyDecision {
   outcome: DecisionOutcome;
   dryRun: boolean;
   reason: string;
+  /** Pending in the rule's notifyBefore period: announced at info level. */
+  notice?: true;
 }
 
 /** What the evaluator remembers between fresh snapshots. */
@@ -77,7 +79,7 @@ export function evaluatePolicy(input: EvaluationInput): Evaluation {
   let acts = 0;
   for (const rule of spec.rules) {
     const dryRun = rule.dryRun ?? spec.dryRun;
-    const decide = (s: Sandbox, outcome: DecisionOutcome, reason: string): void => {
+    const decide = (s: Sandbox, outcome: DecisionOutcome, reason: string, notice = false): void => {
       decisions.push({
         rule: rule.name,
         action: rule.action,
@@ -87,18 +89,21 @@ export function evaluatePolicy(input: EvaluationInput): Evaluation {
         outcome,
         dryRun,
         reason,
+        ...(notice ? { notice: true as const } : {}),
       });
     };
     let looked = 0;
     const qualifying: Qualifying[] = [];
     for (const s of input.sandboxes) {
       if (!selectorMatch(rule, s, input.states)) continue;
-      looked++;
+      // Protected ones are not in the share: they would make an over-broad rule look narrower.
+      const isSafe = isProtected(s.metadata, spec.protectLabel, now);
+      if (!isSafe) looked++;
       if (!ageHolds(rule, s, now)) continue;
       const last = rule.idleFor === undefined ? undefined : input.activity.get(s.id);
       if (!idleHolds(rule, last, now)) continue;
       const why = conditionText(rule, s, last, now);
-      if (isProtected(s.metadata, spec.protectLabel, now)) {
+      if (isSafe) {
         decide(s, "skipped_protected", `${why}; protected by ${spec.protectLabel.key}`);
         continue;
       }
@@ -141,7 +146,7 @@ export function evaluatePolicy(input: EvaluationInput): Evaluation {
         );
       } else if (rule.notifyBefore !== undefined && now - streak.since < rule.notifyBefore) {
         const at = new Date(streak.since + rule.notifyBefore).toISOString();
-        decide(s, "pending", `${q.why}; notice period, acts from ${at}`);
+        decide(s, "pending", `${q.why}; notice period, acts from ${at}`, true);
       } else if (lastAction !== undefined && now - lastAction < rule.cooldown) {
         decide(
           s,

@@ -15,6 +15,7 @@ export type PolicyResult =
   | "failed"
   | "skipped_gone"
   | "skipped_changed"
+  | "skipped_stale"
   | "skipped_unverified";
 
 /** The management calls the executor makes: one read and the two mutations. */

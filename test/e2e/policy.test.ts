@@ -61,7 +61,11 @@ async function platform(): Promise<Setup> {
 interface Started {
   exporter: Exporter;
   audit: Array<Record<string, unknown>>;
+  /** "policy notice" lines (notifyBefore). */
+  notices: Array<Record<string, unknown>>;
   files: Map<string, string>;
+  /** Flags added to the command line of the next reload. */
+  reloadArgv: string[];
 }
 
 async function exporter(
@@ -71,15 +75,29 @@ async function exporter(
   dispatcher: Dispatcher = new Agent(),
 ): Promise<Started> {
   const files = new Map([["rules.yaml", rules]]);
-  const { config } = loadConfig({
-    argv: ["--listen", "127.0.0.1:0", "--retries", "0", "--policy", "rules.yaml", ...argv],
-    env: { SANDBOX_API_URL: p.sim.apiUrl, SANDBOX_DOMAIN: p.sim.domain },
-  });
+  const load = (extra: string[] = []) =>
+    loadConfig({
+      argv: [
+        "--listen",
+        "127.0.0.1:0",
+        "--retries",
+        "0",
+        "--policy",
+        "rules.yaml",
+        ...argv,
+        ...extra,
+      ],
+      env: { SANDBOX_API_URL: p.sim.apiUrl, SANDBOX_DOMAIN: p.sim.domain },
+    }).config;
+  const config = load();
+  const reloadArgv: string[] = [];
   const audit: Array<Record<string, unknown>> = [];
+  const notices: Array<Record<string, unknown>> = [];
   const sink = new Writable({
     write(chunk, _enc, done) {
       const line = JSON.parse(String(chunk)) as Record<string, unknown>;
       if (line.audit) audit.push(line);
+      if (line.msg === "policy notice") notices.push(line);
       done();
     },
   });
@@ -93,9 +111,10 @@ async function exporter(
       if (text === undefined) throw new Error(`ENOENT: ${path}`);
       return text;
     },
+    reloadConfig: () => load(reloadArgv),
   });
   exporters.push(e);
-  return { exporter: e, audit, files };
+  return { exporter: e, audit, notices, files, reloadArgv };
 }
 
 const IDLE_RULE = (extra = "") => `
@@ -418,5 +437,135 @@ rules:
     m = await scrape(e);
     expect(metric(m, "sandbox_exporter_config_last_reload_successful")).toBe(0);
     expect(metric(m, 'sandbox_policy_dry_run{rule="renamed"}')).toBe(1);
+  });
+
+  it("never finds a paused sandbox idle from its start time; a configured activity field counts", async () => {
+    const p = await platform();
+    // Started three days ago, busy a minute ago, then paused.
+    const fresh = p.add(MIN, { state: "paused", startedAt: T0 - 3 * 24 * 60 * MIN });
+    const old = p.add(MIN, {
+      state: "paused",
+      startedAt: T0 - 3 * 24 * 60 * MIN,
+      metadata: { "last-activity": new Date(T0 - 2 * 24 * 60 * MIN).toISOString() },
+    });
+    const rules = `
+maxMatchPercent: 100
+consecutiveCycles: 1
+activity: { metadataField: last-activity }
+rules:
+  - name: stale-paused
+    match: { states: [paused] }
+    idleFor: 24h
+    action: delete
+    allowDelete: true
+`;
+    const { exporter: e } = await exporter(p, rules, ["--policy-dry-run=false"]);
+    await e.runCycle();
+    expect(p.sim.counters.get("DELETE /sandboxes/{id}")).toBe(1);
+    expect(p.sim.state.sandbox(old)).toBeUndefined();
+    expect(p.sim.state.sandbox(fresh)?.state).toBe("paused");
+    // Paused sandboxes' logs are never read: a read may wake them.
+    expect(p.sim.counters.get(LOGS)).toBe(0);
+  });
+
+  it("cools a failing action down instead of repeating it every cycle", async () => {
+    const p = await platform();
+    p.add(2 * 60 * MIN);
+    p.sim.faults.route("POST /sandboxes/{id}/pause", { status: 500 });
+    const { exporter: e } = await exporter(p, IDLE_RULE("    cooldown: 1h"), [
+      "--policy-dry-run=false",
+    ]);
+    await e.runCycle();
+    p.clock.advance(MIN);
+    await e.runCycle();
+    p.clock.advance(MIN);
+    await e.runCycle();
+    expect(p.sim.counters.get(PAUSE)).toBe(1);
+    const m = await scrape(e);
+    expect(
+      metric(m, 'sandbox_policy_decisions_total{rule="idle",action="pause",result="failed"}'),
+    ).toBe(1);
+    expect(
+      metric(
+        m,
+        'sandbox_policy_decisions_total{rule="idle",action="pause",result="skipped_cooldown"}',
+      ),
+    ).toBe(1);
+  });
+
+  it("stops acting mid-run when the rules are reloaded or the snapshot grows too old", async () => {
+    const p = await platform();
+    for (let i = 0; i < 6; i++) p.add((60 + i) * MIN);
+    let hook: (() => void) | undefined;
+    const between = new Agent().compose((dispatch) => (opts, handler) => {
+      if (
+        opts.method === "GET" &&
+        /\/sandboxes\/[^/?]+$/.test(opts.path) &&
+        !opts.path.includes("/v2/")
+      ) {
+        hook?.();
+        hook = undefined;
+      }
+      return dispatch(opts, handler);
+    });
+    const rules = IDLE_RULE().replace(
+      "maxMatchPercent: 100",
+      "maxMatchPercent: 100\nconsecutiveCycles: 1",
+    );
+    const started = await exporter(p, rules, ["--policy-dry-run=false"], between);
+    const e = started.exporter;
+    // During the first re-read the operator reloads with the rule in dry-run.
+    hook = () => {
+      started.files.set(
+        "rules.yaml",
+        rules.replace("action: pause", "action: pause\n    dryRun: true"),
+      );
+      void e.reload();
+    };
+    await e.runCycle();
+    expect(p.sim.counters.get(PAUSE)).toBe(1);
+    let m = await scrape(e);
+    expect(
+      metric(
+        m,
+        'sandbox_policy_decisions_total{rule="idle",action="pause",result="skipped_changed"}',
+      ),
+    ).toBe(5);
+    // Live again; this time the clock jumps past maxSnapshotAgeMs during the first re-read.
+    started.files.set("rules.yaml", rules);
+    expect((await e.reload()).ok).toBe(true);
+    p.clock.advance(2 * 60 * MIN);
+    hook = () => p.clock.advance(10 * MIN);
+    await e.runCycle();
+    expect(p.sim.counters.get(PAUSE)).toBe(2);
+    m = await scrape(e);
+    expect(
+      metric(
+        m,
+        'sandbox_policy_decisions_total{rule="idle",action="pause",result="skipped_stale"}',
+      ),
+    ).toBe(4);
+  });
+
+  it("turns every rule off when a reload disables the policy, and announces notice periods", async () => {
+    const p = await platform();
+    p.add(2 * 60 * MIN);
+    const rules = IDLE_RULE("    notifyBefore: 10m").replace(
+      "maxMatchPercent: 100",
+      "maxMatchPercent: 100\nconsecutiveCycles: 1",
+    );
+    const started = await exporter(p, rules, ["--policy-dry-run=false"]);
+    const e = started.exporter;
+    await e.runCycle();
+    expect(started.notices).toHaveLength(1);
+    expect(String(started.notices[0]?.reason)).toMatch(
+      /notice period, acts from 2026-11-23T12:10:00.000Z/,
+    );
+    started.reloadArgv.push("--policy-enabled=false");
+    expect((await e.reload()).ok).toBe(true);
+    p.clock.advance(20 * MIN);
+    await e.runCycle();
+    expect(p.sim.counters.mutating()).toBe(0);
+    expect(metric(await scrape(e), 'sandbox_policy_dry_run{rule="idle"}')).toBeUndefined();
   });
 });
