@@ -68,16 +68,14 @@ describe("sandbox-exporter CLI", () => {
         await new Promise((r) => setTimeout(r, 50));
       const url = /metrics:\s+(http:\S+)\/metrics/.exec(out)?.[1];
       expect(url, out).toBeDefined();
+      // Bounded wait for the first cycle's policy run (the gauge is 0 until then).
       let text = "";
-      for (
-        let i = 0;
-        i < 100 && !text.includes("sandbox_policy_last_run_timestamp_seconds ");
-        i++
-      ) {
+      const ran = (t: string) => /^sandbox_policy_last_run_timestamp_seconds [1-9]/m.test(t);
+      for (let i = 0; i < 100 && !ran(text); i++) {
         text = await (await fetch(`${url}/metrics`)).text();
-        if (!text.includes("sandbox_policy_last_run_timestamp_seconds "))
-          await new Promise((r) => setTimeout(r, 100));
+        if (!ran(text)) await new Promise((r) => setTimeout(r, 100));
       }
+      expect(ran(text), text).toBe(true);
       expect(text).toContain("sandbox_platform_up 1");
       expect(text).toMatch(/sandbox_sandbox_info\{/);
       expect(text).toMatch(/sandbox_policy_candidates\{rule="idle-dev"\}/);
