@@ -24,12 +24,10 @@ export interface PlatformReader {
   getNode(id: string): Promise<PlatformNode>;
   listTemplates(): Promise<Template[]>;
   getTemplate(id: string): Promise<Template>;
-  listSandboxPage(q: {
-    state?: string;
-    metadata?: string;
-    nextToken?: string;
-    limit?: number;
-  }): Promise<DeferredPage<Sandbox>>;
+  listSandboxPage(
+    q: { state?: string; metadata?: string; nextToken?: string; limit?: number },
+    opts?: { slim?: boolean },
+  ): Promise<DeferredPage<Sandbox>>;
 }
 
 /** What to walk and how. */
@@ -195,13 +193,17 @@ export class Poller {
 
   private async readSandboxes(): Promise<{ value: SandboxList; requests: number }> {
     const { reader, pageLimit, maxPages, state, metadata } = this.options;
+    const slim = this.options.compactSandboxes === true;
     const fetchPage = (nextToken: string | undefined) =>
-      reader.listSandboxPage({
-        limit: pageLimit,
-        ...(state ? { state } : {}),
-        ...(metadata ? { metadata } : {}),
-        ...(nextToken !== undefined ? { nextToken } : {}),
-      });
+      reader.listSandboxPage(
+        {
+          limit: pageLimit,
+          ...(state ? { state } : {}),
+          ...(metadata ? { metadata } : {}),
+          ...(nextToken !== undefined ? { nextToken } : {}),
+        },
+        { slim },
+      );
     if (this.options.compactSandboxes) {
       const table = SandboxTable.builder();
       const walk = await walkPages(fetchPage, maxPages, (s) => table.push(s));

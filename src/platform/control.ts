@@ -224,13 +224,22 @@ export class ControlClient {
     return d.nextToken === undefined ? { items } : { items, nextToken: d.nextToken };
   }
 
-  /** One page of /v2/sandboxes whose items are normalized on demand (see walkPages). */
-  async listSandboxPage(q: SandboxQuery): Promise<DeferredPage<Sandbox>> {
+  /**
+   * One page of /v2/sandboxes whose items are normalized on demand (see walkPages); `slim` leaves
+   * out metadata and the end time, for a caller that keeps neither.
+   */
+  async listSandboxPage(
+    q: SandboxQuery,
+    opts: { slim?: boolean } = {},
+  ): Promise<DeferredPage<Sandbox>> {
     const e = "/v2/sandboxes";
     const r = await this.send({ method: "GET", path: e, endpoint: e, query: q });
     const map = this.o.fieldMap;
+    const slim = opts.slim === true;
     const d = this.decode(e, "GET", () =>
-      deferList(r.body, r.headers, (raw, p) => normalizeSandbox(raw, map, p), { map: map ?? {} }),
+      deferList(r.body, r.headers, (raw, p) => normalizeSandbox(raw, map, p, slim), {
+        map: map ?? {},
+      }),
     );
     return { ...d, items: () => this.decode(e, "GET", () => d.items()) };
   }

@@ -30,8 +30,16 @@ const SHARE_CACHE_LIMIT = 4096;
 const metadataCache = new Map<string, Record<string, string>>();
 const templateCache = new Map<string, string>();
 
-/** Normalizes one sandbox record; `path` names it in errors (e.g. `sandboxes[3]`). */
-export function normalizeSandbox(raw: unknown, map?: FieldMap, path = "sandbox"): Sandbox {
+/**
+ * Normalizes one sandbox record; `path` names it in errors (e.g. `sandboxes[3]`). `slim` skips
+ * metadata and the end time (the compact snapshot keeps neither).
+ */
+export function normalizeSandbox(
+  raw: unknown,
+  map?: FieldMap,
+  path = "sandbox",
+  slim = false,
+): Sandbox {
   if (!isRecord(raw)) throw new NormalizeError(path, "a sandbox object", raw);
   const t = fieldTable("sandbox", map);
   const f = t.fields;
@@ -44,9 +52,9 @@ export function normalizeSandbox(raw: unknown, map?: FieldMap, path = "sandbox")
   const cpuCount = num(raw, f.cpuCount, same, path, readCpuCount);
   const memoryMB = num(raw, f.memoryMB, same, path, readMemoryMB);
   const startedAt = time(raw, f.startedAt, same, path);
-  const endAt = time(raw, f.endAt, same, path);
+  const endAt = slim ? undefined : time(raw, f.endAt, same, path);
   const domain = str(raw, f.domain, same, path) || undefined;
-  const metaRaw = f.metadata.read(raw, same);
+  const metaRaw = slim ? undefined : f.metadata.read(raw, same);
   const metadata =
     metaRaw === undefined
       ? EMPTY_STRINGS
