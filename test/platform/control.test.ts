@@ -133,6 +133,21 @@ describe("ControlClient against the simulator", () => {
     expect(second.items.some((s) => firstIds.has(s.id))).toBe(false);
   });
 
+  it("reads slim pages without metadata and end time, and full pages with them", async () => {
+    const c = client();
+    const full = (await c.listSandboxPage({ limit: 100 })).items();
+    const slim = (await c.listSandboxPage({ limit: 100 }, { slim: true })).items();
+    expect(slim.map((s) => [s.id, s.templateId, s.state, s.cpuCount, s.startedAt])).toEqual(
+      full.map((s) => [s.id, s.templateId, s.state, s.cpuCount, s.startedAt]),
+    );
+    expect(full.some((s) => Object.keys(s.metadata).length > 0 && s.endAt !== undefined)).toBe(
+      true,
+    );
+    expect(slim.every((s) => Object.keys(s.metadata).length === 0 && s.endAt === undefined)).toBe(
+      true,
+    );
+  });
+
   it("passes the state and metadata filters through as the platform expects them", async () => {
     const all = [...sim.state.sandboxes.values()];
     const team = all.find((s) => s.metadata.team)!.metadata.team!;
