@@ -13,6 +13,7 @@ import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { systemClock } from "../../src/util/clock.js";
 import {
   checkUsage,
+  concrete,
   type Exposition,
   type ExprSource,
   parseExposition,
@@ -48,15 +49,6 @@ const ruleList: Rule[] = readdirSync(RULES_DIR)
       (parse(readFileSync(join(RULES_DIR, f), "utf8")) as { groups: { rules: Rule[] }[] }).groups,
   )
   .flatMap((g) => g.rules);
-
-/** A dashboard query with Grafana's variables replaced by values PromQL accepts. */
-function concrete(expr: string): string {
-  return expr
-    .replaceAll("$__rate_interval", "1m")
-    .replaceAll("$__range", "1h")
-    .replaceAll("$__interval", "1m")
-    .replace(/\$\{?(\w+)\}?/g, ".*");
-}
 
 function dashboardSources(): ExprSource[] {
   const out: ExprSource[] = [];

@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { z } from "zod";
 import { SETTINGS } from "../../src/config/settings.js";
+import { concrete } from "../helpers/metric-usage.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const PROM = join(ROOT, "deploy", "prometheus");
@@ -215,15 +216,6 @@ const dashboards = DASHBOARDS.map((name) => ({
   name,
   d: Dashboard.parse(JSON.parse(read(join(GRAFANA, "dashboards", `${name}.json`)))),
 }));
-
-/** A dashboard query with Grafana's variables replaced by values PromQL accepts. */
-function concrete(expr: string): string {
-  return expr
-    .replaceAll("$__rate_interval", "1m")
-    .replaceAll("$__range", "1h")
-    .replaceAll("$__interval", "1m")
-    .replace(/\$\{?(\w+)\}?/g, ".*");
-}
 
 describe("Grafana dashboards", () => {
   it("ship the five dashboards with distinct stable uids", () => {

@@ -146,3 +146,12 @@ function recordedLabelSets(
   };
   return of;
 }
+
+/** A dashboard query with Grafana's variables replaced by values PromQL accepts. */
+export function concrete(expr: string): string {
+  return expr
+    .replaceAll("$__rate_interval", "1m")
+    .replaceAll("$__range", "1h")
+    .replaceAll("$__interval", "1m")
+    .replace(/\$\{?(\w+)\}?/g, ".*");
+}
