@@ -204,7 +204,7 @@ export class Poller {
         },
         { slim },
       );
-    if (this.options.compactSandboxes) {
+    if (slim) {
       const table = SandboxTable.builder();
       const walk = await walkPages(fetchPage, maxPages, (s) => table.push(s));
       return { value: table.build(), requests: walk.pages };

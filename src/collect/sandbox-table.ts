@@ -1,16 +1,23 @@
 // A compact sandbox list for when nothing reads metadata: per-sandbox series and policy are off,
 // so aggregates and churn need only id, template, state, CPU, memory and start time. Columns of
 // typed arrays hold 100,000 sandboxes in a few MB instead of 100,000 objects in tens of MB.
+import { EMPTY_NUMBERS, EMPTY_STRINGS } from "../platform/normalize.js";
 import type { Sandbox } from "../platform/types.js";
+import { inShard } from "../util/shard.js";
 
 /** What consumers of a snapshot's sandboxes may rely on: a length and iteration. */
 export interface SandboxList extends Iterable<Sandbox> {
   readonly length: number;
 }
 
-const EMPTY_METADATA: Record<string, string> = Object.freeze({}) as Record<string, string>;
-const EMPTY_EXTRA: Record<string, number> = Object.freeze({}) as Record<string, number>;
 const INITIAL_CAPACITY = 1024;
+
+/** The sandboxes of one shard of `list`, as an array. */
+export function ownShard(list: SandboxList, index: number, total: number): Sandbox[] {
+  const out: Sandbox[] = [];
+  for (const s of list) if (inShard(s.id, index, total)) out.push(s);
+  return out;
+}
 
 /** Sandboxes as columns; iterating yields fresh objects without metadata, extra, domain or endAt. */
 export class SandboxTable implements SandboxList {
@@ -44,8 +51,8 @@ export class SandboxTable implements SandboxList {
         startedAt: Number.isNaN(started) ? undefined : started,
         endAt: undefined,
         domain: undefined,
-        metadata: EMPTY_METADATA,
-        extra: EMPTY_EXTRA,
+        metadata: EMPTY_STRINGS,
+        extra: EMPTY_NUMBERS,
       };
     }
   }

@@ -3,11 +3,9 @@
 // followed at scrape time by the prom-client registry's live metrics.
 import { createGzip, gzipSync } from "node:zlib";
 import type { Registry } from "prom-client";
-import type { SandboxList } from "../collect/sandbox-table.js";
+import { ownShard } from "../collect/sandbox-table.js";
 import type { Snapshot } from "../collect/snapshot.js";
-import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
-import { inShard } from "../util/shard.js";
 import { ChurnTracker } from "./churn.js";
 import { collectorFamilies } from "./collector-families.js";
 import { extraLabelNames } from "./naming.js";
@@ -236,11 +234,4 @@ function gzipChunks(chunks: readonly Buffer[]): Promise<Buffer> {
     for (const c of chunks) z.write(c);
     z.end();
   });
-}
-
-/** The sandboxes of one shard, as an array. */
-function ownShard(list: SandboxList, index: number, total: number): Sandbox[] {
-  const out: Sandbox[] = [];
-  for (const s of list) if (inShard(s.id, index, total)) out.push(s);
-  return out;
 }

@@ -22,17 +22,29 @@ const keyCache = new Map<string, KeyInfo>();
 const KEY_CACHE_LIMIT = 4096;
 
 function keyInfo(key: string): KeyInfo {
-  let k = keyCache.get(key);
-  if (k) return k;
-  const name = snakeCase(key);
-  k = { name, at: name.endsWith("_at"), secret: SECRET_KEY.test(name) };
-  if (keyCache.size >= KEY_CACHE_LIMIT) keyCache.clear();
-  keyCache.set(key, k);
-  return k;
+  return remember(keyCache, key, KEY_CACHE_LIMIT, () => {
+    const name = snakeCase(key);
+    return { name, at: name.endsWith("_at"), secret: SECRET_KEY.test(name) };
+  });
+}
+
+/**
+ * The cached value of `key`, made and kept on a miss. The cache starts over once it holds `limit`
+ * entries: the values are few in practice (keys, states, templates), the limit is a guard.
+ */
+export function remember<V>(cache: Map<string, V>, key: string, limit: number, make: () => V): V {
+  const hit = cache.get(key);
+  if (hit !== undefined) return hit;
+  const value = make();
+  if (cache.size >= limit) cache.clear();
+  cache.set(key, value);
+  return value;
 }
 
 /** Shared empty map: 100,000 sandboxes per snapshot mostly have no extra fields. */
 export const EMPTY_NUMBERS: Record<string, number> = Object.freeze({}) as Record<string, number>;
+/** Shared empty metadata: most sandboxes carry none. */
+export const EMPTY_STRINGS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 /** Keys of a record remembered by position; wider records are walked without the shortcut. */
 const SHAPE_MAX_KEYS = 64;

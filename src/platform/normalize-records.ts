@@ -1,5 +1,11 @@
 // One platform record -> one domain object: sandboxes (the hot path), nodes, templates, log entries.
-import { collectFields, EMPTY_NUMBERS, shareIfSame } from "./normalize-collect.js";
+import {
+  collectFields,
+  EMPTY_NUMBERS,
+  EMPTY_STRINGS,
+  remember,
+  shareIfSame,
+} from "./normalize-collect.js";
 import { type FieldMap, type FieldSpec, fieldTable, keyOf } from "./normalize-fields.js";
 import {
   asRecord,
@@ -17,8 +23,6 @@ import type { LogEntry, PlatformNode, Sandbox, Template } from "./types.js";
 
 type Json = Record<string, unknown>;
 
-/** Shared empty metadata: most sandboxes carry none. */
-const EMPTY_STRINGS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 /** Distinct state spellings remembered (raw -> lower-cased); states are few, the cap is a guard. */
 const STATE_CACHE_LIMIT = 1024;
 const stateCache = new Map<string, string>();
@@ -145,11 +149,7 @@ function time(obj: Json, spec: FieldSpec, same: boolean, path: string): number |
 }
 
 function intern(cache: Map<string, string>, s: string): string {
-  const hit = cache.get(s);
-  if (hit !== undefined) return hit;
-  if (cache.size >= SHARE_CACHE_LIMIT) cache.clear();
-  cache.set(s, s);
-  return s;
+  return remember(cache, s, SHARE_CACHE_LIMIT, () => s);
 }
 
 /** One frozen map per distinct metadata content (pairs in record order). */
@@ -161,23 +161,12 @@ function shareMetadata(m: Record<string, string>): Record<string, string> {
     // Length-prefixed, so no key or value can make two different maps collide.
     key += `${k.length}:${k}${v.length}:${v}`;
   }
-  const hit = metadataCache.get(key);
-  if (hit !== undefined) return hit;
-  if (metadataCache.size >= SHARE_CACHE_LIMIT) metadataCache.clear();
-  const frozen = Object.freeze(m);
-  metadataCache.set(key, frozen);
-  return frozen;
+  return remember(metadataCache, key, SHARE_CACHE_LIMIT, () => Object.freeze(m));
 }
 
 function lowerState(s: string | undefined): string {
   if (s === undefined || s === "") return "unknown";
-  let out = stateCache.get(s);
-  if (out === undefined) {
-    out = s.trim().toLowerCase() || "unknown";
-    if (stateCache.size >= STATE_CACHE_LIMIT) stateCache.clear();
-    stateCache.set(s, out);
-  }
-  return out;
+  return remember(stateCache, s, STATE_CACHE_LIMIT, () => s.trim().toLowerCase() || "unknown");
 }
 
 /**

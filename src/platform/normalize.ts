@@ -1,6 +1,7 @@
 // Raw platform JSON -> domain types, accepting every common spelling (DESIGN.md "Tolerating the
 // unknown"). The work lives in normalize-*.ts; this module is the one entry point callers import.
 export { normalizeHealth, normalizeOverview } from "./normalize-cluster.js";
+export { EMPTY_NUMBERS, EMPTY_STRINGS } from "./normalize-collect.js";
 export { FIELD_NAMES, type FieldMap, SPELLINGS } from "./normalize-fields.js";
 export {
   type DeferredPage,

@@ -1,11 +1,11 @@
 // Runs the policy on each fresh snapshot: safety gates, idle signal, evaluation, actions, audit.
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
+import { ownShard } from "../collect/sandbox-table.js";
 import type { Snapshot } from "../collect/snapshot.js";
 import type { PolicyRule, PolicySpec } from "../config/policy-schema.js";
 import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
-import { inShard } from "../util/shard.js";
 import { ActivityTracker, type LogReader } from "./activity.js";
 import {
   EMPTY_MEMORY,
@@ -41,7 +41,7 @@ export interface PolicyEngineOptions {
   registry: Registry;
   namespace: string;
   shard: { index: number; total: number };
-  states: { running: readonly string[]; paused: readonly string[] };
+  states: { running: readonly string[] };
 }
 
 /** One decision with what came of it. */
@@ -77,7 +77,7 @@ export class PolicyEngine {
 
   constructor(private readonly o: PolicyEngineOptions) {
     this.spec = o.spec;
-    this.states = { running: new Set(o.states.running), paused: new Set(o.states.paused) };
+    this.states = { running: new Set(o.states.running) };
     this.activity = new ActivityTracker(
       (id, q) => o.platform.listLogs(id, q),
       o.spec.activity,
@@ -126,8 +126,7 @@ export class PolicyEngine {
     }
     const spec = this.spec;
     const { index, total } = this.o.shard;
-    const own: Sandbox[] = [];
-    for (const s of snapshot.sandboxes ?? []) if (inShard(s.id, index, total)) own.push(s);
+    const own = ownShard(snapshot.sandboxes ?? [], index, total);
     const { activity, stats } = await this.activity.lastActivity(this.idleAsked(own, now), now);
     this.metrics.observeActivity(stats);
     if (stats.errors > 0)

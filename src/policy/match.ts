@@ -8,7 +8,6 @@ export const PROBE_TAG = "sandbox-exporter/probe";
 /** What the policy needs to know about state names. */
 export interface StateSets {
   running: ReadonlySet<string>;
-  paused: ReadonlySet<string>;
 }
 
 /** Whether one selector holds for the metadata. */
