@@ -1,9 +1,7 @@
 // The cheap, pure tests of a rule against one sandbox: state, template, metadata, protection, age.
 import type { MetadataSelector, PolicyRule, PolicySpec } from "../config/policy-schema.js";
 import type { Sandbox } from "../platform/types.js";
-
-/** Probe sandboxes carry this metadata key; they belong to the prober, never to a rule. */
-export const PROBE_TAG = "sandbox-exporter/probe";
+import { PROBE_TAG_KEY } from "../probe/orphan-sweep.js";
 
 /** What the policy needs to know about state names. */
 export interface StateSets {
@@ -69,7 +67,8 @@ export function epochMs(n: number): number | undefined {
  * sandboxes; probe sandboxes never match. The blast-radius share is taken of these.
  */
 export function selectorMatch(rule: PolicyRule, s: Sandbox, states: StateSets): boolean {
-  if (Object.hasOwn(s.metadata, PROBE_TAG)) return false;
+  // Probe sandboxes belong to the prober, never to a rule.
+  if (Object.hasOwn(s.metadata, PROBE_TAG_KEY)) return false;
   const m = rule.match;
   if (m.states && !m.states.some((x) => x.toLowerCase() === s.state)) return false;
   if (rule.action === "pause" && !states.running.has(s.state)) return false;
