@@ -25,5 +25,5 @@ USER node
 EXPOSE 9464
 HEALTHCHECK --interval=30s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:9464/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-ENTRYPOINT ["node", "dist/cli.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=4", "dist/cli.js"]
 CMD ["--listen", "0.0.0.0:9464"]

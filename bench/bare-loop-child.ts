@@ -7,10 +7,11 @@ const apiUrl = process.argv[2] ?? "";
 const PAGE = 100;
 const MAX_PAGES = 100_000;
 
-/** One walk of every page; ms and items seen. */
-async function bareLoop(): Promise<{ ms: number; items: number }> {
+/** One walk of every page; ms, items seen and CPU ms (user + system) of this process. */
+async function bareLoop(): Promise<{ ms: number; items: number; cpuMs: number }> {
   const agent = new Agent();
   const t0 = performance.now();
+  const c0 = process.cpuUsage();
   let token: string | undefined;
   let items = 0;
   for (let page = 0; page < MAX_PAGES; page++) {
@@ -23,8 +24,9 @@ async function bareLoop(): Promise<{ ms: number; items: number }> {
     if (!token) break;
   }
   const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(c0);
   await agent.close();
-  return { ms, items };
+  return { ms, items, cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
 // An idle child on the same runtime (node + tsx): the floor under every child's RSS.

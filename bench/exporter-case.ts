@@ -2,28 +2,50 @@
 // simulator (another process) while the bare undici loop runs in a third; the parent scrapes.
 
 import { execFileSync } from "node:child_process";
-import { copyFileSync } from "node:fs";
+import { copyFileSync, readFileSync } from "node:fs";
 import { type BenchChild, forkChild } from "./ipc.js";
 import { median, ScrapeClient, type ScrapeFigures } from "./scrape-client.js";
 
 const PAGE = 100;
 const BUILD_DIR = ".tmp/bench-build";
 
+/** The exporter child to fork: its compiled script and the node flags it runs with. */
+export interface ExporterChild {
+  script: string;
+  nodeFlags: string[];
+}
+
 /**
  * Compiles the exporter child (and the src/ it imports) to plain JS, so the process measured runs
- * on node alone as in production; tsx's loader alone adds tens of MB of RSS. Returns its path.
+ * on node alone as in production; tsx's loader alone adds tens of MB of RSS. It runs with the
+ * node flags of the image's ENTRYPOINT (BENCH_NODE_FLAGS, space-separated, overrides them).
  */
-export function buildExporterChild(): string {
+export function buildExporterChild(): ExporterChild {
   execFileSync("node_modules/.bin/tsc", ["-p", "bench/tsconfig.child.json"], { stdio: "inherit" });
   // src/version.ts reads ../package.json; the copy also marks the build as ESM.
   copyFileSync("package.json", `${BUILD_DIR}/package.json`);
-  return `${BUILD_DIR}/bench/exporter-child.js`;
+  const override = process.env.BENCH_NODE_FLAGS;
+  const nodeFlags =
+    override === undefined ? imageNodeFlags() : override.split(" ").filter((f) => f !== "");
+  return { script: `${BUILD_DIR}/bench/exporter-child.js`, nodeFlags };
 }
-const MEASURED_CYCLES = 3;
+
+/** The node flags of the Dockerfile's `ENTRYPOINT ["node", ...flags, "dist/cli.js"]`. */
+export function imageNodeFlags(dockerfile = readFileSync("Dockerfile", "utf8")): string[] {
+  const line = dockerfile.split("\n").find((l) => l.startsWith("ENTRYPOINT "));
+  const argv = JSON.parse(line?.slice("ENTRYPOINT ".length) ?? "[]") as string[];
+  const end = argv.indexOf("dist/cli.js");
+  if (argv[0] !== "node" || end < 1) throw new Error(`unexpected Dockerfile ENTRYPOINT: ${line}`);
+  return argv.slice(1, end);
+}
+/** Cycles of each path before measuring (JIT warm-up), then cycles measured. */
+const WARM_CYCLES = 2;
+const MEASURED_CYCLES = 7;
 
 type Memory = Record<string, number>;
 interface Cycle {
   ms: number;
+  cpuMs: number;
   walkMs: number;
   sandboxes: number;
   pages: number;
@@ -36,37 +58,46 @@ export interface CaseFigures {
   pages: number;
   cycleMs: number;
   walkMs: number;
-  /** Median bare loop ms, when a bare-loop child was given. */
+  /** The exporter process's CPU time (user + system) in one cycle. */
+  cycleCpuMs: number;
+  /** Median bare loop ms and CPU ms, when a bare-loop child was given. */
   bareLoopMs: number | undefined;
+  bareLoopCpuMs: number | undefined;
   scrape: ScrapeFigures;
   gzip: ScrapeFigures;
   /** The exporter child's memory (MB): started, after a cycle (as is, after GC), after scrapes. */
   memory: { start: Memory; afterCycle: Memory; afterCycleGc: Memory; afterScrapesGc: Memory };
 }
 
-/** Runs one case of the exporter child `script` against the simulator at `apiUrl`; alternates cycles with `bare` runs if given. */
+/** Runs one case of the `exporter` child against the simulator at `apiUrl`; alternates cycles with `bare` runs if given. */
 export async function exporterCase(
-  script: string,
+  exporter: ExporterChild,
   apiUrl: string,
   perSandbox: "off" | "on",
   scrapes: number,
   bare: BenchChild | undefined,
   inspect?: (child: BenchChild) => Promise<void>,
 ): Promise<CaseFigures> {
-  const child = await forkChild<{ url: string; startMemoryMB: Memory }>(script, [
-    apiUrl,
-    "--page-limit",
-    String(PAGE),
-    ...(perSandbox === "on" ? ["--per-sandbox-metrics", "--max-sandbox-series", "200000"] : []),
-  ]);
+  const child = await forkChild<{ url: string; startMemoryMB: Memory }>(
+    exporter.script,
+    [
+      apiUrl,
+      "--page-limit",
+      String(PAGE),
+      ...(perSandbox === "on" ? ["--per-sandbox-metrics", "--max-sandbox-series", "200000"] : []),
+    ],
+    exporter.nodeFlags,
+  );
   try {
     // Warm both paths once, then measure each a few times, alternating, and keep the medians.
-    await bare?.call("run");
-    await child.call("cycle");
-    const bareMs: number[] = [];
+    for (let i = 0; i < WARM_CYCLES; i++) {
+      await bare?.call("run");
+      await child.call("cycle");
+    }
+    const bareRuns: { ms: number; cpuMs: number }[] = [];
     const cycles: Cycle[] = [];
     for (let i = 0; i < MEASURED_CYCLES; i++) {
-      if (bare) bareMs.push((await bare.call<{ ms: number }>("run")).ms);
+      if (bare) bareRuns.push(await bare.call<{ ms: number; cpuMs: number }>("run"));
       cycles.push(await child.call<Cycle>("cycle"));
     }
     const afterCycle = await child.call<{ now: Memory; afterGc: Memory }>("memory");
@@ -84,7 +115,9 @@ export async function exporterCase(
       pages: last?.pages ?? 0,
       cycleMs: median(cycles.map((c) => c.ms)),
       walkMs: median(cycles.map((c) => c.walkMs)),
-      bareLoopMs: bare ? median(bareMs) : undefined,
+      cycleCpuMs: median(cycles.map((c) => c.cpuMs)),
+      bareLoopMs: bare ? median(bareRuns.map((r) => r.ms)) : undefined,
+      bareLoopCpuMs: bare ? median(bareRuns.map((r) => r.cpuMs)) : undefined,
       scrape,
       gzip,
       memory: {

@@ -24,14 +24,17 @@ const startMemory = memoryMB();
 serveParent(
   { url: exporter.server.url, startMemoryMB: startMemory },
   {
-    /** One poll cycle: wall ms, the poller's own walk ms, sandboxes and pages. */
+    /** One poll cycle: wall ms, CPU ms (user + system) of this process, the poller's own walk ms, sandboxes and pages. */
     cycle: async () => {
       const t0 = performance.now();
+      const c0 = process.cpuUsage();
       await exporter.runCycle();
       const ms = performance.now() - t0;
+      const cpu = process.cpuUsage(c0);
       const s = exporter.poller.latest;
       return {
         ms,
+        cpuMs: (cpu.user + cpu.system) / 1000,
         walkMs: s ? s.finishedAt - s.startedAt : Number.NaN,
         sandboxes: s?.sandboxes?.length ?? 0,
         pages: s?.collectors.sandboxes.requests ?? 0,

@@ -38,10 +38,12 @@ const STOP_GRACE_MS = 5_000;
 export async function forkChild<R extends Json>(
   script: string,
   args: string[] = [],
+  /** Node flags, e.g. the production image's heap settings. */
+  nodeFlags: readonly string[] = [],
 ): Promise<BenchChild<R>> {
   const loader = script.endsWith(".ts") ? ["--import", "tsx"] : [];
   const child = fork(script, args, {
-    execArgv: [...loader, "--expose-gc"],
+    execArgv: [...loader, "--expose-gc", ...nodeFlags],
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();

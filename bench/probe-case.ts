@@ -2,6 +2,7 @@
 // and end; the exporter (another process) probes; the parent reads sandbox_probe_stream_seconds
 // from /metrics after each run and compares the delayed runs with undelayed ones.
 import type { StreamFaults } from "../src/simulator/faults.js";
+import type { ExporterChild } from "./exporter-case.js";
 import { forkChild } from "./ipc.js";
 import { median, ScrapeClient, samples } from "./scrape-client.js";
 
@@ -42,7 +43,10 @@ function medians(runs: Points[]): PointMedians {
 }
 
 /** `runs` probes with the injected delays and `runs` without, interleaved so drift hits both. */
-export async function probeTiming(exporterScript: string, runs: number): Promise<ProbeTiming> {
+export async function probeTiming(
+  exporterChild: ExporterChild,
+  runs: number,
+): Promise<ProbeTiming> {
   const sim = await forkChild<{
     apiUrl: string;
     dataPort: number;
@@ -50,22 +54,26 @@ export async function probeTiming(exporterScript: string, runs: number): Promise
     template: string;
   }>("bench/sim-child.ts", [String(SIM_SANDBOXES)]);
   const s = sim.ready;
-  const exporter = await forkChild<{ url: string }>(exporterScript, [
-    s.apiUrl,
-    "--retries",
-    "0",
-    "--sandbox-domain",
-    s.domain,
-    "--probe",
-    "--probe-template",
-    s.template,
-    "--proxy-node-ip",
-    "127.0.0.1",
-    "--proxy-port-http",
-    String(s.dataPort),
-    "--proxy-scheme",
-    "http",
-  ]);
+  const exporter = await forkChild<{ url: string }>(
+    exporterChild.script,
+    [
+      s.apiUrl,
+      "--retries",
+      "0",
+      "--sandbox-domain",
+      s.domain,
+      "--probe",
+      "--probe-template",
+      s.template,
+      "--proxy-node-ip",
+      "127.0.0.1",
+      "--proxy-port-http",
+      String(s.dataPort),
+      "--proxy-scheme",
+      "http",
+    ],
+    exporterChild.nodeFlags,
+  );
   const client = new ScrapeClient(exporter.ready.url);
   const baseline: Points[] = [];
   const delayed: Points[] = [];

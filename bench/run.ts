@@ -53,11 +53,12 @@ const results = {
   date: new Date().toISOString(),
   node: process.version,
   sandboxes: SANDBOXES,
-  isolation:
-    "exporter (compiled JS on plain node), simulator, bare loop and prom-client (under tsx) each in their own child process; scrape client in the parent",
+  isolation: `exporter (compiled JS on plain node, flags of the image's ENTRYPOINT: ${exporterChild.nodeFlags.join(" ") || "none"}), simulator, bare loop and prom-client (under tsx) each in their own child process; scrape client in the parent`,
   pollCycle: {
     cycleMs: off.cycleMs,
     walkMs: off.walkMs,
+    cycleCpuMs: off.cycleCpuMs,
+    bareUndiciLoopCpuMs: off.bareLoopCpuMs,
     bareUndiciLoopMs: bareMs,
     ratio: off.cycleMs / bareMs,
     cycleOnMs: on.cycleMs,
@@ -120,6 +121,7 @@ row(
   bareMs,
   `ratio ${results.pollCycle.ratio.toFixed(2)} (<= 1.3)`,
 );
+row("poll cycle CPU ms (vs bare loop CPU)", off.cycleCpuMs, off.bareLoopCpuMs, "");
 row("poll cycle ms, per-sandbox on", on.cycleMs, undefined, "");
 row("scrape p50 ms, per-sandbox off", off.scrape.p50Ms, undefined, "");
 row("scrape p99 ms, per-sandbox off", off.scrape.p99Ms, undefined, "< 20");

@@ -1,5 +1,5 @@
 // Churn counters: sandbox ids appearing and vanishing between consecutive complete walks.
-import type { Sandbox } from "../platform/types.js";
+import type { SandboxList } from "../collect/sandbox-table.js";
 import { Family, labels } from "./text.js";
 
 /**
@@ -18,7 +18,7 @@ export class ChurnTracker {
   private readonly disappeared = new Map<string, number>();
 
   /** Feeds one walk of this shard's sandboxes. */
-  observe(sandboxes: Iterable<Sandbox>, complete: boolean): void {
+  observe(sandboxes: SandboxList, complete: boolean): void {
     if (!complete) {
       this.baseline = false;
       return;
@@ -83,16 +83,16 @@ function touch(m: Map<string, number>, key: string, n: number): void {
  * The walk's ids in ascending order with their templates, each id once (its first record). Walks
  * usually come sorted already, and then no sort runs.
  */
-function sortedWalk(sandboxes: Iterable<Sandbox>): { ids: string[]; templates: string[] } {
+function sortedWalk(sandboxes: SandboxList): { ids: string[]; templates: string[] } {
   const walkIds: string[] = [];
   const walkTemplates: string[] = [];
   let sorted = true;
-  for (const s of sandboxes) {
+  sandboxes.forEach((s) => {
     const last = walkIds[walkIds.length - 1];
     if (last !== undefined && s.id <= last) sorted = false;
     walkIds.push(s.id);
     walkTemplates.push(s.templateId);
-  }
+  });
   if (sorted) return { ids: walkIds, templates: walkTemplates };
   const order = walkIds.map((_, i) => i);
   // Stable on equal ids (index breaks ties), so the first record of a repeated id comes first.

@@ -1,5 +1,5 @@
 // Sandboxes rolled up by state x template (always on): count, CPU and memory sums, oldest start.
-import type { Sandbox } from "../platform/types.js";
+import type { SandboxList } from "../collect/sandbox-table.js";
 import { MAX_REMEMBERED_STATES } from "./state-memory.js";
 import { Family, labels } from "./text.js";
 
@@ -38,9 +38,9 @@ export class SandboxAggregates {
   }
 
   /** Families of `sandboxes` (already this shard's); `templates` lists ids known to exist. */
-  render(sandboxes: Iterable<Sandbox>, templates: readonly string[]): Family[] {
+  render(sandboxes: SandboxList, templates: readonly string[]): Family[] {
     const groups = new Map<string, Map<string, Group>>();
-    for (const s of sandboxes) {
+    sandboxes.forEach((s) => {
       let byState = groups.get(s.templateId);
       if (!byState) {
         byState = new Map();
@@ -56,7 +56,7 @@ export class SandboxAggregates {
       g.cpus += s.cpuCount ?? 0;
       g.memory += (s.memoryMB ?? 0) * MIB;
       if (s.startedAt !== undefined && s.startedAt < g.oldest) g.oldest = s.startedAt;
-    }
+    });
     this.zeroFill(groups, templates);
     return this.families(groups);
   }

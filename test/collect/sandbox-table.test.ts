@@ -50,4 +50,32 @@ describe("SandboxTable", () => {
     expect(only?.memoryMB).toBeUndefined();
     expect(only?.startedAt).toBeUndefined();
   });
+
+  it("visits with forEach the same rows as iteration, absent numbers absent", () => {
+    const b = SandboxTable.builder();
+    for (let i = 0; i < 1500; i++)
+      b.push(sandbox(i, i % 7 === 0 ? { cpuCount: undefined, startedAt: undefined } : {}));
+    const table = b.build();
+    const fields = (s: Sandbox) => [
+      s.id,
+      s.templateId,
+      s.state,
+      s.cpuCount,
+      s.memoryMB,
+      s.startedAt,
+    ];
+    const visited: unknown[] = [];
+    table.forEach((s) => {
+      visited.push(fields(s));
+    });
+    expect(visited).toEqual([...table].map(fields));
+    expect(visited[7]).toEqual(["s7", "t1", "running", undefined, 1536, undefined]);
+    // An array is a SandboxList too: the consumers' forEach works on either.
+    const arr: Sandbox[] = [sandbox(1)];
+    const ids: string[] = [];
+    arr.forEach((s) => {
+      ids.push(s.id);
+    });
+    expect(ids).toEqual(["s1"]);
+  });
 });

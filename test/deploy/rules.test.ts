@@ -467,7 +467,7 @@ describe("systemd unit", () => {
       "NoNewPrivileges=yes",
       "LoadCredential=api-key:/etc/sandbox-exporter/api-key",
       "Environment=SANDBOX_API_KEY_FILE=%d/api-key",
-      "ExecStart=/usr/bin/node /opt/sandbox-exporter/dist/cli.js",
+      "ExecStart=/usr/bin/node --max-semi-space-size=4 /opt/sandbox-exporter/dist/cli.js",
       "RestartPreventExitStatus=2",
     ])
       expect(directives.has(d), d).toBe(true);

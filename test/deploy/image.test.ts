@@ -1,0 +1,80 @@
+// The Docker image's commands, run the same way outside Docker: no engine runs here, so the test
+// builds dist/ as the image's build stage does and starts ENTRYPOINT + CMD against the simulator.
+import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
+import { copyFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { imageNodeFlags } from "../../bench/exporter-case.js";
+import { startSimulator } from "../../src/simulator/index.js";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+// Inside the repository, so the compiled files resolve the repository's node_modules.
+const IMAGE = join(ROOT, ".tmp", `image-test-${process.pid}`);
+const dockerfile = readFileSync(join(ROOT, "Dockerfile"), "utf8");
+
+/** The JSON-array form of a Dockerfile instruction. */
+function instruction(name: string): string[] {
+  const line = dockerfile.split("\n").find((l) => l.startsWith(`${name} `));
+  return JSON.parse(line?.slice(name.length + 1) ?? "null") as string[];
+}
+
+afterAll(() => rmSync(IMAGE, { recursive: true, force: true }));
+
+describe("Docker image commands", () => {
+  it("every launcher runs node with the image's flags", () => {
+    const flags = imageNodeFlags(dockerfile);
+    expect(flags).toContain("--max-semi-space-size=4");
+    const unit = readFileSync(join(ROOT, "deploy", "systemd", "sandbox-exporter.service"), "utf8");
+    expect(unit).toContain(
+      `ExecStart=/usr/bin/node ${flags.join(" ")} /opt/sandbox-exporter/dist/cli.js`,
+    );
+    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
+      scripts: Record<string, string>;
+    };
+    expect(pkg.scripts.start).toBe(`node ${flags.join(" ")} --import tsx src/cli.ts`);
+  });
+
+  it("ENTRYPOINT and CMD serve /metrics from the compiled build and exit 0 on SIGTERM", async () => {
+    expect(instruction("CMD")).toEqual(["--listen", "0.0.0.0:9464"]);
+    const entry = instruction("ENTRYPOINT");
+    expect(entry.at(-1)).toBe("dist/cli.js");
+    // The build stage: `npm run build` (tsconfig.build.json) next to package.json.
+    mkdirSync(IMAGE, { recursive: true });
+    execFileSync(
+      join(ROOT, "node_modules", ".bin", "tsc"),
+      ["-p", join(ROOT, "tsconfig.build.json"), "--outDir", join(IMAGE, "dist")],
+      { stdio: "inherit" },
+    );
+    copyFileSync(join(ROOT, "package.json"), join(IMAGE, "package.json"));
+
+    const sim = await startSimulator({ sandboxes: 30 });
+    // Loopback and an ephemeral port instead of the CMD's 0.0.0.0:9464, which may be taken here.
+    const child = spawn(process.execPath, [...entry.slice(1), "--listen", "127.0.0.1:0"], {
+      cwd: IMAGE,
+      env: { PATH: process.env.PATH, NODE_ENV: "production", SANDBOX_API_URL: sim.apiUrl },
+    });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    try {
+      for (let i = 0; i < 200 && !out.includes("poll cycle done"); i++)
+        await new Promise((r) => setTimeout(r, 50));
+      const url = /"url":"(http:[^"]+)"/.exec(out)?.[1];
+      expect(url, out).toBeDefined();
+      const text = await (await fetch(`${url}/metrics`)).text();
+      expect(text).toContain("sandbox_platform_up 1");
+      expect(text).toMatch(/^sandbox_exporter_build_info\{/m);
+      child.kill("SIGTERM");
+      const [code] = await once(child, "exit");
+      expect(code, out).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+      await sim.close();
+    }
+  }, 60_000);
+});
