@@ -58,12 +58,34 @@ export function deferList<T>(
     size: list.length,
     items() {
       const items = new Array<T>(list.length);
-      for (let i = 0; i < list.length; i++) items[i] = item(list[i], `${prefix}[${i}]`);
+      for (let i = 0; i < list.length; i++) items[i] = item(list[i], indexPath(prefix, i));
       return items;
     },
   };
   if (token !== undefined && token.trim() !== "") page.nextToken = token;
   return page;
+}
+
+/** `prefix[i]` strings by prefix, made once: every item of every page is named, errors or not. */
+const indexPaths = new Map<string, string[]>();
+const INDEX_PATHS_MAX = 10_000;
+const INDEX_PREFIXES_MAX = 64;
+
+/** The path `prefix[i]` naming one item in errors. */
+function indexPath(prefix: string, i: number): string {
+  if (i >= INDEX_PATHS_MAX) return `${prefix}[${i}]`;
+  let paths = indexPaths.get(prefix);
+  if (paths === undefined) {
+    if (indexPaths.size >= INDEX_PREFIXES_MAX) indexPaths.clear();
+    paths = [];
+    indexPaths.set(prefix, paths);
+  }
+  let path = paths[i];
+  if (path === undefined) {
+    path = `${prefix}[${i}]`;
+    paths[i] = path;
+  }
+  return path;
 }
 
 /** Like deferList, with the items normalized at once. */

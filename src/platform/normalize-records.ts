@@ -36,7 +36,7 @@ const templateCache = new Map<string, string>();
 
 /**
  * Normalizes one sandbox record; `path` names it in errors (e.g. `sandboxes[3]`). `slim` skips
- * metadata and the end time (the compact snapshot keeps neither).
+ * metadata, the end time and the unmapped fields (`extra`): the compact snapshot keeps none.
  */
 export function normalizeSandbox(
   raw: unknown,
@@ -48,7 +48,7 @@ export function normalizeSandbox(
   const t = fieldTable("sandbox", map);
   const f = t.fields;
   // The key walk comes first: it tells the field reads whether this record has the last one's keys.
-  const extra = shareIfSame(t, collectFields(raw, t, undefined, false));
+  const extra = shareIfSame(t, collectFields(raw, t, undefined, false, !slim));
   const same = t.sameShape;
   const id = requiredId(raw, f.id, same, path, "sandbox");
   const templateId = intern(templateCache, str(raw, f.templateId, same, path) ?? "");
@@ -149,7 +149,7 @@ function time(obj: Json, spec: FieldSpec, same: boolean, path: string): number |
 }
 
 function intern(cache: Map<string, string>, s: string): string {
-  return remember(cache, s, SHARE_CACHE_LIMIT, () => s);
+  return remember(cache, s, SHARE_CACHE_LIMIT, same);
 }
 
 /** One frozen map per distinct metadata content (pairs in record order). */
@@ -161,12 +161,21 @@ function shareMetadata(m: Record<string, string>): Record<string, string> {
     // Length-prefixed, so no key or value can make two different maps collide.
     key += `${k.length}:${k}${v.length}:${v}`;
   }
-  return remember(metadataCache, key, SHARE_CACHE_LIMIT, () => Object.freeze(m));
+  const hit = metadataCache.get(key);
+  return hit ?? remember(metadataCache, key, SHARE_CACHE_LIMIT, () => Object.freeze(m));
 }
 
 function lowerState(s: string | undefined): string {
   if (s === undefined || s === "") return "unknown";
-  return remember(stateCache, s, STATE_CACHE_LIMIT, () => s.trim().toLowerCase() || "unknown");
+  return remember(stateCache, s, STATE_CACHE_LIMIT, lowerCased);
+}
+
+function lowerCased(s: string): string {
+  return s.trim().toLowerCase() || "unknown";
+}
+
+function same(s: string): string {
+  return s;
 }
 
 /**

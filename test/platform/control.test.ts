@@ -133,7 +133,7 @@ describe("ControlClient against the simulator", () => {
     expect(second.items.some((s) => firstIds.has(s.id))).toBe(false);
   });
 
-  it("reads slim pages without metadata and end time, and full pages with them", async () => {
+  it("reads slim pages without metadata, end time and extra fields, and full pages with them", async () => {
     const c = client();
     const full = (await c.listSandboxPage({ limit: 100 })).items();
     const slim = (await c.listSandboxPage({ limit: 100 }, { slim: true })).items();
@@ -146,6 +146,12 @@ describe("ControlClient against the simulator", () => {
     expect(slim.every((s) => Object.keys(s.metadata).length === 0 && s.endAt === undefined)).toBe(
       true,
     );
+    // The simulator's diskSizeMB is an unmapped number: extra on full pages, left out of slim ones.
+    expect(full.every((s) => typeof s.extra.disk_size_mb === "number")).toBe(true);
+    expect(slim.every((s) => Object.keys(s.extra).length === 0)).toBe(true);
+    // Shape memo intact: a full page read after slim ones still finds every extra field.
+    const again = (await c.listSandboxPage({ limit: 100 })).items();
+    expect(again.map((s) => s.extra)).toEqual(full.map((s) => s.extra));
   });
 
   it("passes the state and metadata filters through as the platform expects them", async () => {

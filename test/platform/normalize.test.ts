@@ -158,6 +158,21 @@ describe("normalizeSandbox and normalizeList over sandbox pages", () => {
     );
   });
 
+  it("names items by list and index on every page, whichever list held them before", () => {
+    const { body } = fixture("sandboxes-snake");
+    const rows = (body as { sandboxes: Array<Record<string, unknown>> }).sandboxes;
+    const bad = { ...rows[0], started_at: "soon" };
+    const path = (b: unknown) => thrown(() => normalizeList(b, {}, sandboxItem)).path;
+    for (let page = 0; page < 3; page++) {
+      expect(path({ sandboxes: [rows[0], bad] })).toBe("sandboxes[1].started_at");
+      expect(path({ items: [bad] })).toBe("items[0].started_at");
+      expect(path([rows[0], rows[1], bad])).toBe("[2].started_at");
+      expect(path({ data: { items: [rows[0], rows[1], rows[0], bad] } })).toBe(
+        "data.items[3].started_at",
+      );
+    }
+  });
+
   it("quotes at most 80 characters of a bad value and nothing else of the record", () => {
     const long = "x".repeat(500);
     const err = thrown(() =>
