@@ -205,7 +205,8 @@ export class Poller {
         { slim },
       );
     if (slim) {
-      const table = SandboxTable.builder();
+      // Sized for the last walk's count: fleets change little between two cycles.
+      const table = SandboxTable.builder(this.last?.sandboxes?.length ?? 0);
       const walk = await walkPages(fetchPage, maxPages, (s) => table.push(s));
       return { value: table.build(), requests: walk.pages };
     }

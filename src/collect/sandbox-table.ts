@@ -91,9 +91,13 @@ export class SandboxTable implements SandboxList {
     }
   }
 
-  /** Builds a table row by row; a repeated id replaces the earlier row (the last record wins). */
-  static builder(): SandboxTableBuilder {
-    return new SandboxTableBuilder((...a) => new SandboxTable(...a));
+  /**
+   * Builds a table row by row; a repeated id replaces the earlier row (the last record wins).
+   * `expected` (say, the last walk's count) sizes the columns once: grown step by step, 100,000
+   * rows reallocate each column a dozen times, and the large copies land in the old generation.
+   */
+  static builder(expected = 0): SandboxTableBuilder {
+    return new SandboxTableBuilder((...a) => new SandboxTable(...a), expected);
   }
 }
 
@@ -110,28 +114,43 @@ type Make = (
 
 /** Collects rows for a SandboxTable; `build` trims the columns to the rows held. */
 export class SandboxTableBuilder {
-  private ids: string[] = [];
+  /** Ids by row; slots from `count` on are free capacity. */
+  private readonly ids: string[];
+  private count = 0;
   /** id -> row; built only once ids stop arriving in ascending order (pages usually are sorted). */
   private rowOf: Map<string, number> | undefined;
-  private templateIdx = new Uint32Array(INITIAL_CAPACITY);
-  private stateIdx = new Uint32Array(INITIAL_CAPACITY);
-  private cpu = new Float64Array(INITIAL_CAPACITY);
-  private memory = new Float64Array(INITIAL_CAPACITY);
-  private started = new Float64Array(INITIAL_CAPACITY);
+  private templateIdx: Uint32Array;
+  private stateIdx: Uint32Array;
+  private cpu: Float64Array;
+  private memory: Float64Array;
+  private started: Float64Array;
   private readonly templates: string[] = [];
   private readonly templateOf = new Map<string, number>();
   private readonly states: string[] = [];
   private readonly stateOf = new Map<string, number>();
 
-  constructor(private readonly make: Make) {}
+  constructor(
+    private readonly make: Make,
+    expected: number,
+  ) {
+    // A little headroom, so a fleet that grew by a few sandboxes still fits in one allocation.
+    const capacity = Math.max(INITIAL_CAPACITY, Math.ceil(expected * 1.0625));
+    this.ids = new Array<string>(capacity);
+    this.templateIdx = new Uint32Array(capacity);
+    this.stateIdx = new Uint32Array(capacity);
+    this.cpu = new Float64Array(capacity);
+    this.memory = new Float64Array(capacity);
+    this.started = new Float64Array(capacity);
+  }
 
   /** Adds one sandbox. */
   push(s: Sandbox): void {
     let row = this.rowFor(s.id);
     if (row === undefined) {
-      row = this.ids.length;
+      row = this.count++;
       if (row === this.cpu.length) this.grow();
-      this.ids.push(s.id);
+      if (row < this.ids.length) this.ids[row] = s.id;
+      else this.ids.push(s.id);
       this.rowOf?.set(s.id, row);
     }
     this.templateIdx[row] = code(s.templateId, this.templates, this.templateOf);
@@ -143,26 +162,33 @@ export class SandboxTableBuilder {
 
   /** The finished table. */
   build(): SandboxTable {
-    const n = this.ids.length;
+    const n = this.count;
+    this.ids.length = n;
+    // Views when little capacity is left over, copies when much is (a fleet that shrank).
+    const trim = n * 8 >= this.cpu.length * 7;
+    const cut = <A extends Uint32Array | Float64Array>(a: A): A =>
+      (trim ? a.subarray(0, n) : a.slice(0, n)) as A;
     return this.make(
       this.ids,
-      this.templateIdx.slice(0, n),
-      this.stateIdx.slice(0, n),
+      cut(this.templateIdx),
+      cut(this.stateIdx),
       this.templates,
       this.states,
-      this.cpu.slice(0, n),
-      this.memory.slice(0, n),
-      this.started.slice(0, n),
+      cut(this.cpu),
+      cut(this.memory),
+      cut(this.started),
     );
   }
 
   /** The row already holding `id`, if any; ascending ids cannot repeat, so need no lookup. */
   private rowFor(id: string): number | undefined {
     if (this.rowOf) return this.rowOf.get(id);
-    const last = this.ids[this.ids.length - 1];
+    const last = this.count > 0 ? this.ids[this.count - 1] : undefined;
     if (last === undefined || id > last) return undefined;
-    this.rowOf = new Map(this.ids.map((x, i) => [x, i]));
-    return this.rowOf.get(id);
+    const rowOf = new Map<string, number>();
+    for (let i = 0; i < this.count; i++) rowOf.set(this.ids[i] as string, i);
+    this.rowOf = rowOf;
+    return rowOf.get(id);
   }
 
   private grow(): void {

@@ -84,15 +84,19 @@ function touch(m: Map<string, number>, key: string, n: number): void {
  * usually come sorted already, and then no sort runs.
  */
 function sortedWalk(sandboxes: SandboxList): { ids: string[]; templates: string[] } {
-  const walkIds: string[] = [];
-  const walkTemplates: string[] = [];
+  // Sized once: grown by push, 100,000 entries reallocate each list a dozen times.
+  const walkIds = new Array<string>(sandboxes.length);
+  const walkTemplates = new Array<string>(sandboxes.length);
   let sorted = true;
+  let n = 0;
   sandboxes.forEach((s) => {
-    const last = walkIds[walkIds.length - 1];
-    if (last !== undefined && s.id <= last) sorted = false;
-    walkIds.push(s.id);
-    walkTemplates.push(s.templateId);
+    if (n > 0 && s.id <= (walkIds[n - 1] as string)) sorted = false;
+    walkIds[n] = s.id;
+    walkTemplates[n] = s.templateId;
+    n++;
   });
+  walkIds.length = n;
+  walkTemplates.length = n;
   if (sorted) return { ids: walkIds, templates: walkTemplates };
   const order = walkIds.map((_, i) => i);
   // Stable on equal ids (index breaks ties), so the first record of a repeated id comes first.

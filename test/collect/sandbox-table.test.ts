@@ -78,4 +78,33 @@ describe("SandboxTable", () => {
     });
     expect(ids).toEqual(["s1"]);
   });
+
+  it("holds exactly the rows pushed whether the expected count was too low, right or too high", () => {
+    const fields = (s: Sandbox) => [
+      s.id,
+      s.templateId,
+      s.state,
+      s.cpuCount,
+      s.memoryMB,
+      s.startedAt,
+    ];
+    for (const [expected, pushed] of [
+      [100, 3000],
+      [3000, 3000],
+      [3000, 2990],
+      [3000, 50],
+      [0, 0],
+    ] as const) {
+      const rows = Array.from({ length: pushed }, (_, i) => sandbox(1000 + i));
+      const b = SandboxTable.builder(expected);
+      for (const r of rows) b.push(r);
+      // A repeated id still replaces its row, with the columns presized.
+      if (pushed > 0) b.push(sandbox(1000, { state: "killed" }));
+      const table = b.build();
+      expect(table.length, `${expected}/${pushed}`).toBe(pushed);
+      const want = rows.map(fields);
+      if (pushed > 0) want[0] = fields(sandbox(1000, { state: "killed" }));
+      expect([...table].map(fields)).toEqual(want);
+    }
+  });
 });
