@@ -205,8 +205,8 @@ export class Poller {
         { slim },
       );
     if (slim) {
-      // Sized for the last walk's count: fleets change little between two cycles.
-      const table = SandboxTable.builder(this.last?.sandboxes?.length ?? 0);
+      // Fleets change little between two cycles: sized for, and sharing ids with, the last walk.
+      const table = SandboxTable.builder(this.last?.sandboxes);
       const walk = await walkPages(fetchPage, maxPages, (s) => table.push(s));
       return { value: table.build(), requests: walk.pages };
     }

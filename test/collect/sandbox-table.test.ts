@@ -96,7 +96,9 @@ describe("SandboxTable", () => {
       [0, 0],
     ] as const) {
       const rows = Array.from({ length: pushed }, (_, i) => sandbox(1000 + i));
-      const b = SandboxTable.builder(expected);
+      const prior = SandboxTable.builder();
+      for (let i = 0; i < expected; i++) prior.push(sandbox(i));
+      const b = SandboxTable.builder(prior.build());
       for (const r of rows) b.push(r);
       // A repeated id still replaces its row, with the columns presized.
       if (pushed > 0) b.push(sandbox(1000, { state: "killed" }));
@@ -106,5 +108,24 @@ describe("SandboxTable", () => {
       if (pushed > 0) want[0] = fields(sandbox(1000, { state: "killed" }));
       expect([...table].map(fields)).toEqual(want);
     }
+  });
+
+  it("keeps every id right when the last walk's ids are shared: overlaps, gaps, disorder", () => {
+    const walk = (ids: string[], previous?: SandboxTable) => {
+      const b = SandboxTable.builder(previous);
+      ids.forEach((id, i) => {
+        b.push(sandbox(i, { id }));
+      });
+      return b.build();
+    };
+    const ids = (t: SandboxTable) => [...t].map((s) => s.id);
+    const first = walk(["a", "c", "e", "g"]);
+    const second = walk(["b", "c", "d", "g", "h"], first);
+    expect(ids(second)).toEqual(["b", "c", "d", "g", "h"]);
+    // Out of order midway: rows stay right (a repeated id replaces its row) and sharing stops.
+    const third = walk(["c", "g", "d", "c", "h"], second);
+    expect(ids(third)).toEqual(["c", "g", "d", "h"]);
+    expect(ids(walk(["a", "b", "c"], third))).toEqual(["a", "b", "c"]);
+    expect(ids(walk([], second))).toEqual([]);
   });
 });
