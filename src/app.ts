@@ -75,6 +75,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     authHeader: config.platform.authHeader,
     timeoutMs: config.platform.timeoutMs,
     retries: config.platform.retries,
+    envProxy: config.platform.envProxy,
     fieldMap: config.fieldMap,
     clock,
     onRequest: (info) => metrics.observeRequest(info),

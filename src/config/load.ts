@@ -40,6 +40,9 @@ const RANK: Record<Source, number> = { default: 0, file: 1, flag: 2, env: 3 };
 const API_KEY = ["platform", "apiKey"];
 const API_KEY_FILE = ["platform", "apiKeyFile"];
 const API_URL = ["platform", "apiUrl"];
+const ENV_PROXY = ["platform", "envProxy"];
+/** The proxy variables undici's EnvHttpProxyAgent reads (lower case wins, as in curl). */
+const PROXY_VARIABLES = ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"];
 
 const noFiles = (): string => {
   throw new Error("no file reader was given");
@@ -72,6 +75,8 @@ export function loadConfig(input: ConfigInput): LoadedConfig {
     const text = nonEmpty(input.env[s.env]);
     if (text !== undefined) set(s.path.split("."), fromText(s.kind, text), "env", s.env);
   }
+  const proxyVar = PROXY_VARIABLES.find((name) => nonEmpty(input.env[name]) !== undefined);
+  if (proxyVar !== undefined) set(ENV_PROXY, true, "env", proxyVar);
   readKeyFile(raw, entries, readFile, problems, set);
 
   const parsed = ConfigSchema.safeParse(raw, { error: genericExpected });

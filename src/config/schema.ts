@@ -93,6 +93,11 @@ const PlatformSchema = z.strictObject({
   authHeader: headerName.default("X-API-Key"),
   agentPort: int(1, 65_535).default(49_983),
   retries: int(0, 10).default(2),
+  /**
+   * Set by the loader when HTTP_PROXY or HTTPS_PROXY (either case) is set: the control channel then
+   * goes through undici's EnvHttpProxyAgent, which reads those and NO_PROXY; else a plain Agent.
+   */
+  envProxy: z.boolean().default(false),
 });
 
 const ServerSchema = z

@@ -245,6 +245,18 @@ describe("loadConfig: other settings", () => {
     },
   );
 
+  it("notes a set proxy variable, either case, for the control channel's dispatcher", () => {
+    expect(load([]).config.platform.envProxy).toBe(false);
+    expect(load([], { NO_PROXY: "example.com", HTTP_PROXY: "" }).config.platform.envProxy).toBe(
+      false,
+    );
+    for (const name of ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"]) {
+      const r = load([], { [name]: "http://proxy.internal:3128" });
+      expect(r.config.platform.envProxy, name).toBe(true);
+      expect(r.sources["platform.envProxy"]).toBe("env");
+    }
+  });
+
   it("gives every leaf a source, even ones no source set", () => {
     const { sources } = load([]);
     expect(sources["platform.apiUrl"]).toBe("default");

@@ -376,6 +376,38 @@ describe("ControlClient through an HTTP proxy", () => {
     expect(sim.counters.total()).toBe(5);
   });
 
+  it("goes through HTTP_PROXY by default, and straight to the platform when no proxy is set", async () => {
+    const proxy = await startProxy();
+    closers.push(() => proxy.close());
+    const saved = process.env.HTTP_PROXY;
+    process.env.HTTP_PROXY = proxy.url;
+    try {
+      // Their own dispatchers, as the daemon's: none injected.
+      const own = (envProxy?: boolean) => {
+        const c = new ControlClient({
+          apiUrl: sim.apiUrl,
+          apiKey: KEY,
+          authStyle: "x-api-key",
+          timeoutMs: 2_000,
+          retries: 0,
+          ...(envProxy === undefined ? {} : { envProxy }),
+        });
+        closers.push(() => c.close());
+        return c;
+      };
+      const viaEnv = own();
+      const direct = own(false);
+      await viaEnv.listNodes();
+      expect(proxy.requests).toHaveLength(1);
+      await direct.listNodes();
+      expect(proxy.requests).toHaveLength(1);
+      expect(sim.counters.get("GET /nodes")).toBe(2);
+    } finally {
+      if (saved === undefined) delete process.env.HTTP_PROXY;
+      else process.env.HTTP_PROXY = saved;
+    }
+  });
+
   it("tunnels with CONNECT when the proxy agent is left at its default", async () => {
     const proxy = await startProxy();
     closers.push(() => proxy.close());
