@@ -2,6 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { describe, expect, it } from "vitest";
 import { startSimulator } from "../src/simulator/index.js";
+import { output, scrapeThenTerminate, waitForOutput } from "./helpers/child.js";
 
 const TSX = ["node_modules/.bin/tsx", "src/cli.ts"];
 
@@ -29,23 +30,11 @@ describe("sandbox-exporter CLI", () => {
     const child = spawn(TSX[0]!, [TSX[1]!, "--listen", "127.0.0.1:0", "--log-level", "debug"], {
       env: { ...process.env, SANDBOX_API_URL: sim.apiUrl, SANDBOX_API_KEY: "log-secret-key" },
     });
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
+    const out = output(child);
     try {
-      // Wait (bounded) for the first cycle's log line, which carries the URL.
-      for (let i = 0; i < 200 && !out.includes("poll cycle done"); i++)
-        await new Promise((r) => setTimeout(r, 50));
-      const url = /"url":"(http:[^"]+)"/.exec(out)?.[1];
-      expect(url).toBeDefined();
-      const text = await (await fetch(`${url}/metrics`)).text();
-      expect(text).toContain("sandbox_platform_up 1");
-      child.kill("SIGTERM");
-      const [code] = await once(child, "exit");
-      expect(code).toBe(0);
-      expect(out).toContain('"apiKey":"***"');
-      expect(out).not.toContain("log-secret-key");
+      await scrapeThenTerminate(child, out);
+      expect(out()).toContain('"apiKey":"***"');
+      expect(out()).not.toContain("log-secret-key");
     } finally {
       child.kill("SIGKILL");
       await sim.close();
@@ -59,15 +48,11 @@ describe("sandbox-exporter CLI", () => {
       ["--import", "tsx", "src/demo.ts", "--listen", "127.0.0.1:0", "--log-format", "json"],
       { env: process.env },
     );
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
+    const out = output(child);
     try {
-      for (let i = 0; i < 300 && !/metrics:\s+http/.test(out); i++)
-        await new Promise((r) => setTimeout(r, 50));
-      const url = /metrics:\s+(http:\S+)\/metrics/.exec(out)?.[1];
-      expect(url, out).toBeDefined();
+      const printed = await waitForOutput(out, (t) => /metrics:\s+http/.test(t), 300);
+      const url = /metrics:\s+(http:\S+)\/metrics/.exec(printed)?.[1];
+      expect(url, printed).toBeDefined();
       // Bounded wait for the first cycle's policy run (the gauge is 0 until then).
       let text = "";
       const ran = (t: string) => /^sandbox_policy_last_run_timestamp_seconds [1-9]/m.test(t);

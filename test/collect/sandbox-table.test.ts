@@ -18,6 +18,11 @@ function sandbox(i: number, over: Partial<Sandbox> = {}): Sandbox {
   };
 }
 
+/** What a compact table keeps of a sandbox. */
+function fields(s: Sandbox): unknown[] {
+  return [s.id, s.templateId, s.state, s.cpuCount, s.memoryMB, s.startedAt];
+}
+
 describe("SandboxTable", () => {
   it("gives back every row's id, template, state, CPU, memory and start, past its first growth", () => {
     const rows = Array.from({ length: 3000 }, (_, i) => sandbox(i));
@@ -26,9 +31,7 @@ describe("SandboxTable", () => {
     const table = b.build();
     expect(table.length).toBe(3000);
     const back = [...table];
-    expect(
-      back.map((s) => [s.id, s.templateId, s.state, s.cpuCount, s.memoryMB, s.startedAt]),
-    ).toEqual(rows.map((s) => [s.id, s.templateId, s.state, s.cpuCount, s.memoryMB, s.startedAt]));
+    expect(back.map(fields)).toEqual(rows.map(fields));
     // What nothing reads in compact mode is not kept.
     expect(back[5]).toMatchObject({ metadata: {}, extra: {}, domain: undefined, endAt: undefined });
   });
@@ -56,14 +59,6 @@ describe("SandboxTable", () => {
     for (let i = 0; i < 1500; i++)
       b.push(sandbox(i, i % 7 === 0 ? { cpuCount: undefined, startedAt: undefined } : {}));
     const table = b.build();
-    const fields = (s: Sandbox) => [
-      s.id,
-      s.templateId,
-      s.state,
-      s.cpuCount,
-      s.memoryMB,
-      s.startedAt,
-    ];
     const visited: unknown[] = [];
     table.forEach((s) => {
       visited.push(fields(s));
@@ -80,14 +75,6 @@ describe("SandboxTable", () => {
   });
 
   it("holds exactly the rows pushed whether the expected count was too low, right or too high", () => {
-    const fields = (s: Sandbox) => [
-      s.id,
-      s.templateId,
-      s.state,
-      s.cpuCount,
-      s.memoryMB,
-      s.startedAt,
-    ];
     for (const [expected, pushed] of [
       [100, 3000],
       [3000, 3000],

@@ -3,14 +3,12 @@
 // running against the simulator with every optional family switched on.
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { pino } from "pino";
-import { Agent } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { type Exporter, startExporter } from "../../src/app.js";
+import type { Exporter } from "../../src/app.js";
 import { ConfigSchema } from "../../src/config/schema.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
-import { systemClock } from "../../src/util/clock.js";
+import { startQuiet } from "../helpers/exporter.js";
 import {
   checkUsage,
   concrete,
@@ -138,7 +136,6 @@ describe("the PromQL scan", () => {
 
 let sim: Simulator | undefined;
 let exporter: Exporter | undefined;
-let dispatcher: Agent | undefined;
 let scrape: Exposition = { families: new Set(), labels: new Map() };
 
 beforeAll(async () => {
@@ -160,13 +157,7 @@ beforeAll(async () => {
     policy: { enabled: true, dryRun: true, file: POLICY_FILE },
     log: { level: "silent" },
   });
-  dispatcher = new Agent();
-  exporter = await startExporter(config, {
-    logger: pino({ level: "silent" }),
-    clock: systemClock,
-    dispatcher,
-    manual: true,
-  });
+  exporter = await startQuiet(config);
   await exporter.runCycle();
   // One failed probe, so the failure counter has series, then a good one.
   sim.faults.stream = { wrongStdout: true };
@@ -179,7 +170,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await exporter?.stop();
-  await dispatcher?.close();
   await sim?.close();
 });
 

@@ -1,12 +1,12 @@
 // The Docker image's commands, run the same way outside Docker: no engine runs here, so the test
 // builds dist/ as the image's build stage does and starts ENTRYPOINT + CMD against the simulator.
 import { execFileSync, spawn } from "node:child_process";
-import { once } from "node:events";
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { imageNodeFlags } from "../../bench/exporter-case.js";
 import { startSimulator } from "../../src/simulator/index.js";
+import { output, scrapeThenTerminate } from "../helpers/child.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 // Inside the repository, so the compiled files resolve the repository's node_modules.
@@ -57,24 +57,10 @@ describe("Docker image commands", () => {
       cwd: IMAGE,
       env: { PATH: process.env.PATH, NODE_ENV: "production", SANDBOX_API_URL: sim.apiUrl },
     });
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      out += d.toString();
-    });
+    const out = output(child);
     try {
-      for (let i = 0; i < 200 && !out.includes("poll cycle done"); i++)
-        await new Promise((r) => setTimeout(r, 50));
-      const url = /"url":"(http:[^"]+)"/.exec(out)?.[1];
-      expect(url, out).toBeDefined();
-      const text = await (await fetch(`${url}/metrics`)).text();
-      expect(text).toContain("sandbox_platform_up 1");
+      const text = await scrapeThenTerminate(child, out);
       expect(text).toMatch(/^sandbox_exporter_build_info\{/m);
-      child.kill("SIGTERM");
-      const [code] = await once(child, "exit");
-      expect(code, out).toBe(0);
     } finally {
       child.kill("SIGKILL");
       await sim.close();

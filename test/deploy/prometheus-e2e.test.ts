@@ -5,13 +5,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { pino } from "pino";
-import { Agent } from "undici";
 import { afterAll, describe, expect, it, onTestFailed } from "vitest";
-import { type Exporter, startExporter } from "../../src/app.js";
+import type { Exporter } from "../../src/app.js";
 import { ConfigSchema } from "../../src/config/schema.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
-import { systemClock } from "../../src/util/clock.js";
+import { startQuiet } from "../helpers/exporter.js";
 import {
   copyRulesWithShortFor,
   type RunningPrometheus,
@@ -33,7 +31,6 @@ interface Alert {
 let sim: Simulator | undefined;
 let exporter: Exporter | undefined;
 let prom: RunningPrometheus | undefined;
-let dispatcher: Agent | undefined;
 const scratch = mkdtempSync(join(tmpdir(), "prometheus-e2e-rules-"));
 
 /** Starts simulator, exporter and Prometheus; in the test itself, so a missing binary fails it. */
@@ -63,12 +60,7 @@ async function setUp(): Promise<void> {
     },
     log: { level: "silent" },
   });
-  dispatcher = new Agent();
-  exporter = await startExporter(config, {
-    logger: pino({ level: "silent" }),
-    clock: systemClock,
-    dispatcher,
-  });
+  exporter = await startQuiet(config, true);
   prom = await startPrometheus({
     job: JOB,
     targets: [new URL(exporter.server.url).host],
@@ -80,7 +72,6 @@ async function setUp(): Promise<void> {
 afterAll(async () => {
   await prom?.stop();
   await exporter?.stop();
-  await dispatcher?.close();
   await sim?.close();
   rmSync(scratch, { recursive: true, force: true });
 });

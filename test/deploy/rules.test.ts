@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { z } from "zod";
 import { SETTINGS } from "../../src/config/settings.js";
+import { output } from "../helpers/child.js";
 import { concrete } from "../helpers/metric-usage.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -66,15 +67,9 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 function run(cmd: string, args: string[]): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    child.stdout.on("data", (b: Buffer) => {
-      out += b.toString();
-    });
-    child.stderr.on("data", (b: Buffer) => {
-      out += b.toString();
-    });
+    const out = output(child);
     child.on("error", reject);
-    child.on("close", (code) => resolve({ code, out }));
+    child.on("close", (code) => resolve({ code, out: out() }));
   });
 }
 

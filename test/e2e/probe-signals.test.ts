@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { PROBE_TAG_KEY } from "../../src/probe/orphan-sweep.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import type { Clock } from "../../src/util/clock.js";
+import { output } from "../helpers/child.js";
 import { samples } from "../helpers/exporter.js";
 
 const API_KEY = "signals-test-key";
@@ -54,14 +55,7 @@ function startCli(s: Simulator, instance: string): Cli {
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.push(child);
-  let out = "";
-  child.stdout?.on("data", (d: Buffer) => {
-    out += d.toString();
-  });
-  child.stderr?.on("data", (d: Buffer) => {
-    out += d.toString();
-  });
-  return { child, log: () => out };
+  return { child, log: output(child) };
 }
 
 function running(child: ChildProcess): boolean {

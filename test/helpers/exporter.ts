@@ -1,10 +1,26 @@
 // Starts a real exporter (manual cycles) against a simulator, on loopback ephemeral ports.
 import { pino } from "pino";
-import { Agent } from "undici";
 import { type Exporter, startExporter } from "../../src/app.js";
 import { loadConfig } from "../../src/config/load.js";
+import type { Config } from "../../src/config/schema.js";
 import type { Simulator } from "../../src/simulator/index.js";
 import { systemClock } from "../../src/util/clock.js";
+
+/** Exposition text to `name{labels}` -> value (the bench's parser). */
+export { samples } from "../../bench/scrape-client.js";
+
+/**
+ * Starts `config` silently on the system clock; cycles run when the test calls runCycle() unless
+ * `scheduled`. No proxy variable reaches the loader here, so the control channel has its own
+ * plain Agent, closed by stop().
+ */
+export function startQuiet(config: Config, scheduled = false): Promise<Exporter> {
+  return startExporter(config, {
+    logger: pino({ level: "silent" }),
+    clock: systemClock,
+    ...(scheduled ? {} : { manual: true }),
+  });
+}
 
 export async function exporterFor(
   sim: Simulator,
@@ -15,23 +31,7 @@ export async function exporterFor(
     argv: ["--listen", "127.0.0.1:0", "--retries", "0", ...argv],
     env: { SANDBOX_API_URL: sim.apiUrl, SANDBOX_API_KEY: key, SANDBOX_DOMAIN: sim.domain },
   });
-  return startExporter(config, {
-    logger: pino({ level: "silent" }),
-    clock: systemClock,
-    dispatcher: new Agent(),
-    manual: true,
-  });
-}
-
-/** Parses exposition text into name{labels} -> value. */
-export function samples(text: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of text.split("\n")) {
-    if (!line || line.startsWith("#")) continue;
-    const at = line.lastIndexOf(" ");
-    out.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return out;
+  return startQuiet(config);
 }
 
 export async function scrape(e: Exporter, accept?: string): Promise<string> {
