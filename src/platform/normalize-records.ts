@@ -149,7 +149,7 @@ function time(obj: Json, spec: FieldSpec, same: boolean, path: string): number |
 }
 
 function intern(cache: Map<string, string>, s: string): string {
-  return remember(cache, s, SHARE_CACHE_LIMIT, same);
+  return remember(cache, s, SHARE_CACHE_LIMIT, itself);
 }
 
 /** One frozen map per distinct metadata content (pairs in record order). */
@@ -174,7 +174,7 @@ function lowerCased(s: string): string {
   return s.trim().toLowerCase() || "unknown";
 }
 
-function same(s: string): string {
+function itself(s: string): string {
   return s;
 }
 
