@@ -1,11 +1,12 @@
 // The simulated platform in its own process; the parent switches its stream faults over IPC.
-// Argument: sandbox count.
+// Arguments: sandbox count, then the list order ("id", the default, or "started").
 import type { StreamFaults } from "../src/simulator/faults.js";
 import { startSimulator } from "../src/simulator/index.js";
 import { memoryMB, serveParent } from "./ipc.js";
 
 const sandboxes = Number(process.argv[2] ?? 300);
-const sim = await startSimulator({ sandboxes });
+const listOrder = process.argv[3] === "started" ? "started" : "id";
+const sim = await startSimulator({ sandboxes, listOrder });
 const template = sim.state.templates.find((t) => t.status === "ready")?.templateID ?? "";
 
 serveParent(

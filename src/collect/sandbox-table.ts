@@ -1,6 +1,8 @@
 // A compact sandbox list for when nothing reads metadata: per-sandbox series and policy are off,
 // so aggregates and churn need only id, template, state, CPU, memory and start time. Columns of
 // typed arrays hold 100,000 sandboxes in a few MB instead of 100,000 objects in tens of MB.
+// A table is always in ascending id order, each id once: churn then merges two tables without
+// sorting, and a table can share the strings of equal ids with the one before it.
 import { EMPTY_NUMBERS, EMPTY_STRINGS } from "../platform/normalize.js";
 import type { Sandbox } from "../platform/types.js";
 import { inShard } from "../util/shard.js";
@@ -24,7 +26,10 @@ export function ownShard(list: SandboxList, index: number, total: number): Sandb
   return out;
 }
 
-/** Sandboxes as columns; iterating yields fresh objects without metadata, extra, domain or endAt. */
+/**
+ * Sandboxes as columns, in ascending id order; iterating yields fresh objects without metadata,
+ * extra, domain or endAt.
+ */
 export class SandboxTable implements SandboxList {
   private constructor(
     private readonly ids: readonly string[],
@@ -36,8 +41,6 @@ export class SandboxTable implements SandboxList {
     private readonly cpu: Float64Array,
     private readonly memory: Float64Array,
     private readonly started: Float64Array,
-    /** Ids in strictly ascending order (no row was replaced or sorted in out of order). */
-    private readonly ascending: boolean,
   ) {}
 
   get length(): number {
@@ -94,15 +97,15 @@ export class SandboxTable implements SandboxList {
   }
 
   /**
-   * Builds a table row by row; a repeated id replaces the earlier row (the last record wins).
-   * `previous` (the last walk's list) sizes the columns once: grown step by step, 100,000 rows
-   * reallocate each column a dozen times, and the large copies land in the old generation. When
-   * both walks come in id order, ids equal to the previous table's are stored as its strings: the
-   * freshly parsed copies then die young instead of being promoted, 4 MB per cycle at 100,000.
+   * Builds a table row by row; a repeated id keeps its last record. `previous` (the last walk's
+   * list) sizes the columns once: grown step by step, 100,000 rows reallocate each column a dozen
+   * times, and the large copies land in the old generation. While the walk comes in id order,
+   * ids equal to the previous table's are stored as its strings: the freshly parsed copies then
+   * die young instead of being promoted, 4 MB per cycle at 100,000.
    */
   static builder(previous?: SandboxList): SandboxTableBuilder {
-    const reuse = previous instanceof SandboxTable && previous.ascending ? previous.ids : undefined;
-    return new SandboxTableBuilder((...a) => new SandboxTable(...a), previous?.length ?? 0, reuse);
+    const before = previous instanceof SandboxTable ? previous.ids : undefined;
+    return new SandboxTableBuilder((...a) => new SandboxTable(...a), previous?.length ?? 0, before);
   }
 }
 
@@ -115,16 +118,18 @@ type Make = (
   cpu: Float64Array,
   memory: Float64Array,
   started: Float64Array,
-  ascending: boolean,
 ) => SandboxTable;
 
-/** Collects rows for a SandboxTable; `build` trims the columns to the rows held. */
+/**
+ * Collects rows for a SandboxTable in walk order; `build` puts them in id order (a walk in id
+ * order, as paged by id, needs no sort) and trims the columns to the rows held.
+ */
 export class SandboxTableBuilder {
   /** Ids by row; slots from `count` on are free capacity. */
   private readonly ids: string[];
   private count = 0;
-  /** id -> row; built only once ids stop arriving in ascending order (pages usually are sorted). */
-  private rowOf: Map<string, number> | undefined;
+  /** Every id so far is greater than the one before it. */
+  private ascending = true;
   private templateIdx: Uint32Array;
   private stateIdx: Uint32Array;
   private cpu: Float64Array;
@@ -135,13 +140,13 @@ export class SandboxTableBuilder {
   private readonly states: string[] = [];
   private readonly stateOf = new Map<string, number>();
 
-  /** Position in `previous`: ids before it are smaller than the last id pushed. */
+  /** Position in `previous`: the ids before it are smaller than the last id pushed. */
   private previousAt = 0;
 
   constructor(
     private readonly make: Make,
     expected: number,
-    /** The last table's ids, ascending; undefined once this walk is out of order. */
+    /** The last table's ids (ascending), whose strings equal ids reuse while the walk ascends. */
     private previous: readonly string[] | undefined,
   ) {
     // A little headroom, so a fleet that grew by a few sandboxes still fits in one allocation.
@@ -156,15 +161,15 @@ export class SandboxTableBuilder {
 
   /** Adds one sandbox. */
   push(s: Sandbox): void {
-    let row = this.rowFor(s.id);
-    if (row === undefined) {
-      row = this.count++;
-      if (row === this.cpu.length) this.grow();
-      const id = this.known(s.id);
-      if (row < this.ids.length) this.ids[row] = id;
-      else this.ids.push(id);
-      this.rowOf?.set(id, row);
+    const row = this.count++;
+    if (row === this.cpu.length) this.grow();
+    if (this.ascending && row > 0 && !(s.id > (this.ids[row - 1] as string))) {
+      this.ascending = false;
+      this.previous = undefined;
     }
+    const id = this.known(s.id);
+    if (row < this.ids.length) this.ids[row] = id;
+    else this.ids.push(id);
     this.templateIdx[row] = code(s.templateId, this.templates, this.templateOf);
     this.stateIdx[row] = code(s.state, this.states, this.stateOf);
     this.cpu[row] = s.cpuCount ?? Number.NaN;
@@ -176,6 +181,7 @@ export class SandboxTableBuilder {
   build(): SandboxTable {
     const n = this.count;
     this.ids.length = n;
+    if (!this.ascending) return this.sorted();
     // Views when little capacity is left over, copies when much is (a fleet that shrank).
     const trim = n * 8 >= this.cpu.length * 7;
     const cut = <A extends Uint32Array | Float64Array>(a: A): A =>
@@ -189,11 +195,14 @@ export class SandboxTableBuilder {
       cut(this.cpu),
       cut(this.memory),
       cut(this.started),
-      this.rowOf === undefined,
     );
   }
 
-  /** The previous table's string equal to `id` (ascending walks only), else `id` itself. */
+  /**
+   * The previous table's string equal to `id`, else `id`. Stored now, while the walk ascends,
+   * the freshly parsed copy dies young; replaced after the walk, it would already have been
+   * promoted through the scavenges of the walk.
+   */
   private known(id: string): string {
     const prev = this.previous;
     if (prev === undefined) return id;
@@ -203,16 +212,36 @@ export class SandboxTableBuilder {
     return prev[at] === id ? (prev[at] as string) : id;
   }
 
-  /** The row already holding `id`, if any; ascending ids cannot repeat, so need no lookup. */
-  private rowFor(id: string): number | undefined {
-    if (this.rowOf) return this.rowOf.get(id);
-    const last = this.count > 0 ? this.ids[this.count - 1] : undefined;
-    if (last === undefined || id > last) return undefined;
-    this.previous = undefined;
-    const rowOf = new Map<string, number>();
-    for (let i = 0; i < this.count; i++) rowOf.set(this.ids[i] as string, i);
-    this.rowOf = rowOf;
-    return rowOf.get(id);
+  /**
+   * The rows in id order, each id once with its last record: one sort per walk that came in
+   * another order (E2B pages newest first), where a map of every id would cost as much and
+   * churn would still have to sort.
+   */
+  private sorted(): SandboxTable {
+    const ids = this.ids;
+    const order = idOrder(ids);
+    let n = 0;
+    for (let k = 0; k < order.length; k++) {
+      const row = order[k] as number;
+      const next = order[k + 1];
+      if (next === undefined || ids[next] !== ids[row]) order[n++] = row;
+    }
+    const out = new Array<string>(n);
+    const templateIdx = new Uint32Array(n);
+    const stateIdx = new Uint32Array(n);
+    const cpu = new Float64Array(n);
+    const memory = new Float64Array(n);
+    const started = new Float64Array(n);
+    for (let j = 0; j < n; j++) {
+      const row = order[j] as number;
+      out[j] = ids[row] as string;
+      templateIdx[j] = this.templateIdx[row] as number;
+      stateIdx[j] = this.stateIdx[row] as number;
+      cpu[j] = this.cpu[row] as number;
+      memory[j] = this.memory[row] as number;
+      started[j] = this.started[row] as number;
+    }
+    return this.make(out, templateIdx, stateIdx, this.templates, this.states, cpu, memory, started);
   }
 
   private grow(): void {
@@ -228,6 +257,65 @@ export class SandboxTableBuilder {
     this.memory = widen(this.memory, (n) => new Float64Array(n));
     this.started = widen(this.started, (n) => new Float64Array(n));
   }
+}
+
+/** Buckets of the first pass: two characters, each 0 (past the end), 1..127 (capped). */
+const BUCKETS = 128 * 128;
+
+/**
+ * Rows of `ids` in ascending id order, equal ids in row order. A counting pass on the two
+ * characters after the prefix all ids share cuts the rows into buckets already in order; each
+ * bucket is then sorted alone. Random ids of 100,000 sandboxes leave buckets of about 80, and
+ * the sort makes a third of the comparisons of one over the whole list.
+ */
+export function idOrder(ids: readonly string[]): number[] {
+  const n = ids.length;
+  const first = ids[0] ?? "";
+  let at = first.length;
+  for (let i = 1; i < n && at > 0; i++) {
+    const id = ids[i] as string;
+    let k = 0;
+    while (k < at && id.charCodeAt(k) === first.charCodeAt(k)) k++;
+    at = k;
+  }
+  const key = (id: string): number => {
+    const c = charKey(id, at);
+    // Capped characters differ unseen, so the next one must not split them.
+    return c * 128 + (c === 127 ? 0 : charKey(id, at + 1));
+  };
+  const start = new Uint32Array(BUCKETS + 1);
+  const keys = new Uint16Array(n);
+  for (let i = 0; i < n; i++) {
+    const k = key(ids[i] as string);
+    keys[i] = k;
+    (start[k + 1] as number)++;
+  }
+  for (let b = 0; b < BUCKETS; b++) (start[b + 1] as number) += start[b] as number;
+  const order = new Array<number>(n);
+  const fill = start.slice(0, BUCKETS);
+  for (let i = 0; i < n; i++) {
+    const b = keys[i] as number;
+    order[fill[b] as number] = i;
+    (fill[b] as number)++;
+  }
+  const byId = (x: number, y: number): number => {
+    const p = ids[x] as string;
+    const q = ids[y] as string;
+    return p < q ? -1 : p > q ? 1 : x - y;
+  };
+  for (let b = 0; b < BUCKETS; b++) {
+    const from = start[b] as number;
+    const to = start[b + 1] as number;
+    if (to - from < 2) continue;
+    const part = order.slice(from, to).sort(byId);
+    for (let j = 0; j < part.length; j++) order[from + j] = part[j] as number;
+  }
+  return order;
+}
+
+/** A character as a bucket digit that keeps order: 0 past the end, else its code capped at 127. */
+function charKey(id: string, i: number): number {
+  return i < id.length ? Math.min(id.charCodeAt(i), 126) + 1 : 0;
 }
 
 function code(value: string, values: string[], index: Map<string, number>): number {

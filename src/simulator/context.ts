@@ -4,6 +4,7 @@ import type { Clock } from "../util/clock.js";
 import type { SimCounters } from "./counters.js";
 import type { SimFaults } from "./faults.js";
 import type { Timers } from "./http-io.js";
+import type { ListOrder } from "./list-sandboxes.js";
 import type { Prng } from "./prng.js";
 import type { SimState } from "./state.js";
 
@@ -18,6 +19,8 @@ export interface SimContext {
   readonly apiKey: string | undefined;
   readonly pageSizeCap: number;
   readonly tokenStyle: "header" | "body";
+  /** The order of `/v2/sandboxes` pages. */
+  readonly listOrder: ListOrder;
   /** Randomness for created sandboxes (ids, tokens), apart from the fleet's. */
   readonly createRng: Prng;
   /** Next process id handed out by process.Process/Start. */

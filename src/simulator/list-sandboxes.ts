@@ -1,4 +1,4 @@
-// GET /v2/sandboxes: filtered, token-paged walk over the sorted id index.
+// GET /v2/sandboxes: filtered, token-paged walk in id order (default) or newest first (E2B's).
 import type { ApiHandler } from "./context.js";
 import { sendError, sendJson } from "./http-io.js";
 import type { SimSandbox } from "./model.js";
@@ -11,7 +11,7 @@ export interface ListQuery {
   states: ReadonlySet<string>;
   /** Metadata pairs that must all match. */
   metadata: ReadonlyArray<readonly [string, string]>;
-  /** Return ids strictly after this one. */
+  /** Continue strictly after this position: an id, or `startedAt~id` in start order. */
   after: string | undefined;
   limit: number;
 }
@@ -40,8 +40,12 @@ function matches(s: SimSandbox, q: ListQuery): boolean {
   return true;
 }
 
-/** Walks the index from `after`; stable under inserts and deletes because positions are ids. */
-export function listPage(state: SimState, q: ListQuery): ListPage {
+/** The order pages come in: by id, or by start time newest first then id, as E2B pages. */
+export type ListOrder = "id" | "started";
+
+/** Walks the index from `after`; stable under inserts and deletes because positions are keys. */
+export function listPage(state: SimState, q: ListQuery, order: ListOrder = "id"): ListPage {
+  if (order === "started") return startOrderPage(state, q);
   const ids = state.sortedIds();
   const items: SimSandbox[] = [];
   let i = q.after === undefined ? 0 : upperBound(ids, q.after);
@@ -53,6 +57,36 @@ export function listPage(state: SimState, q: ListQuery): ListPage {
   for (; i < ids.length; i++) {
     const s = state.sandboxes.get(ids[i] as string);
     if (s && matches(s, q)) return { items, nextAfter: items.at(-1)?.sandboxID };
+  }
+  return { items, nextAfter: undefined };
+}
+
+/** The page after `startedAt~id` in start order (newest first, then id). */
+function startOrderPage(state: SimState, q: ListQuery): ListPage {
+  const all = state.startOrder();
+  let i = 0;
+  if (q.after !== undefined) {
+    const cut = q.after.indexOf("~");
+    const at = Number(q.after.slice(0, cut));
+    const id = q.after.slice(cut + 1);
+    // First sandbox after the position: started earlier, or at the same time with a greater id.
+    let hi = all.length;
+    while (i < hi) {
+      const mid = (i + hi) >>> 1;
+      const s = all[mid] as SimSandbox;
+      if (s.startedAt > at || (s.startedAt === at && s.sandboxID <= id)) i = mid + 1;
+      else hi = mid;
+    }
+  }
+  const items: SimSandbox[] = [];
+  for (; i < all.length && items.length < q.limit; i++) {
+    const s = all[i] as SimSandbox;
+    if (matches(s, q)) items.push(s);
+  }
+  const last = items.at(-1);
+  for (; i < all.length; i++) {
+    if (matches(all[i] as SimSandbox, q))
+      return { items, nextAfter: last && `${last.startedAt}~${last.sandboxID}` };
   }
   return { items, nextAfter: undefined };
 }
@@ -91,7 +125,7 @@ export function parseListQuery(url: URL, pageSizeCap: number): ListQuery | strin
 export const listSandboxes: ApiHandler = (ctx, _req, res, _params, url) => {
   const q = parseListQuery(url, ctx.pageSizeCap);
   if (typeof q === "string") return sendError(res, 400, q);
-  const page = listPage(ctx.state, q);
+  const page = listPage(ctx.state, q, ctx.listOrder);
   let items = page.items;
   let next = page.nextAfter === undefined ? undefined : encodeToken(page.nextAfter);
   const incoming = url.searchParams.get("nextToken") || undefined;

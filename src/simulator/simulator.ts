@@ -9,6 +9,7 @@ import { createDataPlaneServer } from "./data-plane-server.js";
 import { SimulatorError } from "./errors.js";
 import { SimFaults } from "./faults.js";
 import { Timers } from "./http-io.js";
+import type { ListOrder } from "./list-sandboxes.js";
 import { createManagementServer } from "./management-server.js";
 import { deriveSeed, Prng } from "./prng.js";
 import { SimState } from "./state.js";
@@ -40,6 +41,8 @@ export interface SimulatorOptions {
   pageSizeCap?: number;
   /** Next token in the `x-next-token` header with a bare array body (default) or in `{sandboxes, nextToken}`. */
   tokenStyle?: "header" | "body";
+  /** `/v2/sandboxes` pages by id (default) or newest first, then by id, as E2B pages them. */
+  listOrder?: ListOrder;
   /** Generated log entries per sandbox, default 5. */
   logLinesPerSandbox?: number;
   /** Source of timestamps (startedAt, log times); default the system clock. */
@@ -113,6 +116,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     apiKey: options.apiKey,
     pageSizeCap: options.pageSizeCap ?? 100,
     tokenStyle: options.tokenStyle ?? "header",
+    listOrder: options.listOrder ?? "id",
     createRng: new Prng(deriveSeed(seed, "create")),
     nextPid: 1000,
   };

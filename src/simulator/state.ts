@@ -41,6 +41,8 @@ export class SimState {
   readonly clock: Clock;
   /** Sandbox ids in ascending order: list pages are slices of it, found by binary search. */
   private ids: string[] = [];
+  /** Sandboxes newest first, built on demand and dropped on every insert or removal. */
+  private byStart: SimSandbox[] | undefined;
   private readonly fleetRng: Prng;
   private readonly addRng: Prng;
   private readonly seed: number;
@@ -71,6 +73,17 @@ export class SimState {
   /** Sandbox ids in ascending order (do not mutate). */
   sortedIds(): readonly string[] {
     return this.ids;
+  }
+
+  /**
+   * Sandboxes by start time, newest first, then by id: the order E2B pages `/v2/sandboxes` in
+   * (do not mutate).
+   */
+  startOrder(): readonly SimSandbox[] {
+    this.byStart ??= [...this.sandboxes.values()].sort(
+      (a, b) => b.startedAt - a.startedAt || cmp(a.sandboxID, b.sandboxID),
+    );
+    return this.byStart;
   }
 
   /** Adds a sandbox; unspecified fields are filled deterministically. Returns it. */
@@ -104,6 +117,7 @@ export class SimState {
   /** Removes a sandbox; false when it did not exist. */
   removeSandbox(id: string): boolean {
     if (!this.sandboxes.delete(id)) return false;
+    this.byStart = undefined;
     const i = upperBound(this.ids, id, true);
     if (this.ids[i] === id) this.ids.splice(i, 1);
     return true;
@@ -152,6 +166,7 @@ export class SimState {
 
   /** Grows (with freshly generated sandboxes) or shrinks (dropping the highest ids) to n. */
   setSandboxCount(n: number): void {
+    this.byStart = undefined;
     const now = this.clock.now();
     const added: string[] = [];
     while (this.sandboxes.size < n) {
@@ -196,6 +211,7 @@ export class SimState {
 
   private insert(sandbox: SimSandbox): SimSandbox {
     this.sandboxes.set(sandbox.sandboxID, sandbox);
+    this.byStart = undefined;
     const i = upperBound(this.ids, sandbox.sandboxID);
     // One insertion is a binary search and a memmove; no list request ever re-sorts.
     this.ids.splice(i, 0, sandbox.sandboxID);

@@ -1,5 +1,6 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { SandboxTable } from "../../src/collect/sandbox-table.js";
+import { idOrder, SandboxTable } from "../../src/collect/sandbox-table.js";
 import type { Sandbox } from "../../src/platform/types.js";
 
 function sandbox(i: number, over: Partial<Sandbox> = {}): Sandbox {
@@ -31,7 +32,9 @@ describe("SandboxTable", () => {
     const table = b.build();
     expect(table.length).toBe(3000);
     const back = [...table];
-    expect(back.map(fields)).toEqual(rows.map(fields));
+    // Out of id order ("s10" < "s2"): the table comes back sorted by id.
+    const byId = [...rows].sort((x, y) => (x.id < y.id ? -1 : 1));
+    expect(back.map(fields)).toEqual(byId.map(fields));
     // What nothing reads in compact mode is not kept.
     expect(back[5]).toMatchObject({ metadata: {}, extra: {}, domain: undefined, endAt: undefined });
   });
@@ -64,7 +67,14 @@ describe("SandboxTable", () => {
       visited.push(fields(s));
     });
     expect(visited).toEqual([...table].map(fields));
-    expect(visited[7]).toEqual(["s7", "t1", "running", undefined, 1536, undefined]);
+    expect(visited.find((v) => (v as unknown[])[0] === "s7")).toEqual([
+      "s7",
+      "t1",
+      "running",
+      undefined,
+      1536,
+      undefined,
+    ]);
     // An array is a SandboxList too: the consumers' forEach works on either.
     const arr: Sandbox[] = [sandbox(1)];
     const ids: string[] = [];
@@ -97,22 +107,53 @@ describe("SandboxTable", () => {
     }
   });
 
-  it("keeps every id right when the last walk's ids are shared: overlaps, gaps, disorder", () => {
+  it("sorts a walk into id order, the last record of a repeated id winning, ids shared or not", () => {
+    // Each record's cpuCount is its position in the walk, to tell which record a row kept.
     const walk = (ids: string[], previous?: SandboxTable) => {
       const b = SandboxTable.builder(previous);
       ids.forEach((id, i) => {
-        b.push(sandbox(i, { id }));
+        b.push(sandbox(1, { id, cpuCount: i }));
       });
       return b.build();
     };
-    const ids = (t: SandboxTable) => [...t].map((s) => s.id);
+    const rows = (t: SandboxTable) => [...t].map((s) => `${s.id}${s.cpuCount}`);
     const first = walk(["a", "c", "e", "g"]);
+    expect(rows(first)).toEqual(["a0", "c1", "e2", "g3"]);
     const second = walk(["b", "c", "d", "g", "h"], first);
-    expect(ids(second)).toEqual(["b", "c", "d", "g", "h"]);
-    // Out of order midway: rows stay right (a repeated id replaces its row) and sharing stops.
-    const third = walk(["c", "g", "d", "c", "h"], second);
-    expect(ids(third)).toEqual(["c", "g", "d", "h"]);
-    expect(ids(walk(["a", "b", "c"], third))).toEqual(["a", "b", "c"]);
-    expect(ids(walk([], second))).toEqual([]);
+    expect(rows(second)).toEqual(["b0", "c1", "d2", "g3", "h4"]);
+    // Out of order, a repeat included (E2B pages newest first).
+    const third = walk(["h", "c", "g", "d", "c", "a"], second);
+    expect(rows(third)).toEqual(["a5", "c4", "d3", "g2", "h0"]);
+    expect(rows(walk(["c", "c", "c"], third))).toEqual(["c2"]);
+    expect(rows(walk(["z", "y", "x"]))).toEqual(["x2", "y1", "z0"]);
+    expect(rows(walk([], second))).toEqual([]);
+    const many = Array.from({ length: 5000 }, (_, i) => `id${(i * 7919) % 5000}`);
+    const sorted = [...many].sort();
+    expect([...walk(many, third)].map((s) => s.id)).toEqual(sorted);
+  });
+
+  it("orders rows exactly as a plain sort by id then row would, whatever the ids", () => {
+    const plain = (ids: string[]) =>
+      ids
+        .map((_, i) => i)
+        .sort((x, y) => {
+          const p = ids[x] as string;
+          const q = ids[y] as string;
+          return p < q ? -1 : p > q ? 1 : x - y;
+        });
+    // Shared prefixes, repeats, empty and one-character ids, characters past 126 and astral ones.
+    const id = fc.oneof(
+      fc.string({ maxLength: 4 }),
+      fc.string({ unit: "grapheme", maxLength: 4 }),
+      fc.string({ unit: "binary", maxLength: 6 }),
+      fc.constantFrom("sbx-", "sbx-0", "sbx-00", "~", "\u007f", "\u00ff", "\uffff"),
+      fc.nat(200).map((n) => `sbx-${String(n).padStart(4, "0")}`),
+    );
+    fc.assert(
+      fc.property(fc.array(id, { maxLength: 300 }), (ids) => {
+        expect(idOrder(ids)).toEqual(plain(ids));
+      }),
+      { numRuns: 400 },
+    );
   });
 });

@@ -12,8 +12,9 @@ const exporters: Exporter[] = [];
 async function setup(
   sandboxes: number,
   argv: string[] = [],
+  listOrder: "id" | "started" = "id",
 ): Promise<{ sim: Simulator; e: Exporter }> {
-  sim = await startSimulator({ sandboxes, templates: 5, nodes: 3, pageSizeCap: 100 });
+  sim = await startSimulator({ sandboxes, templates: 5, nodes: 3, pageSizeCap: 100, listOrder });
   const e = await exporterFor(sim, argv);
   exporters.push(e);
   return { sim, e };
@@ -27,13 +28,16 @@ afterEach(async () => {
 
 describe("poller and /metrics against the simulator", () => {
   // Per-sandbox series off keeps the compact table; on keeps whole records: both must agree.
+  // Pages in id order, and newest first as E2B pages (the table then sorts the walk).
   it.each([
-    ["the compact table", []],
-    ["whole records", ["--per-sandbox-metrics"]],
-  ])(
-    "matches the simulator's ground truth per state x template at 10,000 sandboxes over 100 pages, with %s",
-    async (_, extra) => {
-      const { sim, e } = await setup(10_000, ["--page-limit", "100", ...extra]);
+    ["the compact table", "id", []],
+    ["whole records", "id", ["--per-sandbox-metrics"]],
+    ["the compact table", "started", []],
+    ["whole records", "started", ["--per-sandbox-metrics"]],
+  ] as const)(
+    "matches the simulator's ground truth per state x template at 10,000 sandboxes over 100 pages, with %s, in %s order",
+    async (_, order, extra) => {
+      const { sim, e } = await setup(10_000, ["--page-limit", "100", ...extra], order);
       const snap = await e.runCycle();
       expect(snap?.collectors.sandboxes.requests).toBe(100);
       expect(sim.counters.get("GET /v2/sandboxes")).toBe(100);
@@ -153,18 +157,21 @@ describe("poller and /metrics against the simulator", () => {
     expect(text1).toMatch(/sandbox_sandboxes\{state="[^"]+",template="[^"]+",shard="1"\}/);
   });
 
-  it("counts sandboxes created and gone between complete walks", async () => {
-    const { sim, e } = await setup(200);
-    await e.runCycle();
-    const victim = sim.state.sortedIds()[0]!;
-    const tpl = sim.state.sandbox(victim)!.templateID;
-    sim.state.removeSandbox(victim);
-    const added = sim.state.addSandbox({ templateID: tpl });
-    await e.runCycle();
-    const m = samples(await scrape(e));
-    expect(m.get(`sandbox_sandboxes_disappeared_total{template="${tpl}"}`)).toBe(1);
-    expect(m.get(`sandbox_sandboxes_created_total{template="${added.templateID}"}`)).toBe(1);
-  });
+  it.each(["id", "started"] as const)(
+    "counts sandboxes created and gone between complete walks, in %s order",
+    async (order) => {
+      const { sim, e } = await setup(200, [], order);
+      await e.runCycle();
+      const victim = sim.state.sortedIds()[0]!;
+      const tpl = sim.state.sandbox(victim)!.templateID;
+      sim.state.removeSandbox(victim);
+      const added = sim.state.addSandbox({ templateID: tpl });
+      await e.runCycle();
+      const m = samples(await scrape(e));
+      expect(m.get(`sandbox_sandboxes_disappeared_total{template="${tpl}"}`)).toBe(1);
+      expect(m.get(`sandbox_sandboxes_created_total{template="${added.templateID}"}`)).toBe(1);
+    },
+  );
 
   it("serves gzip that decompresses to the plain body, reusing the cached snapshot part", async () => {
     const { e } = await setup(300, ["--per-sandbox-metrics"]);

@@ -193,6 +193,31 @@ describe("management API", () => {
     expect(lines[0]!.timestamp).toBe(new Date(clock.now()).toISOString());
   });
 
+  it("pages newest first, then by id, when listOrder is started (E2B's order)", async () => {
+    const started = await startSimulator({ sandboxes: 2_500, listOrder: "started", clock });
+    try {
+      const all = await walk(started, "limit=100");
+      const ids = all.map((s) => s.sandboxID);
+      expect(ids.length).toBe(2_500);
+      expect(new Set(ids).size).toBe(2_500);
+      const key = (s: Listed) => [-Date.parse(s.startedAt), s.sandboxID] as const;
+      for (let i = 1; i < all.length; i++) {
+        const [t0, id0] = key(all[i - 1]!);
+        const [t1, id1] = key(all[i]!);
+        expect(t0 < t1 || (t0 === t1 && id0 < id1), `${id0} before ${id1}`).toBe(true);
+      }
+      expect(ids).not.toEqual([...ids].sort());
+      // Filters apply within the order; a sandbox started during the walk is newest, so not seen.
+      const running = await walk(started, "limit=50&state=running", (page) => {
+        if (page === 3) started.state.addSandbox({ state: "running" });
+      });
+      const truth = [...started.state.sandboxes.values()].filter((s) => s.state === "running");
+      expect(running.length).toBe(truth.length - 1);
+    } finally {
+      await started.close();
+    }
+  });
+
   it("puts the next token in the body when tokenStyle is body", async () => {
     const bodySim = await startSimulator({ sandboxes: 250, tokenStyle: "body", clock });
     try {
