@@ -52,21 +52,66 @@ interface Cycle {
 }
 
 /** Everything one case measured. */
-export interface CaseFigures {
+export interface CaseFigures extends PollFigures {
   perSandbox: "off" | "on";
+  scrape: ScrapeFigures;
+  gzip: ScrapeFigures;
+  /** The exporter child's memory (MB): started, after a cycle (as is, after GC), after scrapes. */
+  memory: { start: Memory; afterCycle: Memory; afterCycleGc: Memory; afterScrapesGc: Memory };
+}
+
+/** Paired poll-cycle figures (medians): the exporter's and, when a bare loop ran beside it, the loop's. */
+export interface PollFigures {
   sandboxes: number;
   pages: number;
   cycleMs: number;
   walkMs: number;
   /** The exporter process's CPU time (user + system) in one cycle. */
   cycleCpuMs: number;
-  /** Median bare loop ms and CPU ms, when a bare-loop child was given. */
   bareLoopMs: number | undefined;
   bareLoopCpuMs: number | undefined;
-  scrape: ScrapeFigures;
-  gzip: ScrapeFigures;
-  /** The exporter child's memory (MB): started, after a cycle (as is, after GC), after scrapes. */
-  memory: { start: Memory; afterCycle: Memory; afterCycleGc: Memory; afterScrapesGc: Memory };
+}
+
+/** Warms both paths, then alternates bare runs and cycles and keeps the medians. */
+async function pairedCycles(child: BenchChild, bare: BenchChild | undefined): Promise<PollFigures> {
+  for (let i = 0; i < WARM_CYCLES; i++) {
+    await bare?.call("run");
+    await child.call("cycle");
+  }
+  const bareRuns: { ms: number; cpuMs: number }[] = [];
+  const cycles: Cycle[] = [];
+  for (let i = 0; i < MEASURED_CYCLES; i++) {
+    if (bare) bareRuns.push(await bare.call<{ ms: number; cpuMs: number }>("run"));
+    cycles.push(await child.call<Cycle>("cycle"));
+  }
+  const last = cycles[cycles.length - 1];
+  return {
+    sandboxes: last?.sandboxes ?? 0,
+    pages: last?.pages ?? 0,
+    cycleMs: median(cycles.map((c) => c.ms)),
+    walkMs: median(cycles.map((c) => c.walkMs)),
+    cycleCpuMs: median(cycles.map((c) => c.cpuMs)),
+    bareLoopMs: bare ? median(bareRuns.map((r) => r.ms)) : undefined,
+    bareLoopCpuMs: bare ? median(bareRuns.map((r) => r.cpuMs)) : undefined,
+  };
+}
+
+/** Poll cycles only (per-sandbox series off), alternated with `bare` runs over the same pages. */
+export async function pollCase(
+  exporter: ExporterChild,
+  apiUrl: string,
+  bare: BenchChild,
+): Promise<PollFigures> {
+  const child = await forkChild(
+    exporter.script,
+    [apiUrl, "--page-limit", String(PAGE)],
+    exporter.nodeFlags,
+  );
+  try {
+    return await pairedCycles(child, bare);
+  } finally {
+    await child.stop();
+  }
 }
 
 /** Runs one case of the `exporter` child against the simulator at `apiUrl`; alternates cycles with `bare` runs if given. */
@@ -89,17 +134,7 @@ export async function exporterCase(
     exporter.nodeFlags,
   );
   try {
-    // Warm both paths once, then measure each a few times, alternating, and keep the medians.
-    for (let i = 0; i < WARM_CYCLES; i++) {
-      await bare?.call("run");
-      await child.call("cycle");
-    }
-    const bareRuns: { ms: number; cpuMs: number }[] = [];
-    const cycles: Cycle[] = [];
-    for (let i = 0; i < MEASURED_CYCLES; i++) {
-      if (bare) bareRuns.push(await bare.call<{ ms: number; cpuMs: number }>("run"));
-      cycles.push(await child.call<Cycle>("cycle"));
-    }
+    const poll = await pairedCycles(child, bare);
     const afterCycle = await child.call<{ now: Memory; afterGc: Memory }>("memory");
     const client = new ScrapeClient(child.ready.url);
     const scrape = await client.run(scrapes, false);
@@ -108,16 +143,9 @@ export async function exporterCase(
     await client.close();
     const afterScrapes = await child.call<{ now: Memory; afterGc: Memory }>("memory");
     await inspect?.(child);
-    const last = cycles[cycles.length - 1];
     return {
       perSandbox,
-      sandboxes: last?.sandboxes ?? 0,
-      pages: last?.pages ?? 0,
-      cycleMs: median(cycles.map((c) => c.ms)),
-      walkMs: median(cycles.map((c) => c.walkMs)),
-      cycleCpuMs: median(cycles.map((c) => c.cpuMs)),
-      bareLoopMs: bare ? median(bareRuns.map((r) => r.ms)) : undefined,
-      bareLoopCpuMs: bare ? median(bareRuns.map((r) => r.cpuMs)) : undefined,
+      ...poll,
       scrape,
       gzip,
       memory: {

@@ -259,14 +259,18 @@ export class SandboxTableBuilder {
   }
 }
 
-/** Buckets of the first pass: two characters, each 0 (past the end), 1..127 (capped). */
-const BUCKETS = 128 * 128;
+/** Most buckets of the counting pass (a Uint32Array of this many entries). */
+const MAX_BUCKETS = 1 << 16;
+/** Buckets this small are sorted by insertion, in place. */
+const SMALL_BUCKET = 12;
+/** A character's digit: 0 past the end, else its code plus one, capped at 127. */
+const DIGITS = 128;
 
 /**
- * Rows of `ids` in ascending id order, equal ids in row order. A counting pass on the two
- * characters after the prefix all ids share cuts the rows into buckets already in order; each
- * bucket is then sorted alone. Random ids of 100,000 sandboxes leave buckets of about 80, and
- * the sort makes a third of the comparisons of one over the whole list.
+ * Rows of `ids` in ascending id order, equal ids in row order. A counting pass on the characters
+ * after the prefix all ids share (as many as fit MAX_BUCKETS once each position's alphabet is
+ * ranked: three for base-36 ids) cuts the rows into buckets already in order; each bucket is then
+ * sorted alone. Random ids of 100,000 sandboxes leave buckets of two or three rows.
  */
 export function idOrder(ids: readonly string[]): number[] {
   const n = ids.length;
@@ -278,44 +282,82 @@ export function idOrder(ids: readonly string[]): number[] {
     while (k < at && id.charCodeAt(k) === first.charCodeAt(k)) k++;
     at = k;
   }
-  const key = (id: string): number => {
-    const c = charKey(id, at);
-    // Capped characters differ unseen, so the next one must not split them.
-    return c * 128 + (c === 127 ? 0 : charKey(id, at + 1));
-  };
-  const start = new Uint32Array(BUCKETS + 1);
-  const keys = new Uint16Array(n);
+  // Rank each position's digits (0 always ranked, for the digits after a capped one).
+  const ranks: Int32Array[] = [];
+  const weights: number[] = [];
+  let buckets = 1;
+  for (let p = at; ranks.length < 4; p++) {
+    const seen = new Uint8Array(DIGITS);
+    seen[0] = 1;
+    for (let i = 0; i < n; i++) seen[digit(ids[i] as string, p)] = 1;
+    const rank = new Int32Array(DIGITS);
+    let size = 0;
+    for (let d = 0; d < DIGITS; d++) if (seen[d]) rank[d] = size++;
+    if (ranks.length > 0 && buckets * size > MAX_BUCKETS) break;
+    ranks.push(rank);
+    buckets *= size;
+    weights.push(size);
+    if (size === 1) break;
+  }
+  // Weights from the last position's (1) up, so earlier characters weigh more.
+  let w = 1;
+  for (let j = weights.length - 1; j >= 0; j--) {
+    const size = weights[j] as number;
+    weights[j] = w;
+    w *= size;
+  }
+  const keys = new Uint32Array(n);
+  const start = new Uint32Array(buckets + 1);
   for (let i = 0; i < n; i++) {
-    const k = key(ids[i] as string);
+    const id = ids[i] as string;
+    let k = 0;
+    for (let j = 0; j < ranks.length; j++) {
+      const d = digit(id, at + j);
+      k += ((ranks[j] as Int32Array)[d] as number) * (weights[j] as number);
+      // A capped character hides what differs, so the characters after it must not split ids.
+      if (d === DIGITS - 1) break;
+    }
     keys[i] = k;
     (start[k + 1] as number)++;
   }
-  for (let b = 0; b < BUCKETS; b++) (start[b + 1] as number) += start[b] as number;
+  for (let b = 0; b < buckets; b++) (start[b + 1] as number) += start[b] as number;
   const order = new Array<number>(n);
-  const fill = start.slice(0, BUCKETS);
+  const fill = start.slice(0, buckets);
   for (let i = 0; i < n; i++) {
     const b = keys[i] as number;
     order[fill[b] as number] = i;
     (fill[b] as number)++;
   }
-  const byId = (x: number, y: number): number => {
+  const before = (x: number, y: number): boolean => {
     const p = ids[x] as string;
     const q = ids[y] as string;
-    return p < q ? -1 : p > q ? 1 : x - y;
+    return p < q || (p === q && x < y);
   };
-  for (let b = 0; b < BUCKETS; b++) {
+  for (let b = 0; b < buckets; b++) {
     const from = start[b] as number;
     const to = start[b + 1] as number;
     if (to - from < 2) continue;
-    const part = order.slice(from, to).sort(byId);
+    if (to - from <= SMALL_BUCKET) {
+      for (let i = from + 1; i < to; i++) {
+        const row = order[i] as number;
+        let j = i - 1;
+        while (j >= from && before(row, order[j] as number)) {
+          order[j + 1] = order[j] as number;
+          j--;
+        }
+        order[j + 1] = row;
+      }
+      continue;
+    }
+    const part = order.slice(from, to).sort((x, y) => (before(x, y) ? -1 : 1));
     for (let j = 0; j < part.length; j++) order[from + j] = part[j] as number;
   }
   return order;
 }
 
-/** A character as a bucket digit that keeps order: 0 past the end, else its code capped at 127. */
-function charKey(id: string, i: number): number {
-  return i < id.length ? Math.min(id.charCodeAt(i), 126) + 1 : 0;
+/** The digit of `id`'s character at `i`: 0 past the end, else its code plus one, capped. */
+function digit(id: string, i: number): number {
+  return i < id.length ? Math.min(id.charCodeAt(i), DIGITS - 2) + 1 : 0;
 }
 
 function code(value: string, values: string[], index: Map<string, number>): number {
