@@ -1,5 +1,5 @@
 // Churn counters: sandbox ids appearing and vanishing between consecutive complete walks.
-import type { SandboxList } from "../collect/sandbox-table.js";
+import { idOrder, type SandboxList } from "../collect/sandbox-table.js";
 import { Family, labels } from "./text.js";
 
 /**
@@ -80,8 +80,9 @@ function touch(m: Map<string, number>, key: string, n: number): void {
 }
 
 /**
- * The walk's ids in ascending order with their templates, each id once (its first record). Walks
- * usually come sorted already, and then no sort runs.
+ * The walk's ids in ascending order with their templates, each id once (its first record). A
+ * compact table is in id order already, and then no sort runs; whole records (per-sandbox series
+ * or policy on) keep walk order and are sorted here when the platform pages in another order.
  */
 function sortedWalk(sandboxes: SandboxList): { ids: string[]; templates: string[] } {
   // Sized once: grown by push, 100,000 entries reallocate each list a dozen times.
@@ -98,13 +99,8 @@ function sortedWalk(sandboxes: SandboxList): { ids: string[]; templates: string[
   walkIds.length = n;
   walkTemplates.length = n;
   if (sorted) return { ids: walkIds, templates: walkTemplates };
-  const order = walkIds.map((_, i) => i);
-  // Stable on equal ids (index breaks ties), so the first record of a repeated id comes first.
-  order.sort((x, y) => {
-    const p = walkIds[x] as string;
-    const q = walkIds[y] as string;
-    return p < q ? -1 : p > q ? 1 : x - y;
-  });
+  // Equal ids keep walk order, so the first record of a repeated id comes first.
+  const order = idOrder(walkIds);
   const ids: string[] = [];
   const templates: string[] = [];
   for (const i of order) {
