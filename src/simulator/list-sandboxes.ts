@@ -125,6 +125,9 @@ export function parseListQuery(url: URL, pageSizeCap: number): ListQuery | strin
 export const listSandboxes: ApiHandler = (ctx, _req, res, _params, url) => {
   const q = parseListQuery(url, ctx.pageSizeCap);
   if (typeof q === "string") return sendError(res, 400, q);
+  // Newest-first positions are `startedAt~id`; an id alone belongs to the other order.
+  if (ctx.listOrder === "started" && q.after !== undefined && !/^-?\d+~/.test(q.after))
+    return sendError(res, 400, "invalid nextToken");
   const page = listPage(ctx.state, q, ctx.listOrder);
   let items = page.items;
   let next = page.nextAfter === undefined ? undefined : encodeToken(page.nextAfter);
@@ -132,7 +135,9 @@ export const listSandboxes: ApiHandler = (ctx, _req, res, _params, url) => {
   if (ctx.faults.repeatNextToken) next = incoming ?? next;
   if (ctx.faults.emptyPageWithToken) {
     items = [];
-    next ??= incoming ?? encodeToken(ctx.state.sortedIds().at(-1) ?? "~");
+    // A token past the last sandbox, in the order being paged.
+    const end = ctx.listOrder === "started" ? "-1~" : (ctx.state.sortedIds().at(-1) ?? "~");
+    next ??= incoming ?? encodeToken(end);
   }
   const rendered = items.map((s) => renderSandbox(s, ctx.domain, false));
   if (ctx.tokenStyle === "body") {

@@ -213,6 +213,9 @@ describe("management API", () => {
       });
       const truth = [...started.state.sandboxes.values()].filter((s) => s.state === "running");
       expect(running.length).toBe(truth.length - 1);
+      // A token of the id order is not a position in this one.
+      const idToken = Buffer.from(ids[0]!, "utf8").toString("base64url");
+      expect((await getJson(started, `/v2/sandboxes?nextToken=${idToken}`)).status).toBe(400);
     } finally {
       await started.close();
     }
