@@ -2,6 +2,7 @@
 // and end; the exporter (another process) probes; the parent reads sandbox_probe_stream_seconds
 // from /metrics after each run and compares the delayed runs with undelayed ones.
 import type { StreamFaults } from "../src/simulator/faults.js";
+import { dataPlaneFlags } from "../src/simulator/index.js";
 import type { ExporterChild } from "./exporter-case.js";
 import { forkChild } from "./ipc.js";
 import { median, ScrapeClient, samples } from "./scrape-client.js";
@@ -65,12 +66,7 @@ export async function probeTiming(
       "--probe",
       "--probe-template",
       s.template,
-      "--proxy-node-ip",
-      "127.0.0.1",
-      "--proxy-port-http",
-      String(s.dataPort),
-      "--proxy-scheme",
-      "http",
+      ...dataPlaneFlags(s.dataPort),
     ],
     exporterChild.nodeFlags,
   );

@@ -1,7 +1,7 @@
 // `npm run demo`: the simulator plus the exporter against it, on 127.0.0.1:9464.
 import { fileURLToPath } from "node:url";
 import { main } from "./cli.js";
-import { startSimulator } from "./simulator/index.js";
+import { dataPlaneFlags, startSimulator } from "./simulator/index.js";
 
 const DEMO_KEY = "demo-key";
 
@@ -28,12 +28,7 @@ const exporter = await main(
     "15s",
     "--probe-template",
     "base",
-    "--proxy-node-ip",
-    "127.0.0.1",
-    "--proxy-port-http",
-    String(sim.dataPort),
-    "--proxy-scheme",
-    "http",
+    ...dataPlaneFlags(sim.dataPort),
     // The example rules, in dry-run: the plan is on /status, the audit in the log.
     "--policy",
     fileURLToPath(new URL("../deploy/policy/example.yaml", import.meta.url)),

@@ -12,6 +12,7 @@ export {
   type SimTemplate,
 } from "./model.js";
 export {
+  dataPlaneFlags,
   ENVD_PORT,
   type Simulator,
   type SimulatorOptions,

@@ -16,6 +16,21 @@ import { SimState } from "./state.js";
 
 /** Port of the in-sandbox agent, as used in `{port}-{id}.{domain}` host names. */
 export const ENVD_PORT = 49983;
+
+/**
+ * Exporter flags that dial a simulator's data plane directly: every agent connection to the
+ * loopback node address on `dataPort`, in plain HTTP.
+ */
+export function dataPlaneFlags(dataPort: number): string[] {
+  return [
+    "--proxy-node-ip",
+    "127.0.0.1",
+    "--proxy-port-http",
+    String(dataPort),
+    "--proxy-scheme",
+    "http",
+  ];
+}
 const MAX_SANDBOXES = 1_000_000;
 
 export interface SimulatorOptions {

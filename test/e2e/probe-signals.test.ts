@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { PROBE_TAG_KEY } from "../../src/probe/orphan-sweep.js";
-import { type Simulator, startSimulator } from "../../src/simulator/index.js";
+import { dataPlaneFlags, type Simulator, startSimulator } from "../../src/simulator/index.js";
 import type { Clock } from "../../src/util/clock.js";
 import { output } from "../helpers/child.js";
 import { samples } from "../helpers/exporter.js";
@@ -41,8 +41,7 @@ function startCli(s: Simulator, instance: string): Cli {
   const args = [
     ...["--import", "tsx", "src/cli.ts", "--listen", "127.0.0.1:0", "--retries", "0"],
     ...["--probe", "--probe-instance", instance, "--probe-template", template],
-    ...["--probe-schedule", "1s", "--proxy-node-ip", "127.0.0.1", "--proxy-scheme", "http"],
-    ...["--proxy-port-http", String(s.dataPort)],
+    ...["--probe-schedule", "1s", ...dataPlaneFlags(s.dataPort)],
   ];
   const child = spawn(process.execPath, args, {
     // No inherited proxy or exporter variables: only what this test sets.

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Exporter } from "../../src/app.js";
-import { type Simulator, startSimulator } from "../../src/simulator/index.js";
+import { dataPlaneFlags, type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { exporterFor, samples, scrape } from "../helpers/exporter.js";
 
 let sim: Simulator | undefined;
@@ -19,12 +19,7 @@ describe("probes wired into the exporter", () => {
       "--probe",
       "--probe-template",
       template,
-      "--proxy-node-ip",
-      "127.0.0.1",
-      "--proxy-port-http",
-      String(sim.dataPort),
-      "--proxy-scheme",
-      "http",
+      ...dataPlaneFlags(sim.dataPort),
     ]);
     const before = sim.state.sandboxes.size;
     const result = await exporter.prober!.runOnce();
