@@ -30,12 +30,18 @@ export function buildExporterChild(): ExporterChild {
   return { script: `${BUILD_DIR}/bench/exporter-child.js`, nodeFlags };
 }
 
+/** The JSON-array form of a Dockerfile instruction (`ENTRYPOINT [...]`); undefined when absent. */
+export function dockerInstruction(dockerfile: string, name: string): string[] | undefined {
+  const line = dockerfile.split("\n").find((l) => l.startsWith(`${name} `));
+  return line === undefined ? undefined : (JSON.parse(line.slice(name.length + 1)) as string[]);
+}
+
 /** The node flags of the Dockerfile's `ENTRYPOINT ["node", ...flags, "dist/cli.js"]`. */
 export function imageNodeFlags(dockerfile = readFileSync("Dockerfile", "utf8")): string[] {
-  const line = dockerfile.split("\n").find((l) => l.startsWith("ENTRYPOINT "));
-  const argv = JSON.parse(line?.slice("ENTRYPOINT ".length) ?? "[]") as string[];
+  const argv = dockerInstruction(dockerfile, "ENTRYPOINT") ?? [];
   const end = argv.indexOf("dist/cli.js");
-  if (argv[0] !== "node" || end < 1) throw new Error(`unexpected Dockerfile ENTRYPOINT: ${line}`);
+  if (argv[0] !== "node" || end < 1)
+    throw new Error(`unexpected Dockerfile ENTRYPOINT: ${JSON.stringify(argv)}`);
   return argv.slice(1, end);
 }
 /** Cycles of each path before measuring (JIT warm-up), then cycles measured. */

@@ -284,7 +284,7 @@ export function idOrder(ids: readonly string[]): number[] {
   }
   // Rank each position's digits (0 always ranked, for the digits after a capped one).
   const ranks: Int32Array[] = [];
-  const weights: number[] = [];
+  const sizes: number[] = [];
   let buckets = 1;
   for (let p = at; ranks.length < 4; p++) {
     const seen = new Uint8Array(DIGITS);
@@ -296,16 +296,12 @@ export function idOrder(ids: readonly string[]): number[] {
     if (ranks.length > 0 && buckets * size > MAX_BUCKETS) break;
     ranks.push(rank);
     buckets *= size;
-    weights.push(size);
+    sizes.push(size);
     if (size === 1) break;
   }
-  // Weights from the last position's (1) up, so earlier characters weigh more.
-  let w = 1;
-  for (let j = weights.length - 1; j >= 0; j--) {
-    const size = weights[j] as number;
-    weights[j] = w;
-    w *= size;
-  }
+  // A position weighs the product of the alphabets after it, so earlier characters weigh more.
+  const weights = new Array<number>(sizes.length);
+  for (let j = sizes.length - 1, w = 1; j >= 0; w *= sizes[j] as number, j--) weights[j] = w;
   const keys = new Uint32Array(n);
   const start = new Uint32Array(buckets + 1);
   for (let i = 0; i < n; i++) {

@@ -4,7 +4,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { imageNodeFlags } from "../../bench/exporter-case.js";
+import { dockerInstruction, imageNodeFlags } from "../../bench/exporter-case.js";
 import { startSimulator } from "../../src/simulator/index.js";
 import { output, scrapeThenTerminate } from "../helpers/child.js";
 
@@ -15,8 +15,9 @@ const dockerfile = readFileSync(join(ROOT, "Dockerfile"), "utf8");
 
 /** The JSON-array form of a Dockerfile instruction. */
 function instruction(name: string): string[] {
-  const line = dockerfile.split("\n").find((l) => l.startsWith(`${name} `));
-  return JSON.parse(line?.slice(name.length + 1) ?? "null") as string[];
+  const argv = dockerInstruction(dockerfile, name);
+  expect(argv, name).toBeDefined();
+  return argv ?? [];
 }
 
 afterAll(() => rmSync(IMAGE, { recursive: true, force: true }));
