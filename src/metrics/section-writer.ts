@@ -84,6 +84,9 @@ export class SectionWriter {
     const src = this.src as Buffer;
     this.ensure(this.srcEnd - this.srcStart);
     this.len += src.copy(this.buf, this.len, this.srcStart, this.srcEnd);
+    // The pending range is part of `len` now; leaving it set would count it twice in `position`.
     this.src = undefined;
+    this.srcStart = 0;
+    this.srcEnd = 0;
   }
 }
