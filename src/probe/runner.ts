@@ -1,5 +1,6 @@
 // Sequences the phases of one probe: stops at the first failure, then always terminates.
 import type { Clock } from "../util/clock.js";
+import { timeoutSignal, timerMs } from "../util/duration.js";
 import { createPhase } from "./create.js";
 import { execPhase } from "./exec.js";
 import { fileReadPhase } from "./file-read.js";
@@ -95,13 +96,13 @@ export async function runProbe(
   const failures: ProbeFailure[] = [];
   const limitOf = (p: ProbePhase): number => limits.phaseTimeouts?.[p] ?? limits.phaseTimeoutMs;
 
-  const total = AbortSignal.timeout(limits.totalTimeoutMs);
+  const total = timeoutSignal(limits.totalTimeoutMs);
   const outer = signal ? AbortSignal.any([signal, total]) : total;
   for (const [phase, fn] of MAIN_PHASES) {
     const limit = limitOf(phase);
     const remaining = limits.totalTimeoutMs - (monotonic() - t0);
-    const budget = Math.max(1, Math.min(limit, remaining));
-    const phaseSignal = AbortSignal.any([outer, AbortSignal.timeout(limit)]);
+    const budget = timerMs(Math.min(limit, remaining));
+    const phaseSignal = AbortSignal.any([outer, timeoutSignal(limit)]);
     const failure = await timed(phase, fn, budget, phaseSignal);
     if (failure) {
       failures.push(failure);
@@ -109,7 +110,7 @@ export async function runProbe(
     }
   }
   const limit = limitOf("terminate");
-  const terminated = await timed("terminate", terminatePhase, limit, AbortSignal.timeout(limit));
+  const terminated = await timed("terminate", terminatePhase, timerMs(limit), timeoutSignal(limit));
   if (terminated) failures.push(terminated);
   const leftBehind = run.sandbox?.id;
   const finishedAt = clock.now();

@@ -58,3 +58,21 @@ export function intervalOf(spec: string): number | undefined {
     return undefined;
   }
 }
+
+/** The longest delay a Node timer honours (2^31-1 ms, about 24.8 days); longer ones fire at once. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * A delay as every timer takes it: a whole number of ms in [1, MAX_TIMER_MS]. Budgets computed
+ * from performance.now() are fractional, and AbortSignal.timeout rejects a fraction outright, so
+ * every deadline handed to a timer, a signal or undici goes through here.
+ */
+export function timerMs(ms: number): number {
+  if (Number.isNaN(ms)) return 1;
+  return Math.min(MAX_TIMER_MS, Math.max(1, Math.ceil(ms)));
+}
+
+/** AbortSignal.timeout for any computed delay (see timerMs). */
+export function timeoutSignal(ms: number): AbortSignal {
+  return AbortSignal.timeout(timerMs(ms));
+}
