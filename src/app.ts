@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { Gauge } from "prom-client";
 import type { Dispatcher } from "undici";
 import { Poller } from "./collect/poller.js";
-import { startSchedule } from "./collect/schedule.js";
+import { startSchedule, tickInterval } from "./collect/schedule.js";
 import type { Snapshot } from "./collect/snapshot.js";
 import { policySpec } from "./config/policy-schema.js";
 import type { Config } from "./config/schema.js";
@@ -61,6 +61,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     perSandboxMetrics: config.metrics.perSandboxMetrics,
     metadataLabels: config.metrics.metadataLabels,
     maxSandboxSeries: config.metrics.maxSandboxSeries,
+    maxLabelValueLength: config.metrics.maxLabelValueLength,
     shard: config.shard,
     runningStates: config.states.running,
     pausedStates: config.states.paused,
@@ -94,6 +95,20 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     readHealth: initialSpec !== undefined,
     // Nothing reads metadata without per-sandbox series or policy: keep the compact table.
     compactSandboxes: !config.metrics.perSandboxMetrics && initialSpec === undefined,
+    intervalMs: tickInterval(config.poll.schedule, intervalOf),
+    confirmDropRatio: config.poll.confirmDropRatio,
+    maxBackoffMs: config.poll.maxBackoffMs,
+    onSnapshot: (snapshot) => published(snapshot),
+    onError: (err) => onError(err),
+    onDrop: (confirmed) => {
+      metrics.walkDrop(confirmed);
+      logger.warn(
+        { confirmed },
+        confirmed
+          ? "sandbox count fell sharply; a second walk confirmed it"
+          : "sandbox count fell sharply in one walk only; that walk was discarded",
+      );
+    },
   });
   const policy = initialSpec
     ? new PolicyEngine({
@@ -107,12 +122,12 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
         states: config.states,
       })
     : undefined;
-  const cycle = async (): Promise<void> => {
-    const snapshot = await poller.runCycle();
+  const published = async (snapshot: Snapshot): Promise<void> => {
     metrics.update(snapshot);
-    if (policy) await policy.run(snapshot);
+    // The policy acts on walks; a snapshot repeating the last walk's list brings it nothing new.
+    if (policy && snapshot.walked) await policy.run(snapshot);
     for (const c of Object.values(snapshot.collectors)) {
-      if (!c.success && !c.skipped)
+      if (!c.success && !c.skipped && snapshot.refreshed.includes(c.name))
         logger.warn(
           { collector: c.name, error: c.error },
           "collector failed; serving last good data",
@@ -129,7 +144,10 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   };
   const onSkip = (): void => {
     metrics.skippedTick();
-    logger.warn("poll tick skipped: previous cycle still running");
+    logger.warn("sandbox walk still running at this tick; the other collectors were refreshed");
+  };
+  const cycle = async (): Promise<void> => {
+    if ((await poller.tick()).walkBusy) onSkip();
   };
   const onError = (err: unknown): void => logger.error({ err: String(err) }, "poll cycle failed");
   const schedule = startSchedule(
@@ -171,6 +189,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
         ...(policy ? { policy: policy.status() } : {}),
       }),
     reload,
+    enableLifecycle: config.server.enableLifecycle,
     ...(prober ? { routes: prober.routes() } : {}),
     ready: () => poller.latest !== undefined,
     logger,
@@ -188,6 +207,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     poller,
     runCycle: async () => {
       await schedule.trigger();
+      await poller.walkDone();
       return poller.latest;
     },
     prober,
@@ -197,6 +217,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       // The probe goes first: its sandbox is terminated before the process exits.
       await prober?.stop();
       await schedule.stop();
+      await poller.walkDone();
       await server.close();
       await control.close();
     },

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Entry point: parse flags and environment, build the config, start the parts, handle signals.
-import { readFileSync } from "node:fs";
+import { closeSync, openSync, readSync } from "node:fs";
 import { type Exporter, startExporter } from "./app.js";
 import {
   ConfigError,
@@ -19,7 +19,29 @@ const EXIT_CONFIG = 2;
 /** A stuck shutdown is cut off after this long. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
 
-const readUtf8 = (path: string): string => readFileSync(path, "utf8");
+/** Config, key and rule files are small; a bigger one is a mistake (or /dev/zero), not a config. */
+const MAX_FILE_BYTES = 1024 * 1024;
+const READ_CHUNK_BYTES = 64 * 1024;
+
+/** Reads a settings file as UTF-8, refusing one over MAX_FILE_BYTES before holding it in memory. */
+function readUtf8(path: string): string {
+  const fd = openSync(path, "r");
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(READ_CHUNK_BYTES);
+      const n = readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) break;
+      total += n;
+      if (total > MAX_FILE_BYTES) throw new Error(`larger than ${MAX_FILE_BYTES} bytes`);
+      chunks.push(chunk.subarray(0, n));
+    }
+    return Buffer.concat(chunks, total).toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
 
 /** Loads config from argv and the environment, printing problems and exiting 2 on failure. */
 export function loadOrExit(argv: string[], env: Record<string, string | undefined>): LoadedConfig {
@@ -75,6 +97,7 @@ export async function main(
     exporter = await startExporter(config, {
       logger,
       clock: systemClock,
+      readFile: readUtf8,
       reloadConfig: () => loadConfig({ argv, env, readFile: readUtf8, requireApi: true }).config,
     });
   } catch (err) {

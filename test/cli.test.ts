@@ -1,10 +1,38 @@
 import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
-import { describe, expect, it } from "vitest";
-import { startSimulator } from "../src/simulator/index.js";
-import { output, scrapeThenTerminate, waitForOutput } from "./helpers/child.js";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { dataPlaneFlags, startSimulator } from "../src/simulator/index.js";
+import { listenerUrl, output, scrapeThenTerminate, waitForOutput } from "./helpers/child.js";
 
 const TSX = ["node_modules/.bin/tsx", "src/cli.ts"];
+
+const dir = mkdtempSync(join(tmpdir(), "sandbox-exporter-cli-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Writes `text` to a file of that name in the test's directory and returns its path. */
+function file(name: string, text: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+/** Nine levels of nine aliases each: 9^9 strings once expanded ("billion laughs"). */
+const ALIAS_BOMB = Array.from({ length: 9 }, (_, i) => {
+  const items = i === 0 ? Array(9).fill('"lol"') : Array(9).fill(`*l${i - 1}`);
+  return `l${i}: &l${i} [${items.join(", ")}]`;
+}).join("\n");
+
+/** Runs the CLI to its exit with a platform URL that is never reached. */
+function runCli(args: string[]) {
+  return spawnSync(TSX[0]!, [TSX[1]!, "--listen", "127.0.0.1:0", ...args], {
+    env: { ...process.env, SANDBOX_API_URL: "http://127.0.0.1:1", SANDBOX_API_KEY: "k" },
+    encoding: "utf8",
+    timeout: 60_000,
+  });
+}
 
 describe("sandbox-exporter CLI", () => {
   it("exits 2 with one line per problem naming field and source, never the key", () => {
@@ -24,6 +52,73 @@ describe("sandbox-exporter CLI", () => {
     expect(r.stderr).toContain("platform.proxyScheme (env SANDBOX_EXPORTER_PROXY_SCHEME)");
     expect(r.stderr + r.stdout).not.toContain("super-secret-key");
   });
+
+  it.each([
+    ["--config", "an alias bomb", "bomb.yaml", ALIAS_BOMB],
+    ["--policy", "an alias bomb", "bomb.yaml", ALIAS_BOMB],
+    ["--config", "an empty file", "empty.yaml", ""],
+    ["--policy", "an empty file", "empty.yaml", ""],
+    ["--config", "a file of comments only", "comments.yaml", "# poll:\n#   pageLimit: 5\n"],
+    ["--policy", "a file of comments only", "comments.yaml", "# rules: []\n"],
+    ["--config", "a syntax error", "syntax.yaml", "poll: {pageLimit: 5\n"],
+    ["--policy", "a syntax error", "syntax.yaml", "rules:\n  - name: [x\n"],
+  ])("exits 2 naming the file for %s with %s", (flag, _what, name, text) => {
+    const path = file(`${flag.slice(2)}-${name}`, text);
+    const r = runCli([flag, path]);
+    expect(r.status, r.stderr).toBe(2);
+    const [heading, ...problems] = r.stderr.trim().split("\n");
+    expect(heading).toMatch(/^sandbox-exporter: invalid (configuration|policy)$/);
+    expect(problems.join("\n")).toContain(path);
+  });
+
+  it("exits 2 for a config file that never ends, without reading it all", () => {
+    const r = runCli(["--config", "/dev/zero"]);
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toContain("(config file) (file /dev/zero): expected a readable file");
+  });
+
+  it("answers POST /-/reload only with --web.enable-lifecycle (SIGHUP always), and warns about an open /probe", async () => {
+    const sim = await startSimulator({ sandboxes: 5 });
+    const start = (extra: string[]) => {
+      // node --import tsx, not the tsx binary: SIGHUP must reach the exporter itself.
+      const child = spawn(
+        process.execPath,
+        [
+          ...["--import", "tsx", "src/cli.ts"],
+          ...["--listen", "0.0.0.0:0", "--log-level", "debug", "--probe"],
+          ...dataPlaneFlags(sim.dataPort),
+          ...extra,
+        ],
+        { env: { ...process.env, SANDBOX_API_URL: sim.apiUrl, SANDBOX_DOMAIN: sim.domain } },
+      );
+      return { child, out: output(child) };
+    };
+    const plain = start([]);
+    const lifecycle = start(["--web.enable-lifecycle"]);
+    try {
+      for (const { out } of [plain, lifecycle]) {
+        const url = await listenerUrl(out);
+        expect(url, out()).toBeDefined();
+      }
+      const port = (out: () => string) => /"url":"http:\/\/[^"]*:(\d+)"/.exec(out())?.[1];
+      const reload = (out: () => string) =>
+        fetch(`http://127.0.0.1:${port(out)}/-/reload`, { method: "POST" });
+      const refused = await reload(plain.out);
+      expect(refused.status).toBe(403);
+      expect(await refused.text()).toBe("Lifecycle API is not enabled.");
+      expect(plain.out()).not.toContain("configuration reloaded");
+      expect((await reload(lifecycle.out)).status).toBe(200);
+      const reloaded = (t: string) => t.includes("configuration reloaded");
+      expect(reloaded(await waitForOutput(lifecycle.out, reloaded))).toBe(true);
+      expect(plain.out()).toMatch(/"level":40.*reachable beyond loopback without authentication/);
+      plain.child.kill("SIGHUP");
+      expect(reloaded(await waitForOutput(plain.out, reloaded))).toBe(true);
+    } finally {
+      plain.child.kill("SIGKILL");
+      lifecycle.child.kill("SIGKILL");
+      await sim.close();
+    }
+  }, 30_000);
 
   it("serves /metrics, never logs the key, and exits 0 on SIGTERM", async () => {
     const sim = await startSimulator({ sandboxes: 20, apiKey: "log-secret-key" });

@@ -1,4 +1,6 @@
 // One poll cycle: every collector runs on its own; failures keep the last good data, marked stale.
+
+import { setTimeout as sleep } from "node:timers/promises";
 import type { DeferredPage } from "../platform/normalize.js";
 import type {
   ClusterOverview,
@@ -9,12 +11,17 @@ import type {
 } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { mapLimit } from "../util/concurrency.js";
+import { timerMs } from "../util/duration.js";
 import { walkPages } from "./paging.js";
 import { type SandboxList, SandboxTable } from "./sandbox-table.js";
 import { COLLECTORS, type CollectorName, type CollectorStatus, type Snapshot } from "./snapshot.js";
 
 /** Detail reads (/nodes/{id}, /templates/{id}) in flight at once. */
 const DETAIL_CONCURRENCY = 8;
+/** Data not refreshed for this many intervals is stale. */
+const STALE_INTERVALS = 2;
+/** How long a tick waits for its walk before publishing the other collectors, in intervals. */
+const WALK_WAIT_INTERVALS = 0.5;
 
 /** The read-only part of the control client that the poller needs. */
 export interface PlatformReader {
@@ -49,6 +56,18 @@ export interface PollerOptions {
    * per-sandbox series nor the policy engine read them.
    */
   compactSandboxes?: boolean;
+  /** Time between two ticks; data older than two of them is stale, whatever the reason. */
+  intervalMs: number;
+  /** A walk whose count falls by more than this share of the last complete walk is walked again. */
+  confirmDropRatio: number;
+  /** Ceiling of the wait between failed walks (it doubles from one interval). */
+  maxBackoffMs: number;
+  /** Receives every snapshot (after each tick, and when a walk that outlived its tick ends). */
+  onSnapshot?: (snapshot: Snapshot) => Promise<void> | void;
+  /** A snapshot handler failed after a walk that outlived its tick (a tick's own failure rejects). */
+  onError?: (err: unknown) => void;
+  /** A walk fell by more than confirmDropRatio; the second walk confirmed the drop or not. */
+  onDrop?: (confirmed: boolean) => void;
 }
 
 interface Outcome<T> {
@@ -60,10 +79,28 @@ interface Outcome<T> {
   error?: { code: string; message: string };
 }
 
-/** Turns the platform into a sequence of immutable snapshots. */
+/** The small collectors: one request or a few each, refreshed every tick whatever the walk does. */
+const SMALL = ["health", "overview", "nodes", "templates"] as const;
+type SmallName = (typeof SMALL)[number];
+
+/**
+ * Turns the platform into a sequence of immutable snapshots. Each tick refreshes the small
+ * collectors and starts a sandbox walk unless one is still running or failed walks are backing
+ * off; a slow or hung walk therefore never holds back health, overview, nodes and templates.
+ */
 export class Poller {
   private last: Snapshot | undefined;
   private cycle = 0;
+  /** The latest outcome of each collector and whether a snapshot carried it yet. */
+  private readonly outcomes: Partial<Record<CollectorName, Outcome<unknown>>> = {};
+  private walkInFlight: Promise<void> | undefined;
+  /** A walk ended and no snapshot has carried its outcome yet. */
+  private walkPending = false;
+  private ticking = false;
+  private walkFailures = 0;
+  private nextWalkAt = 0;
+  /** Sandboxes of the last complete walk, for the drop check. */
+  private lastCompleteCount: number | undefined;
 
   constructor(private readonly options: PollerOptions) {}
 
@@ -72,67 +109,168 @@ export class Poller {
     return this.last;
   }
 
-  /** Runs one full cycle and returns (and keeps) its snapshot. */
-  async runCycle(): Promise<Snapshot> {
-    const { clock, clusterWide } = this.options;
-    const startedAt = clock.now();
-    const [health, overview, nodes, templates, sandboxes] = await Promise.all([
-      clusterWide || this.options.readHealth ? this.attempt(() => this.readHealth()) : undefined,
-      clusterWide ? this.attempt(() => this.readOverview()) : undefined,
-      clusterWide ? this.attempt(() => this.readNodes()) : undefined,
-      clusterWide ? this.attempt(() => this.readTemplates()) : undefined,
-      this.attempt(() => this.readSandboxes()),
-    ]);
-    const prev = this.last;
-    const outcomes: Record<CollectorName, Outcome<unknown> | undefined> = {
-      health,
-      overview,
-      nodes,
-      templates,
-      sandboxes,
+  /** Epoch ms before which no walk starts (failed walks back off); 0 when not backing off. */
+  get walkBackoffUntil(): number {
+    return this.walkFailures > 0 ? this.nextWalkAt : 0;
+  }
+
+  /**
+   * One scheduled tick: starts a walk when none is running and none is backing off, refreshes the
+   * small collectors, and publishes a snapshot. Resolves without waiting for the walk; a walk that
+   * ends later publishes its own snapshot. Returns whether a walk was already in flight.
+   */
+  async tick(): Promise<{ walkBusy: boolean }> {
+    const { clusterWide, readHealth, clock, intervalMs } = this.options;
+    const walkBusy = this.walkInFlight !== undefined;
+    const reads: Record<
+      SmallName,
+      (() => Promise<{ value: unknown; requests: number }>) | undefined
+    > = {
+      health: clusterWide || readHealth ? () => this.readHealth() : undefined,
+      overview: clusterWide ? () => this.readOverview() : undefined,
+      nodes: clusterWide ? () => this.readNodes() : undefined,
+      templates: clusterWide ? () => this.readTemplates() : undefined,
     };
-    const collectors = {} as Record<CollectorName, CollectorStatus>;
-    for (const name of COLLECTORS) {
-      collectors[name] = this.status(name, outcomes[name], prev?.collectors[name], startedAt);
+    this.ticking = true;
+    try {
+      if (!walkBusy && clock.now() >= this.walkBackoffUntil) this.startWalk();
+      await Promise.all(
+        SMALL.map(async (name) => {
+          const read = reads[name];
+          if (read) this.outcomes[name] = await this.attempt(read);
+        }),
+      );
+      // One snapshot per tick when the walk keeps up; a slow walk publishes on its own later.
+      await this.walkWithin(intervalMs * WALK_WAIT_INTERVALS);
+      await this.publish(SMALL.filter((name) => reads[name] !== undefined));
+    } finally {
+      this.ticking = false;
     }
+    // A walk that ended during the publish above left its outcome for the next snapshot: now.
+    if (this.walkPending) await this.publish([]);
+    return { walkBusy };
+  }
+
+  /** Waits for the walk in flight, if any, at most `ms`. */
+  private async walkWithin(ms: number): Promise<void> {
+    const walk = this.walkInFlight;
+    if (!walk) return;
+    const stop = new AbortController();
+    const timer = sleep(timerMs(ms), undefined, { signal: stop.signal, ref: false }).catch(
+      () => undefined,
+    );
+    await Promise.race([walk, timer]);
+    stop.abort();
+  }
+
+  /** Resolves when no walk is in flight (its snapshot published). */
+  async walkDone(): Promise<void> {
+    await this.walkInFlight;
+  }
+
+  private startWalk(): void {
+    const walk = async (): Promise<void> => {
+      try {
+        const outcome = await this.attempt(() => this.readSandboxes());
+        this.outcomes.sandboxes = outcome;
+        this.walkPending = true;
+        if (outcome.ok) this.walkFailures = 0;
+        else {
+          this.walkFailures++;
+          // The next tick after a first failure, then doubling intervals up to the ceiling.
+          const { intervalMs, maxBackoffMs } = this.options;
+          const wait = Math.min(
+            maxBackoffMs,
+            intervalMs * 2 ** Math.min(this.walkFailures - 1, 30),
+          );
+          this.nextWalkAt = outcome.startedAt + wait - intervalMs / 2;
+        }
+        // A walk that ends while a tick is running is carried by that tick's snapshot.
+        if (!this.ticking) await this.publish([]);
+      } catch (err) {
+        this.options.onError?.(err);
+      } finally {
+        this.walkInFlight = undefined;
+      }
+    };
+    this.walkInFlight = walk();
+  }
+
+  /** Makes the snapshot of what every collector last produced, and hands it on. */
+  private async publish(refreshedSmall: readonly SmallName[]): Promise<void> {
+    const { clock } = this.options;
+    const now = clock.now();
+    const prev = this.last;
+    const walked = this.walkPending;
+    this.walkPending = false;
+    const refreshed: CollectorName[] = [...refreshedSmall];
+    if (walked) refreshed.push("sandboxes");
+    const collectors = {} as Record<CollectorName, CollectorStatus>;
+    for (const name of COLLECTORS)
+      collectors[name] = this.status(name, this.outcomes[name], prev?.collectors[name], now);
+    const o = this.outcomes;
+    const sandboxes = o.sandboxes;
     const snapshot: Snapshot = {
       cycle: ++this.cycle,
-      startedAt,
-      finishedAt: clock.now(),
-      health: health?.ok ? health.value : prev?.health,
-      overview: overview?.ok ? overview.value : prev?.overview,
-      nodes: nodes?.ok ? nodes.value : prev?.nodes,
-      templates: templates?.ok ? templates.value : prev?.templates,
-      sandboxes: sandboxes.ok ? sandboxes.value : prev?.sandboxes,
-      sandboxesComplete: sandboxes.ok,
+      startedAt: Math.min(now, ...COLLECTORS.map((n) => o[n]?.startedAt ?? now)),
+      finishedAt: now,
+      health: (o.health?.ok ? o.health.value : prev?.health) as Health | undefined,
+      overview: (o.overview?.ok ? o.overview.value : prev?.overview) as ClusterOverview | undefined,
+      nodes: (o.nodes?.ok ? o.nodes.value : prev?.nodes) as PlatformNode[] | undefined,
+      templates: (o.templates?.ok ? o.templates.value : prev?.templates) as Template[] | undefined,
+      sandboxes: (sandboxes?.ok ? sandboxes.value : prev?.sandboxes) as SandboxList | undefined,
+      sandboxesComplete: walked && sandboxes?.ok === true,
+      walked,
+      refreshed,
       collectors,
     };
     this.last = snapshot;
-    return snapshot;
+    await this.options.onSnapshot?.(snapshot);
   }
 
   private status(
     name: CollectorName,
     outcome: Outcome<unknown> | undefined,
     prev: CollectorStatus | undefined,
-    cycleStart: number,
+    now: number,
   ): CollectorStatus {
-    if (!outcome) {
+    const runs =
+      name === "sandboxes" ||
+      this.options.clusterWide ||
+      (name === "health" && this.options.readHealth);
+    if (!runs) {
       return {
         name,
         success: false,
         stale: false,
         skipped: true,
-        lastAttemptAt: cycleStart,
+        lastAttemptAt: now,
         durationMs: 0,
         requests: 0,
       };
     }
+    if (!outcome) {
+      // Not answered yet (the first walk is still running): nothing held, so stale.
+      return (
+        prev ?? {
+          name,
+          success: false,
+          stale: true,
+          lastAttemptAt: now,
+          durationMs: 0,
+          requests: 0,
+        }
+      );
+    }
     const lastSuccessAt = outcome.ok ? outcome.startedAt : prev?.lastSuccessAt;
+    // Old data is stale whatever kept it from being refreshed: a failure, a hang, a backoff.
+    const tooOld =
+      lastSuccessAt === undefined ||
+      now - lastSuccessAt > STALE_INTERVALS * this.options.intervalMs;
     return {
       name,
       success: outcome.ok,
-      stale: !outcome.ok,
+      stale: !outcome.ok || tooOld,
       lastAttemptAt: outcome.startedAt,
       ...(lastSuccessAt !== undefined ? { lastSuccessAt } : {}),
       durationMs: outcome.durationMs,
@@ -191,7 +329,33 @@ export class Poller {
     );
   }
 
+  /**
+   * A walk of every page. A count that fell by more than confirmDropRatio from the last complete
+   * walk is walked once more before it is believed: a flapping proxy or a paging bug upstream
+   * must not read as half the fleet gone (churn counters, policy). A real drop is seen twice.
+   */
   private async readSandboxes(): Promise<{ value: SandboxList; requests: number }> {
+    const first = await this.walkOnce();
+    const before = this.lastCompleteCount;
+    const dropped = (n: number): boolean =>
+      before !== undefined && before - n > before * this.options.confirmDropRatio;
+    let walk = first;
+    if (dropped(first.value.length)) {
+      let second: { value: SandboxList; requests: number };
+      try {
+        second = await this.walkOnce();
+      } catch (err) {
+        this.options.onDrop?.(false);
+        throw err;
+      }
+      this.options.onDrop?.(dropped(second.value.length));
+      walk = { value: second.value, requests: first.requests + second.requests };
+    }
+    this.lastCompleteCount = walk.value.length;
+    return walk;
+  }
+
+  private async walkOnce(): Promise<{ value: SandboxList; requests: number }> {
     const { reader, pageLimit, maxPages, state, metadata } = this.options;
     const slim = this.options.compactSandboxes === true;
     const fetchPage = (nextToken: string | undefined) =>

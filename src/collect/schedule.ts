@@ -48,6 +48,17 @@ export function startSchedule(
   };
 }
 
+/**
+ * The time between two ticks of `spec`: the interval itself, or for a cron expression the gap
+ * between its next two runs (what staleness and backoff are measured in).
+ */
+export function tickInterval(spec: string, parseInterval: IntervalParser): number {
+  const ms = parseInterval(spec);
+  if (ms !== undefined) return ms;
+  const [a, b] = new Cron(spec, { paused: true }).nextRuns(2);
+  return a && b ? b.getTime() - a.getTime() : 60_000;
+}
+
 /** A croner job for a cron expression, or for an interval (croner counts those in whole seconds). */
 function cronFor(spec: string, intervalMs: number | undefined, run: () => Promise<void>): Cron {
   const tick = (): void => {

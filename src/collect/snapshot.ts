@@ -53,7 +53,14 @@ export interface Snapshot {
    * per-sandbox series or the policy need whole records, else a compact SandboxTable.
    */
   sandboxes?: SandboxList;
-  /** True when every page of /v2/sandboxes was walked in this very cycle. */
+  /** True when this snapshot carries a walk of every page of /v2/sandboxes that just ended. */
   sandboxesComplete: boolean;
+  /**
+   * True when this snapshot is the first to carry the outcome of a walk (success or failure); a
+   * tick whose walk is still running publishes the small collectors with the last walk's list.
+   */
+  walked: boolean;
+  /** Collectors whose outcome is new in this snapshot (the others repeat an earlier one). */
+  refreshed: readonly CollectorName[];
   collectors: Readonly<Record<CollectorName, CollectorStatus>>;
 }

@@ -1,8 +1,8 @@
 // The --config file: YAML or JSON (JSON is YAML 1.2), nested keys as in the dotted setting paths,
 // plus the seed client's PascalCase field names at the top level.
-import { parseDocument } from "yaml";
 import type { ConfigProblem } from "./errors.js";
 import { SETTINGS } from "./settings.js";
+import { readYamlFile, type YamlFileProblem } from "./yaml-file.js";
 
 /** One value the file sets, with where in the file it was written. */
 export interface FileValue {
@@ -19,7 +19,10 @@ export const FILE_PATH = "(config file)";
 
 const ALIASES = SETTINGS.filter((s) => s.seed).map((s) => [s.seed as string, s.path] as const);
 
-/** Reads and parses the file into leaf values; a problem for each syntax error, alias clash or unreadable file. */
+/**
+ * Reads and parses the file into leaf values; a problem for each syntax error, alias clash, and
+ * for a file that is unreadable, empty or not a mapping.
+ */
 export function readConfigFile(
   file: string,
   readFile: (path: string) => string,
@@ -31,35 +34,26 @@ export function readConfigFile(
     expected,
     received,
   });
-  let text: string;
-  try {
-    text = readFile(file);
-  } catch (err) {
-    return { values: [], problems: [problem(file, "a readable file", firstLine(err))] };
-  }
-  const doc = parseDocument(text);
-  if (doc.errors.length > 0) {
-    const problems = doc.errors.map((e) => {
-      const at = e.linePos?.[0];
-      // Only the first line: the rest quotes the file, which may hold the API key.
-      const what = (e.message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?$/, "");
-      return problem(at ? `${file}:${at.line}:${at.col}` : file, "valid YAML or JSON", what);
+  const read = readYamlFile(file, readFile);
+  if (!read.ok) {
+    const problems = read.problems.map((p) => {
+      const quoted = JSON.stringify(p.message);
+      switch (p.kind) {
+        case "unreadable":
+          return problem(file, "a readable file", quoted);
+        case "syntax":
+          return problem(at(file, p), "valid YAML or JSON", quoted);
+        default:
+          // Empty counts: a named file that says nothing is a wrong mount or a truncated write.
+          return problem(file, "a mapping of settings at the top level", p.message);
+      }
     });
     return { values: [], problems };
   }
-  let root: unknown;
-  try {
-    root = doc.toJS();
-  } catch (err) {
-    return { values: [], problems: [problem(file, "valid YAML or JSON", firstLine(err))] };
-  }
-  if (root === null || root === undefined) return { values: [], problems: [] };
-  if (typeof root !== "object" || Array.isArray(root)) {
-    return { values: [], problems: [problem(file, "a mapping of settings at the top level")] };
-  }
+  const root = read.root;
   const values: FileValue[] = [];
   const problems: ConfigProblem[] = [];
-  const rest = { ...(root as Record<string, unknown>) };
+  const rest = { ...root };
   const nested: FileValue[] = [];
   for (const [seed, path] of ALIASES) {
     if (!(seed in rest)) continue;
@@ -69,8 +63,9 @@ export function readConfigFile(
       values.push({ keys: path.split("."), path, value, origin: `${file}:${seed}` });
   }
   collectLeaves(rest, [], file, nested);
+  const seeded = new Map(values.map((a) => [a.path, a]));
   for (const v of nested) {
-    const alias = values.find((a) => a.path === v.path);
+    const alias = seeded.get(v.path);
     if (alias) {
       problems.push({
         path: v.path,
@@ -103,6 +98,7 @@ function collectLeaves(node: unknown, keys: string[], file: string, out: FileVal
   for (const [k, v] of entries) collectLeaves(v, [...keys, k], file, out);
 }
 
-function firstLine(err: unknown): string {
-  return JSON.stringify((err instanceof Error ? err.message : String(err)).split("\n")[0] ?? "");
+/** `config.yaml:3:7` when the parser knows the place, else the file. */
+function at(file: string, p: YamlFileProblem): string {
+  return p.line === undefined ? file : `${file}:${p.line}:${p.col ?? 1}`;
 }

@@ -25,7 +25,9 @@ export interface ParsedFlags {
   problems: ConfigProblem[];
 }
 
-const BY_FLAG = new Map(SETTINGS.filter((s) => s.flag).map((s) => [s.flag as string, s]));
+const BY_FLAG = new Map<string, Setting>();
+for (const s of SETTINGS)
+  for (const flag of [s.flag, ...(s.flagAliases ?? [])]) if (flag) BY_FLAG.set(flag, s);
 const META = ["config", "help", "version"];
 const NOT_A_FLAG = "argv";
 const KEY_ON_ARGV = "api-key";
@@ -34,6 +36,7 @@ const MISSING = "\u0000missing";
 const PLACEHOLDER: Record<SettingKind, string> = {
   string: " VALUE",
   int: " N",
+  number: " NUMBER",
   bool: "[=BOOL]",
   list: " A,B",
   duration: " DURATION",
@@ -133,7 +136,8 @@ export function helpText(): string {
         ? ""
         : ` [default: ${showDefault(s.kind, def)}]`;
     const flag = s.flag ? `--${s.flag}${PLACEHOLDER[s.kind]}` : "(no flag)";
-    return row(flag, s.env, `${s.path}: ${s.help}${shown}`);
+    const also = (s.flagAliases ?? []).map((f) => ` (also --${f})`).join("");
+    return row(flag, s.env, `${s.path}: ${s.help}${also}${shown}`);
   });
   return [
     "Usage: sandbox-exporter [--config FILE] [flags]",

@@ -1,7 +1,7 @@
 // Builds the Config from defaults, the --config file, flags and the environment (lowest precedence
 // first, as the platform contract orders them) and maps every schema problem back to its source.
 import type { z } from "zod";
-import { readConfigFile } from "./config-file.js";
+import { FILE_PATH, readConfigFile } from "./config-file.js";
 import { ConfigError, type ConfigProblem, type Source, showValue } from "./errors.js";
 import { CONFIG_FILE_ENV, parseFlags } from "./flags.js";
 import { type Config, ConfigSchema } from "./schema.js";
@@ -64,7 +64,15 @@ export function loadConfig(input: ConfigInput): LoadedConfig {
   };
 
   const configFile = nonEmpty(input.env[CONFIG_FILE_ENV]) ?? flags.configFile;
-  if (configFile !== undefined) {
+  if (configFile === "") {
+    problems.push({
+      path: FILE_PATH,
+      source: "flag",
+      origin: "--config",
+      expected: "a file path",
+      received: '""',
+    });
+  } else if (configFile !== undefined) {
     const file = readConfigFile(configFile, readFile);
     problems.push(...file.problems);
     for (const v of file.values) set(v.keys, v.value, "file", v.origin);
@@ -201,7 +209,10 @@ function originOf(keys: string[], entries: Map<string, Entry>): { source: Source
 
 const KNOWN = ConfigSchema.parse({}) as unknown as Record<string, Record<string, unknown>>;
 
-/** `; did you mean poll.pageLimit?` for a key that differs from a known one only in case or - and _. */
+/**
+ * `; did you mean poll.pageLimit?` for a key that differs from a known one only in case, - and _,
+ * or a missing `Ms` suffix.
+ */
 function suggestion(keys: string[]): string {
   const squash = (k: string): string => k.toLowerCase().replace(/[-_]/g, "");
   const [section, key] = keys;
@@ -217,7 +228,8 @@ function suggestion(keys: string[]): string {
           ]
         : [];
   const last = (keys.length === 1 ? section : key) ?? "";
-  const hit = names.find((n) => squash(n) === squash(last));
+  // Durations are stored in ms, so `maxBackoff` is most likely `maxBackoffMs`.
+  const hit = names.find((n) => squash(n) === squash(last) || squash(n) === `${squash(last)}ms`);
   return hit ? `; did you mean ${[...keys.slice(0, -1), hit].join(".")}?` : "";
 }
 

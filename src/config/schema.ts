@@ -53,6 +53,12 @@ const listen = text.refine(
   { error: "host:port, [::1]:port or :port" },
 );
 
+/** A share in (0, 1]. */
+const ratio = z
+  .number({ error: "a number above 0 and at most 1" })
+  .gt(0, { error: "a number above 0 and at most 1" })
+  .max(1, { error: "a number above 0 and at most 1" });
+
 /** An HTTP header name (RFC 9110 token). */
 const headerName = text.regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { error: "an HTTP header name" });
 
@@ -112,6 +118,8 @@ const ServerSchema = z
       .optional(),
     tlsCertFile: text.min(1, { error: "a file path" }).optional(),
     tlsKeyFile: text.min(1, { error: "a file path" }).optional(),
+    /** Serve POST /-/reload, as Prometheus' --web.enable-lifecycle; SIGHUP reloads regardless. */
+    enableLifecycle: bool.default(false),
   })
   .superRefine((s, ctx) => {
     if ((s.tlsCertFile === undefined) === (s.tlsKeyFile === undefined)) return;
@@ -134,6 +142,10 @@ const PollSchema = z.strictObject({
   metadata: text.optional(),
   nodeDetails: bool.default(false),
   templateDetails: bool.default(false),
+  /** A walk whose sandbox count falls by more than this share of the last complete walk is walked again. */
+  confirmDropRatio: ratio.default(0.5),
+  /** Ceiling of the backoff between failed sandbox walks. */
+  maxBackoffMs: duration().default(300_000),
 });
 
 const MetricsSchema = z.strictObject({
@@ -141,6 +153,8 @@ const MetricsSchema = z.strictObject({
   perSandboxMetrics: bool.default(false),
   metadataLabels: z.array(metadataKey, { error: "a list of metadata keys" }).default([]),
   maxSandboxSeries: int(0).default(50_000),
+  /** Longer label values are truncated by the metrics layer. */
+  maxLabelValueLength: int(16).default(1024),
 });
 
 const ShardSchema = z

@@ -1,7 +1,7 @@
 // Every setting reachable from the environment or a flag, with its dotted path in the schema.
 
 /** How a string from the environment or a flag becomes a value. */
-export type SettingKind = "string" | "int" | "bool" | "list" | "duration";
+export type SettingKind = "string" | "int" | "number" | "bool" | "list" | "duration";
 
 const TRUE = new Set(["1", "true", "yes", "on"]);
 const FALSE = new Set(["0", "false", "no", "off"]);
@@ -15,6 +15,8 @@ export function fromText(kind: SettingKind, raw: string): unknown {
   switch (kind) {
     case "int":
       return /^-?\d+$/.test(t) ? Number(t) : raw;
+    case "number":
+      return /^[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?$/i.test(t) ? Number(t) : raw;
     case "bool": {
       const v = t.toLowerCase();
       return TRUE.has(v) ? true : FALSE.has(v) ? false : raw;
@@ -37,6 +39,8 @@ export interface Setting {
   path: string;
   env: string;
   flag?: string;
+  /** Other spellings of the flag, accepted as well. */
+  flagAliases?: readonly string[];
   /** The seed client's PascalCase field name, accepted at the top of a config file. */
   seed?: string;
   kind: SettingKind;
@@ -145,6 +149,15 @@ export const SETTINGS: readonly Setting[] = [
     help: "listen address host:port, [::1]:port or :port",
   },
   {
+    path: "server.enableLifecycle",
+    env: `${X}WEB_ENABLE_LIFECYCLE`,
+    // Prometheus' spelling; the hyphenated one matches our other --web-* flags.
+    flag: "web.enable-lifecycle",
+    flagAliases: ["web-enable-lifecycle"],
+    kind: "bool",
+    help: "serve POST /-/reload (without it: 403; SIGHUP always reloads)",
+  },
+  {
     path: "server.bearerTokenFile",
     env: `${X}WEB_BEARER_TOKEN_FILE`,
     flag: "web-bearer-token-file",
@@ -185,6 +198,20 @@ export const SETTINGS: readonly Setting[] = [
     flag: "max-pages",
     kind: "int",
     help: "page ceiling of one sandbox walk",
+  },
+  {
+    path: "poll.confirmDropRatio",
+    env: `${X}CONFIRM_DROP_RATIO`,
+    flag: "confirm-drop-ratio",
+    kind: "number",
+    help: "a walk whose sandbox count falls by more than this share is confirmed by a second walk",
+  },
+  {
+    path: "poll.maxBackoffMs",
+    env: `${X}POLL_MAX_BACKOFF`,
+    flag: "poll-max-backoff",
+    kind: "duration",
+    help: "ceiling of the backoff between failed sandbox walks",
   },
   {
     path: "poll.state",
@@ -241,6 +268,13 @@ export const SETTINGS: readonly Setting[] = [
     flag: "max-sandbox-series",
     kind: "int",
     help: "cap of per-sandbox series",
+  },
+  {
+    path: "metrics.maxLabelValueLength",
+    env: `${X}MAX_LABEL_VALUE_LENGTH`,
+    flag: "max-label-value-length",
+    kind: "int",
+    help: "label values longer than this are truncated",
   },
   {
     path: "shard.index",

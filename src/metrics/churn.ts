@@ -1,6 +1,7 @@
 // Churn counters: sandbox ids appearing and vanishing between consecutive complete walks.
 import { idOrder, type SandboxList } from "../collect/sandbox-table.js";
 import { Family, labels } from "./text.js";
+import type { ValueGuard } from "./value-guard.js";
 
 /**
  * Counts, by template, ids that appeared or vanished between two consecutive complete walks, so
@@ -53,7 +54,7 @@ export class ChurnTracker {
   }
 
   /** The two counter families; none before the first complete walk. */
-  families(ns: string): Family[] {
+  families(ns: string, guard?: ValueGuard): Family[] {
     if (this.walks === 0) return [];
     const created = new Family(
       `${ns}_sandboxes_created`,
@@ -66,7 +67,7 @@ export class ChurnTracker {
       "Sandbox ids that vanished between two consecutive complete walks of GET /v2/sandboxes, by template; counted by the poller.",
     );
     for (const t of [...this.created.keys()].sort()) {
-      const l = labels([["template", t]]);
+      const l = labels([["template", t]], guard);
       created.add(l, this.created.get(t) ?? 0);
       gone.add(l, this.disappeared.get(t) ?? 0);
     }

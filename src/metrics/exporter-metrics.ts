@@ -15,6 +15,7 @@ import { PlatformFamilies } from "./platform-families.js";
 import { SandboxAggregates } from "./sandbox-aggregates.js";
 import { type RequestObservation, SelfMetrics } from "./self-metrics.js";
 import { Family, type Format } from "./text.js";
+import { ValueGuard } from "./value-guard.js";
 
 export type { Format } from "./text.js";
 
@@ -33,6 +34,8 @@ export interface MetricsOptions {
   /** Metadata keys allowed as labels of sandbox_info (snake_cased; `metadata_` on a clash). */
   metadataLabels: string[];
   maxSandboxSeries: number;
+  /** Longest label value written whole; longer ones are cut (see ValueGuard) and counted. */
+  maxLabelValueLength: number;
   shard: { index: number; total: number };
   /** States that count as running / paused (default running|active, paused|suspended). */
   runningStates?: string[];
@@ -126,15 +129,16 @@ export class ExporterMetrics {
     }
   }
 
-  /** Feeds a completed cycle: renders the snapshot families once, for every scrape until the next. */
+  /** Feeds a snapshot: renders its families once, for every scrape until the next. */
   update(snapshot: Snapshot): void {
     const { namespace: ns, shard } = this.o;
     this.snapshot = snapshot;
-    this.self.cycle();
+    if (snapshot.walked) this.self.cycle();
+    const guard = new ValueGuard(this.o.maxLabelValueLength);
     const small: Family[] = [];
     let big: Buffer[] = [];
     if (shard.index === 0) {
-      const { families, skipped } = this.platform.render(snapshot);
+      const { families, skipped } = this.platform.render(snapshot, guard);
       small.push(...families);
       for (const f of skipped)
         this.warnOnce(
@@ -146,10 +150,11 @@ export class ExporterMetrics {
     const list = snapshot.sandboxes;
     const own = list && shard.total > 1 ? ownShard(list, shard.index, shard.total) : list;
     if (own) {
-      this.churn.observe(own, snapshot.sandboxesComplete);
-      small.push(...this.aggregates.render(own, snapshot.templates?.map((t) => t.id) ?? []));
+      // Churn compares walks: a snapshot that repeats the last walk's list is not a new one.
+      if (snapshot.walked) this.churn.observe(own, snapshot.sandboxesComplete);
+      small.push(...this.aggregates.render(own, snapshot.templates?.map((t) => t.id) ?? [], guard));
       if (this.perSandbox) {
-        const out = this.perSandbox.render(Array.isArray(own) ? own : Array.from(own));
+        const out = this.perSandbox.render(Array.isArray(own) ? own : Array.from(own), guard);
         big = out.chunks;
         if (out.dropped > 0)
           this.warnOnce(
@@ -161,10 +166,12 @@ export class ExporterMetrics {
       }
     }
     small.push(...collectorFamilies(ns, snapshot));
+    const counters = this.churn.families(ns, guard);
+    small.push(...guardFamilies(ns, guard));
     const text = small.map((f) => f.render("prometheus")).join("");
     this.cache = {
       gauges: [Buffer.from(text, "utf8"), ...big],
-      counters: this.churn.families(ns),
+      counters,
       countersText: {},
     };
     if (this.gzipWanted) this.gaugesGzip(this.cache).catch(() => undefined);
@@ -175,7 +182,12 @@ export class ExporterMetrics {
     this.self.observeRequest(info);
   }
 
-  /** A tick found the previous cycle still running. */
+  /** A walk fell by more than the confirm ratio; the second walk confirmed it or not. */
+  walkDrop(confirmed: boolean): void {
+    this.self.walkDrop(confirmed);
+  }
+
+  /** A tick found the previous walk still running. */
   skippedTick(): void {
     this.self.skippedTick();
   }
@@ -213,6 +225,23 @@ export class ExporterMetrics {
     this.warned.add(key);
     this.o.logger?.warn(obj, msg);
   }
+}
+
+/** What the guard cut or left out of this snapshot's exposition. */
+function guardFamilies(ns: string, guard: ValueGuard): Family[] {
+  const truncated = new Family(
+    `${ns}_exporter_label_values_truncated`,
+    "gauge",
+    "Label values from the platform cut to maxLabelValueLength in the current exposition.",
+  ).add("", guard.truncated);
+  const negative = new Family(
+    `${ns}_exporter_invalid_values`,
+    "gauge",
+    "Negative cpu and memory values of this shard's sandboxes, left out of the sums, in the latest snapshot.",
+  );
+  for (const field of ["cpu", "memory"] as const)
+    negative.add(`{field="${field}"}`, guard.negative[field]);
+  return [truncated, negative];
 }
 
 function droppedFamily(ns: string, dropped: number): Family {

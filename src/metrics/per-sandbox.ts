@@ -3,6 +3,7 @@
 import type { Sandbox } from "../platform/types.js";
 import { SectionWriter } from "./section-writer.js";
 import { escapeLabel, formatValue, header } from "./text.js";
+import { noGuard, type ValueGuard } from "./value-guard.js";
 import { WalkIndex, type WalkRecord } from "./walk-index.js";
 
 const MIB = 1_048_576;
@@ -37,6 +38,8 @@ interface Entry extends WalkRecord {
   memory: number | undefined;
   start: number | undefined;
   meta: Array<string | undefined>;
+  /** Label values its lines carry cut (see ValueGuard), counted again when the lines are reused. */
+  cut: number;
 }
 
 /** Where each family's line of the record at position p sits: [p * FAMILIES + family]. */
@@ -71,7 +74,7 @@ export class PerSandboxSeries {
   }
 
   /** Renders `sandboxes` (this shard's, in walk order); the first `maxSeries` distinct ids get series. */
-  render(sandboxes: readonly Sandbox[]): PerSandboxOutput {
+  render(sandboxes: readonly Sandbox[], guard = noGuard()): PerSandboxOutput {
     const walk = this.entries.begin();
     const old = this.last;
     const expected = Math.min(sandboxes.length, this.o.maxSeries);
@@ -105,9 +108,10 @@ export class PerSandboxSeries {
           len[at + i] = bytes;
           w.copy(old.sections[i] as Buffer, from, from + bytes);
         }
+        guard.truncated += e.cut;
         this.entries.keep(e);
       } else {
-        this.entries.keep(this.build(s, writers, at, off, len, e));
+        this.entries.keep(this.build(s, writers, at, off, len, e, guard));
       }
       written++;
     }
@@ -141,16 +145,19 @@ export class PerSandboxSeries {
     off: Int32Array,
     len: Int32Array,
     e: Entry | undefined,
+    guard: ValueGuard,
   ): Entry {
     const [pInfo, pStart, pCpus, pMemory] = this.prefix as [string, string, string, string];
-    const id = escapeLabel(s.id);
-    let info = `${pInfo}${id}",template="${escapeLabel(s.templateId)}",state="${escapeLabel(s.state)}"`;
+    const before = guard.truncated;
+    const id = escapeLabel(guard.label(s.id));
+    let info = `${pInfo}${id}",template="${escapeLabel(guard.label(s.templateId))}",state="${escapeLabel(guard.label(s.state))}"`;
     const meta: Array<string | undefined> = [];
     for (const [key, name] of this.o.metadataLabels) {
       const v = s.metadata[key];
       meta.push(v);
-      info += `,${name}="${v === undefined ? "" : escapeLabel(v)}"`;
+      info += `,${name}="${v === undefined ? "" : escapeLabel(guard.label(v))}"`;
     }
+    const cut = guard.truncated - before;
     info += "} 1\n";
     // Only label values can be non-ASCII, and all of them are on the info line.
     const ascii = !NON_ASCII.test(info);
@@ -159,10 +166,11 @@ export class PerSandboxSeries {
     if (startedAt !== undefined)
       put(writers, 1, at, off, len, `${pStart}${id}"} ${formatValue(startedAt / 1000)}\n`, ascii);
     else off[at + 1] = (writers[1] as SectionWriter).position;
-    if (cpuCount !== undefined)
+    // A negative size is not a size: left out here, counted by the aggregates.
+    if (cpuCount !== undefined && cpuCount >= 0)
       put(writers, 2, at, off, len, `${pCpus}${id}"} ${formatValue(cpuCount)}\n`, ascii);
     else off[at + 2] = (writers[2] as SectionWriter).position;
-    if (memoryMB !== undefined)
+    if (memoryMB !== undefined && memoryMB >= 0)
       put(writers, 3, at, off, len, `${pMemory}${id}"} ${formatValue(memoryMB * MIB)}\n`, ascii);
     else off[at + 3] = (writers[3] as SectionWriter).position;
     if (!e)
@@ -176,6 +184,7 @@ export class PerSandboxSeries {
         memory: memoryMB,
         start: startedAt,
         meta,
+        cut,
       };
     e.state = s.state;
     e.template = s.templateId;
@@ -183,6 +192,7 @@ export class PerSandboxSeries {
     e.memory = memoryMB;
     e.start = startedAt;
     e.meta = meta;
+    e.cut = cut;
     return e;
   }
 }

@@ -4,6 +4,7 @@ import type { PlatformNode, Template } from "../platform/types.js";
 import { extraLabelNames, type FieldMetric, fieldMetrics } from "./naming.js";
 import { StateMemory } from "./state-memory.js";
 import { Family, labels } from "./text.js";
+import { noGuard, type ValueGuard } from "./value-guard.js";
 
 /** HELP suffix: these values are the poller's, not read at scrape time. */
 function cached(endpoint: string): string {
@@ -19,10 +20,14 @@ export class PlatformFamilies {
   private readonly node = new StateMemory();
   private readonly template = new StateMemory();
 
+  /** The guard of the render in progress. */
+  private guard = noGuard();
+
   constructor(private readonly ns: string) {}
 
   /** Families of one snapshot, and the fields left out because their metric name was taken. */
-  render(s: Snapshot): { families: Family[]; skipped: string[] } {
+  render(s: Snapshot, guard = noGuard()): { families: Family[]; skipped: string[] } {
+    this.guard = guard;
     const families: Family[] = [];
     const skipped: string[] = [];
     if (s.health) families.push(...this.healthFamilies(s.health));
@@ -43,7 +48,9 @@ export class PlatformFamilies {
     if (s.nodes) {
       const nodes = uniqueById(s.nodes);
       families.push(this.statusSet("node", nodes, this.node, "/nodes"));
-      families.push(...numericFamilies(this.ns, "node", nodes, NODE_RESERVED, "/nodes", skipped));
+      families.push(
+        ...numericFamilies(this.ns, "node", nodes, NODE_RESERVED, "/nodes", skipped, guard),
+      );
       families.push(this.nodeInfo(nodes));
     }
     if (s.templates) {
@@ -58,10 +65,15 @@ export class PlatformFamilies {
           TEMPLATE_RESERVED,
           "/templates",
           skipped,
+          guard,
         ),
       );
     }
     return { families, skipped };
+  }
+
+  private labels(pairs: ReadonlyArray<readonly [string, string]>): string {
+    return labels(pairs, this.guard);
   }
 
   private healthFamilies(h: NonNullable<Snapshot["health"]>): Family[] {
@@ -77,7 +89,7 @@ export class PlatformFamilies {
       `Health status as a state-set: 1 for the current value, 0 for others seen. ${cached("/health")}`,
     );
     for (const st of this.health.observe([h.status]))
-      set.add(labels([["status", st]]), st === h.status ? 1 : 0);
+      set.add(this.labels([["status", st]]), st === h.status ? 1 : 0);
     return [up, set];
   }
 
@@ -96,7 +108,7 @@ export class PlatformFamilies {
     for (const it of items)
       for (const st of statuses)
         f.add(
-          labels([
+          this.labels([
             [kind, it.id],
             ["status", st],
           ]),
@@ -116,7 +128,7 @@ export class PlatformFamilies {
       const { pairs } = extraLabelNames(keys, ["node"], "info_");
       const out: Array<[string, string]> = [["node", n.id]];
       for (const [key, name] of pairs) out.push([name, n.info[key] as string]);
-      info.add(labels(out), 1);
+      info.add(this.labels(out), 1);
     }
     return info;
   }
@@ -135,9 +147,9 @@ export class PlatformFamilies {
       `1 when the template reports an error, else 0. ${ep}`,
     );
     for (const t of templates) {
-      const l = labels([["template", t.id]]);
+      const l = this.labels([["template", t.id]]);
       info.add(
-        labels([
+        this.labels([
           ["template", t.id],
           ["version", t.version ?? ""],
         ]),
@@ -157,6 +169,7 @@ function numericFamilies(
   reserved: ReadonlySet<string>,
   endpoint: string,
   skipped: string[],
+  guard: ValueGuard,
 ): Family[] {
   const { metrics, skipped: lost } = fieldMetrics(
     items.flatMap((i) => Object.keys(i.numeric)),
@@ -172,7 +185,7 @@ function numericFamilies(
     );
     for (const it of items) {
       const v = it.numeric[field];
-      if (v !== undefined) f.add(labels([[kind, it.id]]), (v * m.mul) / m.div);
+      if (v !== undefined) f.add(labels([[kind, it.id]], guard), (v * m.mul) / m.div);
     }
     out.push(f);
   }

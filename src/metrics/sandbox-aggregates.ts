@@ -2,6 +2,7 @@
 import type { SandboxList } from "../collect/sandbox-table.js";
 import { MAX_REMEMBERED_STATES } from "./state-memory.js";
 import { Family, labels } from "./text.js";
+import { noGuard, type ValueGuard } from "./value-guard.js";
 
 const MIB = 1_048_576;
 const CACHED = "Cached from the last successful walk of GET /v2/sandboxes.";
@@ -38,7 +39,7 @@ export class SandboxAggregates {
   }
 
   /** Families of `sandboxes` (already this shard's); `templates` lists ids known to exist. */
-  render(sandboxes: SandboxList, templates: readonly string[]): Family[] {
+  render(sandboxes: SandboxList, templates: readonly string[], guard = noGuard()): Family[] {
     const groups = new Map<string, Map<string, Group>>();
     sandboxes.forEach((s) => {
       let byState = groups.get(s.templateId);
@@ -53,12 +54,12 @@ export class SandboxAggregates {
         if (this.liveStates.has(s.state)) this.seenLive.add(s.state);
       }
       g.count++;
-      g.cpus += s.cpuCount ?? 0;
-      g.memory += (s.memoryMB ?? 0) * MIB;
+      g.cpus += guard.resource("cpu", s.cpuCount) ?? 0;
+      g.memory += (guard.resource("memory", s.memoryMB) ?? 0) * MIB;
       if (s.startedAt !== undefined && s.startedAt < g.oldest) g.oldest = s.startedAt;
     });
     this.zeroFill(groups, templates);
-    return this.families(groups);
+    return this.families(groups, guard);
   }
 
   private zeroFill(groups: Map<string, Map<string, Group>>, templates: readonly string[]): void {
@@ -83,7 +84,7 @@ export class SandboxAggregates {
     }
   }
 
-  private families(groups: Map<string, Map<string, Group>>): Family[] {
+  private families(groups: Map<string, Map<string, Group>>, guard: ValueGuard): Family[] {
     const ns = this.o.ns;
     const count = new Family(
       `${ns}_sandboxes`,
@@ -114,7 +115,7 @@ export class SandboxAggregates {
         ["template", template],
       ];
       if (this.o.shardLabel !== undefined) pairs.push(["shard", this.o.shardLabel]);
-      const l = labels(pairs);
+      const l = labels(pairs, guard);
       count.add(l, g.count);
       cpus.add(l, g.cpus);
       memory.add(l, g.memory);

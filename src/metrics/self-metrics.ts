@@ -34,6 +34,7 @@ export class SelfMetrics {
   private readonly apiErrors: Counter<"endpoint" | "method" | "reason">;
   private readonly cycles: Counter;
   private readonly skipped: Counter;
+  private readonly drops: Counter<"result">;
 
   constructor(o: SelfMetricsOptions) {
     const { ns } = o;
@@ -61,14 +62,21 @@ export class SelfMetrics {
     });
     this.cycles = new Counter({
       name: `${ns}_exporter_poll_cycles_total`,
-      help: "Completed poll cycles.",
+      help: "Completed poll cycles (walks of the sandbox list, successful or not).",
       registers,
     });
     this.skipped = new Counter({
       name: `${ns}_exporter_poll_skipped_ticks_total`,
-      help: "Schedule ticks skipped because the previous poll cycle was still running.",
+      help: "Schedule ticks that found the previous sandbox walk still running (the other collectors were refreshed regardless).",
       registers,
     });
+    this.drops = new Counter({
+      name: `${ns}_exporter_sandbox_walk_drops_total`,
+      help: "Walks whose sandbox count fell by more than poll.confirmDropRatio, by whether a second walk confirmed the drop (confirmed) or not (unconfirmed: the first walk was discarded).",
+      labelNames: ["result"],
+      registers,
+    });
+    for (const result of ["confirmed", "unconfirmed"]) this.drops.labels(result).inc(0);
     new Gauge({
       name: `${ns}_exporter_data_age_seconds`,
       help: "Seconds since the collector last succeeded, computed at scrape time; absent before its first success.",
@@ -101,7 +109,12 @@ export class SelfMetrics {
     this.cycles.inc();
   }
 
-  /** Counts a tick that found the previous cycle still running. */
+  /** Counts a walk that fell by more than the confirm ratio. */
+  walkDrop(confirmed: boolean): void {
+    this.drops.labels(confirmed ? "confirmed" : "unconfirmed").inc();
+  }
+
+  /** Counts a tick that found the previous walk still running. */
   skippedTick(): void {
     this.skipped.inc();
   }

@@ -1,6 +1,8 @@
 // Writing the Prometheus text 0.0.4 / OpenMetrics 1.0.0 exposition by hand, for families rendered
 // once per snapshot. Gauge families are byte-identical in both formats; counters differ.
 
+import type { ValueGuard } from "./value-guard.js";
+
 /** Exposition formats. */
 export type Format = "prometheus" | "openmetrics";
 
@@ -28,13 +30,16 @@ export function formatValue(v: number): string {
   return String(v);
 }
 
-/** `{a="x",b="y"}` for ordered label pairs; "" when there are none. */
-export function labels(pairs: ReadonlyArray<readonly [string, string]>): string {
+/** `{a="x",b="y"}` for ordered label pairs ("" when there are none), values cut by `guard`. */
+export function labels(
+  pairs: ReadonlyArray<readonly [string, string]>,
+  guard?: ValueGuard,
+): string {
   if (pairs.length === 0) return "";
   let out = "{";
   for (let i = 0; i < pairs.length; i++) {
     const [k, v] = pairs[i] as readonly [string, string];
-    out += `${i ? "," : ""}${k}="${escapeLabel(v)}"`;
+    out += `${i ? "," : ""}${k}="${escapeLabel(guard ? guard.label(v) : v)}"`;
   }
   return `${out}}`;
 }

@@ -1,8 +1,8 @@
 // Reads the policy rule file (YAML or JSON) and merges it with the config's `policy:` section.
-import { parseDocument } from "yaml";
 import type { z } from "zod";
 import { PolicyFileSchema, type PolicySpec, policySpec } from "../config/policy-schema.js";
 import type { Config } from "../config/schema.js";
+import { readYamlFile, type YamlFileProblem } from "../config/yaml-file.js";
 import { ExporterError } from "../util/errors.js";
 
 /** The rule file is unusable; the message lists every problem, each naming the rule and field. */
@@ -24,29 +24,14 @@ export function loadPolicySpec(
   return policySpec(section, parsePolicyFile(section.file, readFile));
 }
 
-/** Parses and validates one rule file. */
+/** Parses and validates one rule file; an unreadable, malformed or empty file throws PolicyFileError. */
 export function parsePolicyFile(
   file: string,
   readFile: (path: string) => string,
 ): z.output<typeof PolicyFileSchema> {
-  let text: string;
-  try {
-    text = readFile(file);
-  } catch (err) {
-    throw new PolicyFileError(file, [`not readable (${firstLine(err)})`]);
-  }
-  const doc = parseDocument(text);
-  if (doc.errors.length > 0) {
-    throw new PolicyFileError(
-      file,
-      doc.errors.map((e) => {
-        const at = e.linePos?.[0];
-        const what = firstLine(e).replace(/ at line \d+, column \d+:?$/, "");
-        return at ? `line ${at.line}, column ${at.col}: ${what}` : what;
-      }),
-    );
-  }
-  const root: unknown = doc.toJS() ?? {};
+  const read = readYamlFile(file, readFile);
+  if (!read.ok) throw new PolicyFileError(file, read.problems.map(fileProblem));
+  const root = read.root;
   const parsed = PolicyFileSchema.safeParse(root);
   if (parsed.success) return parsed.data;
   throw new PolicyFileError(
@@ -79,6 +64,14 @@ function expected(issue: z.core.$ZodIssue): string {
   return issue.message.replace(/^Invalid input: expected /, "");
 }
 
-function firstLine(err: unknown): string {
-  return ((err instanceof Error ? err.message : String(err)).split("\n")[0] ?? "").trim();
+/** One file-level problem: `not readable (...)`, `line 3, column 7: ...`, `(top level): expected ...`. */
+function fileProblem(p: YamlFileProblem): string {
+  switch (p.kind) {
+    case "unreadable":
+      return `not readable (${p.message})`;
+    case "syntax":
+      return p.line === undefined ? p.message : `line ${p.line}, column ${p.col}: ${p.message}`;
+    default:
+      return `(top level): expected a mapping of policy settings (rules, dryRun, ...), got ${p.message}`;
+  }
 }

@@ -18,13 +18,21 @@ function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(ha, hb);
 }
 
+/**
+ * True when the listener asks for credentials. A configured but empty token (an empty token file)
+ * counts: it closes the listener rather than silently opening it.
+ */
+export function requiresCredentials(auth: ServerAuth | undefined): boolean {
+  return auth?.bearerToken !== undefined || auth?.basicUsers !== undefined;
+}
+
 /** True when the request may proceed. */
 export function authorize(
   auth: ServerAuth | undefined,
   req: IncomingMessage,
   path: string,
 ): boolean {
-  if (!auth || (!auth.bearerToken && !auth.basicUsers) || OPEN_PATHS.has(path)) return true;
+  if (!auth || !requiresCredentials(auth) || OPEN_PATHS.has(path)) return true;
   const header = req.headers.authorization ?? "";
   const space = header.indexOf(" ");
   const scheme = header.slice(0, space).toLowerCase();

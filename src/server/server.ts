@@ -5,8 +5,8 @@ import {
   type ServerResponse,
 } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
-import type { AddressInfo } from "node:net";
-import { authorize, type ServerAuth } from "./auth.js";
+import { type AddressInfo, isIPv4 } from "node:net";
+import { authorize, requiresCredentials, type ServerAuth } from "./auth.js";
 import { indexPage } from "./index-page.js";
 
 /** Exposition formats the metrics layer renders. */
@@ -29,11 +29,19 @@ export interface ServerDeps {
   status(): unknown;
   ready(): boolean;
   reload?(): Promise<{ ok: boolean; error?: string }>;
+  /** Serve POST /-/reload (Prometheus' --web.enable-lifecycle); otherwise it answers 403. */
+  enableLifecycle?: boolean;
   routes?: Record<string, RouteHandler>;
   auth?: ServerAuth;
   tls?: { cert: Buffer; key: Buffer };
   logger: { warn(obj: object, msg: string): void };
 }
+
+/** Prometheus' answer to a lifecycle call it was not started to accept, word for word. */
+const LIFECYCLE_OFF = "Lifecycle API is not enabled.";
+
+/** Routes whose requests make the exporter act on the platform: a probe creates a sandbox. */
+const ACTING_ROUTES = ["/probe"];
 
 /** A listening server. */
 export interface RunningServer {
@@ -73,8 +81,10 @@ export async function startServer(listen: string, deps: ServerDeps): Promise<Run
   });
   const address = server.address() as AddressInfo;
   const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const url = `${deps.tls ? "https" : "http"}://${shownHost}:${address.port}`;
+  warnIfOpen(deps, address.address, listen, url);
   return {
-    url: `${deps.tls ? "https" : "http"}://${shownHost}:${address.port}`,
+    url,
     port: address.port,
     close: () =>
       new Promise<void>((resolve) => {
@@ -120,6 +130,7 @@ async function handle(deps: ServerDeps, req: IncomingMessage, res: ServerRespons
       return send(res, 200, "application/json", `${JSON.stringify(deps.status(), null, 2)}\n`);
     case "/-/reload": {
       if (req.method !== "POST" && req.method !== "PUT") return methodNotAllowed(res, "POST, PUT");
+      if (!deps.enableLifecycle) return send(res, 403, "text/plain; charset=utf-8", LIFECYCLE_OFF);
       if (!deps.reload)
         return send(res, 404, "text/plain; charset=utf-8", "reload not available\n");
       const result = await deps.reload();
@@ -132,6 +143,26 @@ async function handle(deps: ServerDeps, req: IncomingMessage, res: ServerRespons
     default:
       return send(res, 404, "text/plain; charset=utf-8", "not found\n");
   }
+}
+
+/**
+ * Warns when anyone who reaches the port could make the exporter act (create probe sandboxes):
+ * the bound address is not loopback, no credentials are required and such a route is served.
+ */
+function warnIfOpen(deps: ServerDeps, bound: string, listen: string, url: string): void {
+  const acting = ACTING_ROUTES.filter((r) => deps.routes?.[r] !== undefined);
+  if (acting.length === 0 || requiresCredentials(deps.auth) || isLoopback(bound)) return;
+  deps.logger.warn(
+    { listen, url, routes: acting },
+    "the listener is reachable beyond loopback without authentication and serves routes that create sandboxes: set --web-bearer-token-file or server.basicAuthUsers, or listen on 127.0.0.1",
+  );
+}
+
+/** 127.0.0.0/8, ::1 and IPv4-mapped 127.x; the wildcard addresses (0.0.0.0, ::) are not. */
+export function isLoopback(address: string): boolean {
+  const v4 = address.toLowerCase().startsWith("::ffff:") ? address.slice(7) : address;
+  if (isIPv4(v4)) return v4.startsWith("127.");
+  return address === "::1";
 }
 
 function isRead(req: IncomingMessage): boolean {

@@ -38,6 +38,12 @@ describe("parseFlags", () => {
     expect(f.problems.every((p) => p.path === "argv" && p.source === "flag")).toBe(true);
   });
 
+  it("reads a flag under its other spelling and names it as written", () => {
+    const [v] = parseFlags(["--web-enable-lifecycle=false"]).values;
+    expect(v).toMatchObject({ raw: "false", origin: "--web-enable-lifecycle" });
+    expect(v?.setting.path).toBe("server.enableLifecycle");
+  });
+
   it("hides the word after an unknown flag, which may be its secret value", () => {
     const f = parseFlags(["--api-key", "k-123"]);
     expect(f.problems.map((p) => p.received)).toEqual([undefined, '"***"']);
@@ -61,6 +67,21 @@ describe("helpText", () => {
     expect(text).toMatch(/--timeout DURATION +SANDBOX_TIMEOUT .*\[default: 10s\]/);
     expect(text).toMatch(/--page-limit N +SANDBOX_EXPORTER_PAGE_LIMIT .*\[default: 100\]/);
     expect(text).toMatch(/--probe\[=BOOL\] +SANDBOX_EXPORTER_PROBE_ENABLED .*\[default: false\]/);
+  });
+
+  it("shows the settings other parts consume, with their defaults and the flag's other spelling", () => {
+    expect(text).toMatch(
+      /--web\.enable-lifecycle\[=BOOL\] +SANDBOX_EXPORTER_WEB_ENABLE_LIFECYCLE .*\(also --web-enable-lifecycle\) \[default: false\]/,
+    );
+    expect(text).toMatch(
+      /--max-label-value-length N +SANDBOX_EXPORTER_MAX_LABEL_VALUE_LENGTH .*\[default: 1024\]/,
+    );
+    expect(text).toMatch(
+      /--confirm-drop-ratio NUMBER +SANDBOX_EXPORTER_CONFIRM_DROP_RATIO .*\[default: 0\.5\]/,
+    );
+    expect(text).toMatch(
+      /--poll-max-backoff DURATION +SANDBOX_EXPORTER_POLL_MAX_BACKOFF .*\[default: 5m\]/,
+    );
   });
 
   it("offers no flag for the API key", () => {

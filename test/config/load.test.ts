@@ -205,8 +205,7 @@ describe("loadConfig: other settings", () => {
     expect(config.platform).toMatchObject({ authStyle: "bearer", agentPort: 50_000, retries: 0 });
   });
 
-  it("treats an empty file and emptied YAML keys as unset", () => {
-    expect(load(["--config", "e.yaml"], {}, { "e.yaml": "" }).config.poll.pageLimit).toBe(100);
+  it("treats emptied YAML keys as unset", () => {
     const emptied = { "c.yaml": "poll:\n  pageLimit:\nlog:\n" };
     expect(load(["--config", "c.yaml"], {}, emptied).config.poll.pageLimit).toBe(100);
   });
@@ -270,6 +269,185 @@ describe("loadConfig: other settings", () => {
     expect(r.config.poll.pageLimit).toBe(100);
     expect(load(["--version"]).version).toBe(true);
     expect(load([]).help).toBe(false);
+  });
+});
+
+describe("loadConfig: a config file that cannot be used is refused, naming it", () => {
+  const BOMB = [
+    'a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]',
+    ..."bcdefghi".split("").map((k, i) => {
+      const prev = "abcdefghi"[i] as string;
+      return `${k}: &${k} [${Array(9).fill(`*${prev}`).join(", ")}]`;
+    }),
+    "",
+  ].join("\n");
+
+  it.each([
+    ["an empty file", ""],
+    ["a file of blank lines", "\n  \n\t\n"],
+    ["a file of comments only", "# poll:\n#   pageLimit: 5\n"],
+    ["a file holding only null", "~\n"],
+    ["a document marker and nothing else", "---\n"],
+  ])("%s", (_name, text) => {
+    const err = problemsOf(["--config", "conf/c.yaml"], {}, { "conf/c.yaml": text });
+    expect(err.format()).toBe(
+      "(config file) (file conf/c.yaml): expected a mapping of settings at the top level, got an empty file",
+    );
+  });
+
+  it("an alias bomb (billion laughs), without expanding it", () => {
+    const err = problemsOf(["--config", "conf/bomb.yaml"], {}, { "conf/bomb.yaml": BOMB });
+    expect(err.problems).toHaveLength(1);
+    expect(err.format()).toMatch(
+      /^\(config file\) \(file conf\/bomb\.yaml\): expected valid YAML or JSON, got ".*alias/,
+    );
+  });
+
+  it("a file named by SANDBOX_EXPORTER_CONFIG the same way", () => {
+    const err = problemsOf([], { SANDBOX_EXPORTER_CONFIG: "env.yaml" }, { "env.yaml": "# \n" });
+    expect(err.format()).toContain("(file env.yaml): expected a mapping of settings");
+  });
+
+  it("a second YAML document, a duplicate key and a scalar at the top level", () => {
+    const second = problemsOf(["--config", "c.yaml"], {}, { "c.yaml": "a: 1\n---\nb: 2\n" });
+    expect(second.format()).toMatch(/^\(config file\) \(file c\.yaml:2:1\): expected valid YAML/);
+    const dup = problemsOf(["--config", "c.yaml"], {}, { "c.yaml": "poll: {}\npoll: {}\n" });
+    expect(dup.format()).toMatch(/^\(config file\) \(file c\.yaml:2:1\): expected valid YAML/);
+    expect(problemsOf(["--config", "c.yaml"], {}, { "c.yaml": "15s\n" }).format()).toBe(
+      "(config file) (file c.yaml): expected a mapping of settings at the top level, got a string",
+    );
+  });
+
+  it("an empty --config path", () => {
+    expect(problemsOf(["--config="]).format()).toBe(
+      '(config file) (flag --config): expected a file path, got ""',
+    );
+  });
+
+  it("deeply nested input, before yaml's recursion can overflow the stack", () => {
+    const deep = `${"[".repeat(50_000)}${"]".repeat(50_000)}`;
+    expect(
+      problemsOf(["--config", "c.json"], {}, { "c.json": `{"poll": ${deep}}` }).format(),
+    ).toMatch(
+      /^\(config file\) \(file c\.json:1:\d+\): expected valid YAML or JSON, got "nested deeper than 64 levels"/,
+    );
+    const blocks = `poll:\n  x:\n    ${"- ".repeat(50_000)}1\n`;
+    expect(problemsOf(["--config", "c.yaml"], {}, { "c.yaml": blocks }).format()).toContain(
+      "nested deeper than 64 levels",
+    );
+  });
+
+  it("an alias inside the node it names, which would make a cycle", () => {
+    const err = problemsOf(["--config", "c.yaml"], {}, { "c.yaml": "poll: &p {x: *p}\n" });
+    expect(err.format()).toBe(
+      '(config file) (file c.yaml:1:14): expected valid YAML or JSON, got "alias *p refers to itself"',
+    );
+  });
+
+  it("a repeated key in a wide mapping, at the repeat", () => {
+    const users = Array.from({ length: 1000 }, (_, i) => `    u${i}: ${"ab".repeat(32)}`);
+    const text = ["server:", "  basicAuthUsers:", ...users, `    u7: ${"cd".repeat(32)}`, ""];
+    const err = problemsOf(["--config", "c.yaml"], {}, { "c.yaml": text.join("\n") });
+    expect(err.format()).toBe(
+      `(config file) (file c.yaml:1003:5): expected valid YAML or JSON, got "Map keys must be unique: \\"u7\\" repeats"`,
+    );
+  });
+
+  it("still reads aliases used the ordinary way", () => {
+    const text = "x-labels: &labels [team, env]\nstates:\n  running: &up [up]\n  paused: *up\n";
+    const err = problemsOf(["--config", "c.yaml"], {}, { "c.yaml": text });
+    expect(err.format()).toBe(
+      "x-labels (file c.yaml:x-labels): expected a known setting (see --help)",
+    );
+    const ok =
+      "states:\n  running: &up [up, busy]\n  paused: *up\nmetrics: {metadataLabels: *up}\n";
+    const { config } = load(["--config", "c.yaml"], {}, { "c.yaml": ok });
+    expect(config.states).toEqual({ running: ["up", "busy"], paused: ["up", "busy"] });
+    expect(config.metrics.metadataLabels).toEqual(["up", "busy"]);
+  });
+});
+
+describe("loadConfig: settings other parts consume", () => {
+  it("defaults them in the schema", () => {
+    const { config, sources } = load([]);
+    expect(config.server.enableLifecycle).toBe(false);
+    expect(config.metrics.maxLabelValueLength).toBe(1024);
+    expect(config.poll.confirmDropRatio).toBe(0.5);
+    expect(config.poll.maxBackoffMs).toBe(300_000);
+    expect(sources["poll.maxBackoffMs"]).toBe("default");
+  });
+
+  it("takes each from a flag, the environment and the file", () => {
+    const flags = load([
+      "--web.enable-lifecycle",
+      "--max-label-value-length",
+      "64",
+      "--confirm-drop-ratio",
+      "0.25",
+      "--poll-max-backoff",
+      "1m30s",
+    ]).config;
+    expect(flags.server.enableLifecycle).toBe(true);
+    expect(flags.metrics.maxLabelValueLength).toBe(64);
+    expect(flags.poll).toMatchObject({ confirmDropRatio: 0.25, maxBackoffMs: 90_000 });
+    const env = load([], {
+      SANDBOX_EXPORTER_WEB_ENABLE_LIFECYCLE: "yes",
+      SANDBOX_EXPORTER_MAX_LABEL_VALUE_LENGTH: "16",
+      SANDBOX_EXPORTER_CONFIRM_DROP_RATIO: "1",
+      SANDBOX_EXPORTER_POLL_MAX_BACKOFF: "45000",
+    }).config;
+    expect(env.server.enableLifecycle).toBe(true);
+    expect(env.metrics.maxLabelValueLength).toBe(16);
+    expect(env.poll).toMatchObject({ confirmDropRatio: 1, maxBackoffMs: 45_000 });
+    const yaml =
+      "server: {enableLifecycle: true}\nmetrics: {maxLabelValueLength: 200}\npoll: {confirmDropRatio: .75, maxBackoffMs: 10m}\n";
+    const file = load(["--config", "c.yaml"], {}, { "c.yaml": yaml }).config;
+    expect(file.server.enableLifecycle).toBe(true);
+    expect(file.metrics.maxLabelValueLength).toBe(200);
+    expect(file.poll).toMatchObject({ confirmDropRatio: 0.75, maxBackoffMs: 600_000 });
+  });
+
+  it("accepts --web-enable-lifecycle, spelt like the other --web-* flags, and =false", () => {
+    expect(load(["--web-enable-lifecycle"]).config.server.enableLifecycle).toBe(true);
+    expect(load(["--web.enable-lifecycle=false"]).config.server.enableLifecycle).toBe(false);
+  });
+
+  it.each([
+    [
+      ["--max-label-value-length", "15"],
+      "metrics.maxLabelValueLength (flag --max-label-value-length): expected an integer >= 16, got 15",
+    ],
+    [
+      ["--max-label-value-length", "1e3"],
+      'metrics.maxLabelValueLength (flag --max-label-value-length): expected an integer >= 16, got "1e3"',
+    ],
+    [
+      ["--confirm-drop-ratio", "0"],
+      "poll.confirmDropRatio (flag --confirm-drop-ratio): expected a number above 0 and at most 1, got 0",
+    ],
+    [
+      ["--confirm-drop-ratio", "1.01"],
+      "poll.confirmDropRatio (flag --confirm-drop-ratio): expected a number above 0 and at most 1, got 1.01",
+    ],
+    [
+      ["--confirm-drop-ratio", "half"],
+      'poll.confirmDropRatio (flag --confirm-drop-ratio): expected a number above 0 and at most 1, got "half"',
+    ],
+    [
+      ["--poll-max-backoff", "0s"],
+      'poll.maxBackoffMs (flag --poll-max-backoff): expected a duration like 30s, 5m, 1h30m or milliseconds, above 0 and at most 24d, got "0s"',
+    ],
+    [
+      ["--web.enable-lifecycle=maybe"],
+      'server.enableLifecycle (flag --web.enable-lifecycle): expected true or false, got "maybe"',
+    ],
+  ])("refuses %j", (argv, line) => {
+    expect(problemsOf(argv).format()).toBe(line);
+  });
+
+  it("suggests the Ms name for a duration key written without it", () => {
+    const err = problemsOf(["--config", "c.yaml"], {}, { "c.yaml": "poll: {maxBackoff: 5m}\n" });
+    expect(err.format()).toContain("did you mean poll.maxBackoffMs?");
   });
 });
 

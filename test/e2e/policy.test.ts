@@ -422,7 +422,7 @@ rules:
   it("reloads the rule file on POST /-/reload and keeps the old rules when the new file is bad", async () => {
     const p = await platform();
     p.add(2 * 60 * MIN);
-    const { exporter: e, files } = await exporter(p, IDLE_RULE());
+    const { exporter: e, files } = await exporter(p, IDLE_RULE(), ["--web.enable-lifecycle"]);
     files.set("rules.yaml", IDLE_RULE().replace("name: idle", "name: renamed"));
     const ok = await fetch(`${e.server.url}/-/reload`, { method: "POST" });
     expect(ok.status).toBe(200);

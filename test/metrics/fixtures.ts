@@ -49,6 +49,8 @@ export function snapshot(over: Partial<Snapshot> = {}): Snapshot {
     startedAt: T0,
     finishedAt: T0 + 1_500,
     sandboxesComplete: true,
+    walked: true,
+    refreshed: COLLECTORS,
     collectors: collectors(),
     ...over,
   };
@@ -67,6 +69,7 @@ export function metricsWith(over: Partial<MetricsOptions> = {}): {
     perSandboxMetrics: false,
     metadataLabels: [],
     maxSandboxSeries: 1_000,
+    maxLabelValueLength: 1_024,
     shard: { index: 0, total: 1 },
     clock,
     version: "1.2.3",

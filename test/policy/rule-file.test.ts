@@ -52,6 +52,44 @@ rules:
     expect(() => parsePolicyFile("missing.yaml", files(""))).toThrow(/missing.yaml: not readable/);
   });
 
+  it.each([
+    ["empty", ""],
+    ["blank", "\n \n"],
+    ["only comments", "# rules:\n#   - name: x\n"],
+    ["only null", "null\n"],
+  ])("refuses a rule file that is %s, as it would silently run no rules", (_name, text) => {
+    expect(problems(text)).toBe(
+      "policy file rules.yaml: (top level): expected a mapping of policy settings (rules, dryRun, ...), got an empty file",
+    );
+  });
+
+  it("refuses a list at the top level", () => {
+    expect(problems("- name: x\n  action: log\n")).toBe(
+      "policy file rules.yaml: (top level): expected a mapping of policy settings (rules, dryRun, ...), got a list",
+    );
+  });
+
+  it("refuses an alias bomb with a PolicyFileError naming the file, not a crash", () => {
+    const levels = ["a: &a [x, x, x, x, x, x, x, x, x]"];
+    for (let i = 1; i < 9; i++) {
+      const [name, prev] = [`l${i}`, i === 1 ? "a" : `l${i - 1}`];
+      levels.push(`${name}: &${name} [${Array(9).fill(`*${prev}`).join(", ")}]`);
+    }
+    expect(problems(levels.join("\n"))).toMatch(/^policy file rules\.yaml: .*alias/);
+  });
+
+  it("refuses an alias to its own anchor, a repeated key and nesting too deep", () => {
+    expect(problems("rules: &r [*r]\n")).toBe(
+      "policy file rules.yaml: line 1, column 12: alias *r refers to itself",
+    );
+    expect(problems("dryRun: true\ndryRun: false\n")).toBe(
+      'policy file rules.yaml: line 2, column 1: Map keys must be unique: "dryRun" repeats',
+    );
+    expect(problems(`rules: ${"[".repeat(10_000)}`)).toMatch(
+      /^policy file rules\.yaml: line 1, column \d+: nested deeper than 64 levels$/,
+    );
+  });
+
   it("merges the file over the config section and fills the defaults", () => {
     const { config } = loadConfig({
       argv: ["--policy", "rules.yaml", "--policy-dry-run=false"],

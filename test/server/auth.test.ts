@@ -52,6 +52,25 @@ describe("listener authentication", () => {
     expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
   });
 
+  it("stays closed when the configured bearer token is empty (an empty token file)", async () => {
+    const closed = await startServer("127.0.0.1:0", {
+      render: async () => ({ body: [Buffer.from("m 1\n")], contentType: "text/plain" }),
+      negotiate: () => "prometheus",
+      status: () => ({}),
+      ready: () => true,
+      logger: { warn: () => {} },
+      auth: { bearerToken: "" },
+    });
+    try {
+      expect((await fetch(`${closed.url}/metrics`)).status).toBe(401);
+      const empty = { headers: { authorization: "Bearer " } };
+      expect((await fetch(`${closed.url}/metrics`, empty)).status).toBe(401);
+      expect((await fetch(`${closed.url}/healthz`)).status).toBe(200);
+    } finally {
+      await closed.close();
+    }
+  });
+
   it("rejects methods other than GET/HEAD on /metrics", async () => {
     const res = await fetch(`${server.url}/metrics`, {
       method: "POST",

@@ -1,0 +1,197 @@
+import { Agent } from "undici";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { Poller, type PollerOptions } from "../../src/collect/poller.js";
+import type { Snapshot } from "../../src/collect/snapshot.js";
+import { ControlClient } from "../../src/platform/control.js";
+import { type Simulator, startSimulator } from "../../src/simulator/index.js";
+import { FakeClock } from "../../src/util/clock.js";
+
+const INTERVAL = 1_000;
+let sim: Simulator;
+let clock: FakeClock;
+let control: ControlClient;
+
+beforeAll(async () => {
+  clock = new FakeClock(1_790_000_000_000);
+  sim = await startSimulator({ sandboxes: 100, templates: 2, nodes: 2, clock });
+  control = new ControlClient({
+    apiUrl: sim.apiUrl,
+    apiKey: "",
+    authStyle: "x-api-key",
+    timeoutMs: 5_000,
+    retries: 0,
+    clock,
+    dispatcher: new Agent(),
+  });
+});
+afterEach(() => {
+  sim.faults.clear();
+  sim.state.setSandboxCount(100);
+});
+afterAll(async () => {
+  await control.close();
+  await sim.close();
+});
+
+/** A poller over the simulator; every published snapshot is kept. */
+function poller(over: Partial<PollerOptions> = {}): { p: Poller; published: Snapshot[] } {
+  const published: Snapshot[] = [];
+  const p = new Poller({
+    reader: control,
+    clock,
+    pageLimit: 10,
+    maxPages: 1_000,
+    nodeDetails: false,
+    templateDetails: false,
+    clusterWide: true,
+    intervalMs: INTERVAL,
+    confirmDropRatio: 0.5,
+    maxBackoffMs: 4 * INTERVAL,
+    onSnapshot: (s) => {
+      published.push(s);
+    },
+    ...over,
+  });
+  return { p, published };
+}
+
+async function cycle(p: Poller): Promise<Snapshot> {
+  await p.tick();
+  await p.walkDone();
+  return p.latest as Snapshot;
+}
+
+describe("Poller", () => {
+  it("publishes one snapshot per tick, walk included, when the walk keeps up", async () => {
+    const { p, published } = poller();
+    const s = await cycle(p);
+    expect(published).toHaveLength(1);
+    expect(s.walked).toBe(true);
+    expect(s.sandboxesComplete).toBe(true);
+    expect(s.sandboxes?.length).toBe(100);
+    expect([...s.refreshed].sort()).toEqual(
+      ["health", "nodes", "overview", "sandboxes", "templates"].sort(),
+    );
+  });
+
+  it("refreshes the small collectors while a walk hangs, and marks old walk data stale", async () => {
+    // A short interval: a tick waits half of one (real time) for its walk before publishing.
+    const interval = 100;
+    const { p, published } = poller({ pageLimit: 100, intervalMs: interval });
+    await cycle(p);
+    sim.faults.route("GET /v2/sandboxes", { latencyMs: 1_000 });
+    const before = sim.counters.get("GET /health");
+    clock.advance(interval);
+    const first = await p.tick();
+    expect(first.walkBusy).toBe(false);
+    clock.advance(interval);
+    const second = await p.tick();
+    // The second tick found the walk still running: it did not start another one...
+    expect(second.walkBusy).toBe(true);
+    // ...but health was read on both ticks, and published without the walk.
+    expect(sim.counters.get("GET /health") - before).toBe(2);
+    const during = p.latest as Snapshot;
+    expect(during.walked).toBe(false);
+    expect(during.refreshed).not.toContain("sandboxes");
+    expect(during.collectors.health).toMatchObject({ success: true, stale: false });
+    expect(during.collectors.sandboxes).toMatchObject({ success: true, stale: false });
+    clock.advance(interval);
+    await p.tick();
+    // Three intervals since the last successful walk: stale although no attempt failed.
+    expect((p.latest as Snapshot).collectors.sandboxes).toMatchObject({
+      success: true,
+      stale: true,
+    });
+    await p.walkDone();
+    // The slow walk ended after its tick and published a snapshot of its own.
+    const last = published.at(-1) as Snapshot;
+    expect(last.walked).toBe(true);
+    expect(last.refreshed).toEqual(["sandboxes"]);
+  });
+
+  it("backs off failed walks, doubling from one interval up to the ceiling, and resets on success", async () => {
+    const { p } = poller();
+    sim.faults.route("GET /v2/sandboxes", { status: 500 });
+    const start = sim.counters.get("GET /v2/sandboxes");
+    const walkedAt: number[] = [];
+    for (let t = 0; t <= 12; t++) {
+      const n = sim.counters.get("GET /v2/sandboxes");
+      await cycle(p);
+      if (sim.counters.get("GET /v2/sandboxes") > n) walkedAt.push(t);
+      clock.advance(INTERVAL);
+    }
+    // Waits of 1, 2, 4, then 4 (the ceiling) intervals.
+    expect(walkedAt).toEqual([0, 1, 3, 7, 11]);
+    expect(sim.counters.get("GET /v2/sandboxes") - start).toBe(5);
+    expect(p.walkBackoffUntil).toBeGreaterThan(clock.now());
+    sim.faults.clear();
+    clock.advance(4 * INTERVAL);
+    expect((await cycle(p)).sandboxesComplete).toBe(true);
+    expect(p.walkBackoffUntil).toBe(0);
+  });
+
+  it("discards a walk whose count fell sharply when a second walk does not confirm it", async () => {
+    const drops: boolean[] = [];
+    // A proxy that ends one walk after its first page: the list looks 90 % smaller.
+    let cutOnce = false;
+    const reader: PollerOptions["reader"] = Object.create(control);
+    reader.listSandboxPage = async (q, o) => {
+      const page = await control.listSandboxPage(q, o);
+      if (!cutOnce || q.nextToken !== undefined) return page;
+      cutOnce = false;
+      return { size: page.size, items: page.items };
+    };
+    const { p } = poller({ reader, onDrop: (confirmed) => drops.push(confirmed) });
+    expect((await cycle(p)).sandboxes?.length).toBe(100);
+    cutOnce = true;
+    const pages = sim.counters.get("GET /v2/sandboxes");
+    const s = await cycle(p);
+    expect(drops).toEqual([false]);
+    expect(s.sandboxes?.length).toBe(100);
+    expect(s.sandboxesComplete).toBe(true);
+    // One page of the cut walk, ten of the second.
+    expect(sim.counters.get("GET /v2/sandboxes") - pages).toBe(11);
+    expect(s.collectors.sandboxes.requests).toBe(11);
+  });
+
+  it("believes a real drop, down to an empty fleet, once a second walk sees it too", async () => {
+    const drops: boolean[] = [];
+    const { p } = poller({ onDrop: (confirmed) => drops.push(confirmed) });
+    await cycle(p);
+    sim.state.setSandboxCount(30);
+    expect((await cycle(p)).sandboxes?.length).toBe(30);
+    sim.state.setSandboxCount(20);
+    // 30 -> 20 is a third, under the ratio: no second walk.
+    expect((await cycle(p)).sandboxes?.length).toBe(20);
+    sim.state.setSandboxCount(0);
+    const empty = await cycle(p);
+    expect(empty.sandboxes?.length).toBe(0);
+    expect(empty.sandboxesComplete).toBe(true);
+    expect(drops).toEqual([true, true]);
+  });
+
+  it("fails the walk, keeping the last list, when the confirming walk fails", async () => {
+    const drops: boolean[] = [];
+    let walks = 0;
+    const failing: PollerOptions["reader"] = Object.create(control);
+    failing.listSandboxPage = async (q, o) => {
+      if (q.nextToken === undefined) walks++;
+      if (walks === 3) sim.faults.route("GET /v2/sandboxes", { status: 503 });
+      return control.listSandboxPage(q, o);
+    };
+    const { p, published } = poller({
+      reader: failing,
+      onDrop: (confirmed) => drops.push(confirmed),
+    });
+    await cycle(p);
+    sim.state.setSandboxCount(10);
+    // Walk 2 sees 10 of 100; walk 3, the confirmation, fails.
+    const s = await cycle(p);
+    expect(drops).toEqual([false]);
+    expect(s.walked).toBe(true);
+    expect(s.sandboxesComplete).toBe(false);
+    expect(s.collectors.sandboxes).toMatchObject({ success: false, stale: true });
+    expect(s.sandboxes?.length).toBe(100);
+    expect(published.at(-1)).toBe(s);
+  });
+});

@@ -1,0 +1,126 @@
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  isLoopback,
+  type RunningServer,
+  type ServerDeps,
+  startServer,
+} from "../../src/server/server.js";
+
+const servers: RunningServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+/** A server on `listen` whose reload and warnings are recorded. */
+async function serve(listen: string, extra: Partial<ServerDeps> = {}) {
+  const reloads: number[] = [];
+  const warnings: Array<{ obj: object; msg: string }> = [];
+  const server = await startServer(listen, {
+    render: async () => ({ body: [Buffer.from("m 1\n")], contentType: "text/plain" }),
+    negotiate: () => "prometheus",
+    status: () => ({}),
+    ready: () => true,
+    reload: async () => {
+      reloads.push(reloads.length + 1);
+      return { ok: true };
+    },
+    logger: { warn: (obj, msg) => warnings.push({ obj, msg }) },
+    ...extra,
+  });
+  servers.push(server);
+  // Whatever the bind address, the test reaches the server over loopback.
+  const url = `http://127.0.0.1:${server.port}`;
+  return { server, url, reloads, warnings };
+}
+
+const probeRoutes: ServerDeps["routes"] = {
+  "/probe": async (_req, _url, res) => {
+    res.end("probed\n");
+  },
+};
+
+describe("POST /-/reload (the lifecycle API)", () => {
+  it("answers 403 in Prometheus' words and does not reload unless the lifecycle API is enabled", async () => {
+    const { url, reloads } = await serve("127.0.0.1:0");
+    for (const method of ["POST", "PUT"]) {
+      const res = await fetch(`${url}/-/reload`, { method });
+      expect(res.status).toBe(403);
+      expect(await res.text()).toBe("Lifecycle API is not enabled.");
+    }
+    expect(reloads).toEqual([]);
+  });
+
+  it("reloads when the lifecycle API is enabled", async () => {
+    const { url, reloads } = await serve("127.0.0.1:0", { enableLifecycle: true });
+    const res = await fetch(`${url}/-/reload`, { method: "POST" });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("reloaded\n");
+    expect(reloads).toEqual([1]);
+  });
+
+  it("still refuses other methods with 405, enabled or not", async () => {
+    for (const enableLifecycle of [false, true]) {
+      const { url, reloads } = await serve("127.0.0.1:0", { enableLifecycle });
+      const res = await fetch(`${url}/-/reload`);
+      expect(res.status).toBe(405);
+      expect(res.headers.get("allow")).toBe("POST, PUT");
+      expect(reloads).toEqual([]);
+    }
+  });
+
+  it("asks for credentials before saying whether the lifecycle API is on", async () => {
+    const { url } = await serve("127.0.0.1:0", { auth: { bearerToken: "t" } });
+    expect((await fetch(`${url}/-/reload`, { method: "POST" })).status).toBe(401);
+  });
+});
+
+describe("the warning about an open listener that creates sandboxes", () => {
+  const WARNING = /reachable beyond loopback without authentication/;
+
+  it("is logged for 0.0.0.0 with the /probe route and no credentials", async () => {
+    const { warnings } = await serve("0.0.0.0:0", { routes: probeRoutes });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]?.msg).toMatch(WARNING);
+    expect(warnings[0]?.obj).toMatchObject({ listen: "0.0.0.0:0", routes: ["/probe"] });
+  });
+
+  it("is logged for :port, which listens on every interface", async () => {
+    const { warnings } = await serve(":0", { routes: probeRoutes });
+    expect(warnings.map((w) => w.msg)).toEqual([expect.stringMatching(WARNING)]);
+  });
+
+  it("is not logged on loopback", async () => {
+    expect((await serve("127.0.0.1:0", { routes: probeRoutes })).warnings).toEqual([]);
+    expect((await serve("localhost:0", { routes: probeRoutes })).warnings).toEqual([]);
+  });
+
+  it("is not logged when the listener asks for a bearer token or basic auth", async () => {
+    const bearer = await serve("0.0.0.0:0", { routes: probeRoutes, auth: { bearerToken: "t" } });
+    expect(bearer.warnings).toEqual([]);
+    const basic = await serve("0.0.0.0:0", {
+      routes: probeRoutes,
+      auth: { basicUsers: { alice: "ab".repeat(32) } },
+    });
+    expect(basic.warnings).toEqual([]);
+  });
+
+  it("is not logged without the /probe route", async () => {
+    expect((await serve("0.0.0.0:0")).warnings).toEqual([]);
+  });
+});
+
+describe("isLoopback", () => {
+  it.each([
+    ["127.0.0.1", true],
+    ["127.1.2.3", true],
+    ["::1", true],
+    ["::ffff:127.0.0.1", true],
+    ["0.0.0.0", false],
+    ["::", false],
+    ["10.0.0.1", false],
+    ["::ffff:10.0.0.1", false],
+    ["fe80::1", false],
+  ])("%s -> %s", (address, loopback) => {
+    expect(isLoopback(address)).toBe(loopback);
+  });
+});
