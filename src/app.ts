@@ -18,6 +18,7 @@ import { type RunningServer, startServer } from "./server/server.js";
 import { statusReport } from "./server/status.js";
 import type { Clock } from "./util/clock.js";
 import { intervalOf } from "./util/duration.js";
+import { Secrets } from "./util/secrets.js";
 import { VERSION } from "./version.js";
 
 /** Effects the exporter needs from outside. */
@@ -32,6 +33,8 @@ export interface AppDeps {
   readFile?: (path: string) => string;
   /** Loads the configuration again for a reload (SIGHUP, POST /-/reload); default: the same one. */
   reloadConfig?: () => Config;
+  /** Secret values scrubbed from errors, labels and (when the logger shares it) log lines. */
+  secrets?: Secrets;
 }
 
 /** A running exporter. */
@@ -56,6 +59,9 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   const readFile = deps.readFile ?? ((path: string) => readFileSync(path, "utf8"));
   // Read before anything starts: a bad rule file stops the start, naming the rule and field.
   const initialSpec = config.policy.enabled ? loadPolicySpec(config.policy, readFile) : undefined;
+  // One set of secrets for every text that leaves the process: errors, labels, the log.
+  const secrets = deps.secrets ?? new Secrets();
+  secrets.add(config.platform.apiKey);
   const metrics = new ExporterMetrics({
     namespace: config.metrics.namespace,
     perSandboxMetrics: config.metrics.perSandboxMetrics,
@@ -68,6 +74,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     clock,
     version: VERSION,
     logger,
+    scrub: (text) => secrets.scrub(text),
   });
   const control = new ControlClient({
     apiUrl: config.platform.apiUrl,
@@ -80,10 +87,13 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     fieldMap: config.fieldMap,
     clock,
     onRequest: (info) => metrics.observeRequest(info),
+    onBadBody: (endpoint, method) => metrics.badBody(endpoint, method),
+    secrets,
     ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
   });
+  // Each reader owns its normalizer: what one's records teach the field tables is its own.
   const poller = new Poller({
-    reader: control,
+    reader: control.withOwnNormalizer(),
     clock,
     pageLimit: config.poll.pageLimit,
     maxPages: config.poll.maxPages,
@@ -113,7 +123,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   const policy = initialSpec
     ? new PolicyEngine({
         spec: initialSpec,
-        platform: control,
+        platform: control.withOwnNormalizer(),
         clock,
         logger,
         registry: metrics.registry,
@@ -178,7 +188,9 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       return { ok: false, error };
     }
   };
-  const prober = config.probe.enabled ? newProber(config, control, metrics, deps) : undefined;
+  const prober = config.probe.enabled
+    ? newProber(config, control.withOwnNormalizer(), secrets, metrics, deps)
+    : undefined;
   const server = await startServer(config.server.listen, {
     render: (format, gzip) => metrics.render(format, gzip),
     negotiate: negotiateFormat,
@@ -271,6 +283,7 @@ function serverSecurity(config: Config): Pick<Parameters<typeof startServer>[1],
 function newProber(
   config: Config,
   control: ControlClient,
+  secrets: Secrets,
   metrics: ExporterMetrics,
   deps: AppDeps,
 ): Prober {
@@ -282,6 +295,7 @@ function newProber(
     proxyPortHttp: p.proxyPortHttp,
     agentPort: p.agentPort,
     timeoutMs: p.timeoutMs,
+    secrets,
   });
   const probe = config.probe;
   return new Prober({

@@ -12,6 +12,7 @@ import {
 import { PolicyFileError } from "./policy/rule-file.js";
 import { systemClock } from "./util/clock.js";
 import { createLogger } from "./util/logger.js";
+import { Secrets } from "./util/secrets.js";
 import { VERSION } from "./version.js";
 
 /** Exit code for unusable configuration. */
@@ -71,7 +72,8 @@ export async function main(
     return undefined;
   }
   const { config } = loaded;
-  const logger = createLogger(config.log.level, config.log.format);
+  const secrets = new Secrets([config.platform.apiKey]);
+  const logger = createLogger(config.log.level, config.log.format, undefined, secrets);
   logger.info({ config: redactConfig(config), version: VERSION }, "starting");
   let exporter: Exporter | undefined;
   let stopping = false;
@@ -96,6 +98,7 @@ export async function main(
   try {
     exporter = await startExporter(config, {
       logger,
+      secrets,
       clock: systemClock,
       readFile: readUtf8,
       reloadConfig: () => loadConfig({ argv, env, readFile: readUtf8, requireApi: true }).config,

@@ -36,6 +36,8 @@ export interface MetricsOptions {
   maxSandboxSeries: number;
   /** Longest label value written whole; longer ones are cut (see ValueGuard) and counted. */
   maxLabelValueLength: number;
+  /** Scrubs secrets out of every label value from the platform (an echoing upstream). */
+  scrub?: (text: string) => string;
   shard: { index: number; total: number };
   /** States that count as running / paused (default running|active, paused|suspended). */
   runningStates?: string[];
@@ -134,7 +136,7 @@ export class ExporterMetrics {
     const { namespace: ns, shard } = this.o;
     this.snapshot = snapshot;
     if (snapshot.walked) this.self.cycle();
-    const guard = new ValueGuard(this.o.maxLabelValueLength);
+    const guard = new ValueGuard(this.o.maxLabelValueLength, this.o.scrub);
     const small: Family[] = [];
     let big: Buffer[] = [];
     if (shard.index === 0) {
@@ -180,6 +182,11 @@ export class ExporterMetrics {
   /** Records one platform API request (called by the control client). */
   observeRequest(info: RequestObservation): void {
     this.self.observeRequest(info);
+  }
+
+  /** Counts a 2xx answer whose body had the wrong shape (called by the control client). */
+  badBody(endpoint: string, method: string): void {
+    this.self.badBody(endpoint, method);
   }
 
   /** A walk fell by more than the confirm ratio; the second walk confirmed it or not. */

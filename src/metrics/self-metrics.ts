@@ -104,6 +104,11 @@ export class SelfMetrics {
     if (info.error) this.apiErrors.labels(info.endpoint, info.method, info.error).inc();
   }
 
+  /** Counts a 2xx answer whose body had the wrong shape (its request was observed already). */
+  badBody(endpoint: string, method: string): void {
+    this.apiErrors.labels(endpoint, method, "bad_body").inc();
+  }
+
   /** Counts a completed poll cycle. */
   cycle(): void {
     this.cycles.inc();

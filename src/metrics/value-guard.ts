@@ -16,11 +16,21 @@ export class ValueGuard {
   /** Negative cpu / memory values left out, by field. */
   readonly negative = { cpu: 0, memory: 0 };
 
-  /** `maxLabelLength`: longest label value kept whole, in UTF-16 units, suffix included. */
-  constructor(readonly maxLabelLength: number) {}
+  /**
+   * `maxLabelLength`: longest label value kept whole, in UTF-16 units, suffix included; `scrub`
+   * removes secrets a hostile platform echoed into a value.
+   */
+  constructor(
+    readonly maxLabelLength: number,
+    private readonly scrub?: (text: string) => string,
+  ) {}
 
-  /** `v`, or its first characters and a `...[truncated <hash>]` suffix when longer than the limit. */
-  label(v: string): string {
+  /**
+   * `v` without secrets, cut to its first characters and a `...[truncated <hash>]` suffix when
+   * longer than the limit.
+   */
+  label(value: string): string {
+    const v = this.scrub ? this.scrub(value) : value;
     const max = this.maxLabelLength;
     if (v.length <= max) return v;
     this.truncated++;

@@ -1,23 +1,16 @@
 // The control channel: management API and sandbox creation, through the standard HTTP proxy settings.
-import { setTimeout as sleepTimer } from "node:timers/promises";
-import { Agent, type Dispatcher, EnvHttpProxyAgent, request } from "undici";
-import { type Clock, systemClock } from "../util/clock.js";
 import {
-  BodyTooLargeError,
-  errorReason,
-  excerpt,
-  isTimeout,
-  PlatformBodyError,
-  PlatformHttpError,
-  PlatformNetworkError,
-  PlatformNotFoundError,
-  PlatformTimeoutError,
-  readCapped,
-} from "./http-errors.js";
+  type Call,
+  type ControlOptions,
+  ControlTransport,
+  type Reply,
+} from "./control-transport.js";
+import { PlatformBodyError } from "./http-errors.js";
 import {
   type DeferredPage,
   deferList,
-  type FieldMap,
+  NormalizeError,
+  Normalizer,
   normalizeHealth,
   normalizeList,
   normalizeLogEntry,
@@ -26,7 +19,6 @@ import {
   normalizeSandbox,
   normalizeTemplate,
 } from "./normalize.js";
-import { backoffDelay, isRetryable, parseRetryAfter } from "./retry.js";
 import type {
   ClusterOverview,
   Health,
@@ -37,50 +29,12 @@ import type {
   Template,
 } from "./types.js";
 
-/** Management paths live below this prefix of the base URL. */
-export const API_PREFIX = "/sandboxapi/v1";
-const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
-const BACKOFF_BASE_MS = 100;
-const BACKOFF_CAP_MS = 2_000;
-const DEFAULT_AUTH_HEADER = "X-API-Key";
-
-/** One finished request attempt, for metrics. */
-export interface RequestInfo {
-  /** Route template, e.g. "/nodes/{id}". */
-  endpoint: string;
-  method: string;
-  status?: number;
-  durationMs: number;
-  /** Reason code: timeout, network, http_4xx, http_5xx, not_found, bad_body. */
-  error?: string;
-}
-
-/** Settings of the control channel. */
-export interface ControlOptions {
-  apiUrl: string;
-  apiKey: string;
-  authStyle: "x-api-key" | "bearer";
-  /** Header carrying the key in the "x-api-key" style; default X-API-Key. */
-  authHeader?: string;
-  timeoutMs: number;
-  /** Extra attempts of an idempotent GET after a retryable failure. */
-  retries: number;
-  fieldMap?: FieldMap;
-  /**
-   * Defaults to an EnvHttpProxyAgent (HTTP_PROXY / HTTPS_PROXY / NO_PROXY) when `envProxy`, else to
-   * a plain Agent: the proxy agent parses each request's origin and reads NO_PROXY again, a cost
-   * visible at 1,000 pages a cycle that buys nothing when no proxy is set.
-   */
-  dispatcher?: Dispatcher;
-  /** A proxy variable is set (the config loader tells); default true. */
-  envProxy?: boolean;
-  clock?: Clock;
-  random?: () => number;
-  sleep?: (ms: number) => Promise<void>;
-  /** Bound on one response body; default 32 MiB. */
-  maxBodyBytes?: number;
-  onRequest?: (info: RequestInfo) => void;
-}
+export {
+  API_PREFIX,
+  type ControlOptions,
+  ControlTransport,
+  type RequestInfo,
+} from "./control-transport.js";
 
 /** Query of the sandbox list; `metadata` and `state` go to the platform verbatim (URL-encoded). */
 export type SandboxQuery = {
@@ -103,47 +57,35 @@ export interface CreatedSandbox {
   raw: unknown;
 }
 
-type Method = "GET" | "POST" | "DELETE";
-
-interface Call {
-  method: Method;
-  /** Path below the prefix (or the root), ids filled in. */
-  path: string;
-  /** Route template for metrics, e.g. "/nodes/{id}". */
-  endpoint: string;
-  query?: Record<string, string | number | undefined>;
-  body?: unknown;
-  /** Use the base URL root instead of the management prefix (sandbox creation). */
-  root?: boolean;
-  /** Hand back any status instead of raising on non-2xx (health reports it). */
-  anyStatus?: boolean;
-}
-
-interface Reply {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: unknown;
-}
-
-/** Client of the management API (all 12 endpoints) and of sandbox creation. */
+/**
+ * Client of the management API (all 12 endpoints) and of sandbox creation. It owns a Normalizer,
+ * whose tables remember the records it read: give each caller its own (withOwnNormalizer).
+ */
 export class ControlClient {
-  private readonly dispatcher: Dispatcher;
-  private readonly ownsDispatcher: boolean;
-  private readonly clock: Clock;
-  private readonly base: string;
-  private readonly authHeaders: Record<string, string>;
+  private readonly transport: ControlTransport;
+  private readonly ownsTransport: boolean;
+  private readonly n: Normalizer;
 
-  constructor(private readonly o: ControlOptions) {
-    this.ownsDispatcher = !o.dispatcher;
-    this.dispatcher =
-      o.dispatcher ?? (o.envProxy === false ? new Agent() : new EnvHttpProxyAgent());
-    this.clock = o.clock ?? systemClock;
-    this.base = o.apiUrl.replace(/\/+$/, "");
-    this.authHeaders = !o.apiKey
-      ? {}
-      : o.authStyle === "bearer"
-        ? { authorization: `Bearer ${o.apiKey}` }
-        : { [(o.authHeader || DEFAULT_AUTH_HEADER).toLowerCase()]: o.apiKey };
+  /**
+   * `transport`: another client's, to share its dispatcher, options, secrets and onRequest (see
+   * withOwnNormalizer); by default the client makes its own from `o`.
+   */
+  constructor(
+    private readonly o: ControlOptions,
+    transport?: ControlTransport,
+  ) {
+    this.transport = transport ?? new ControlTransport(o);
+    this.ownsTransport = transport === undefined;
+    this.n = new Normalizer(o.fieldMap);
+  }
+
+  /**
+   * A client sharing everything with this one (dispatcher, options, secrets, onRequest) but the
+   * Normalizer: what one caller's records teach its tables cannot change another caller's reads.
+   * Closing it closes nothing; the dispatcher goes with this client.
+   */
+  withOwnNormalizer(): ControlClient {
+    return new ControlClient(this.o, this.transport);
   }
 
   /** GET /health: any status is an answer (up or down); only no answer is an error. */
@@ -154,47 +96,51 @@ export class ControlClient {
       endpoint: "/health",
       anyStatus: true,
     });
-    return this.decode("/health", "GET", () => normalizeHealth(r.status, r.body));
+    // The status word becomes a label value: a body echoing a secret must not put it there.
+    const secrets = this.transport.secrets;
+    return this.decode("/health", "GET", () =>
+      normalizeHealth(r.status, r.body, (text) => secrets.scrub(text)),
+    );
   }
 
   /** GET /cluster/overview. */
   async clusterOverview(): Promise<ClusterOverview> {
     const e = "/cluster/overview";
     const r = await this.send({ method: "GET", path: e, endpoint: e });
-    return this.decode(e, "GET", () => normalizeOverview(r.body));
+    return this.decode(e, "GET", () => normalizeOverview(this.n, r.body));
   }
 
   /** GET /nodes (every node, in whatever wrapper the platform uses). */
   async listNodes(): Promise<PlatformNode[]> {
     const r = await this.send({ method: "GET", path: "/nodes", endpoint: "/nodes" });
-    return this.page(r, "/nodes", (raw, p) => normalizeNode(raw, this.o.fieldMap, p)).items;
+    return this.page(r, "/nodes", (raw, p) => normalizeNode(this.n, raw, p)).items;
   }
 
   /** GET /nodes/{id}. */
   async getNode(id: string): Promise<PlatformNode> {
     const e = "/nodes/{id}";
     const r = await this.send({ method: "GET", path: `/nodes/${enc(id)}`, endpoint: e });
-    return this.decode(e, "GET", () => normalizeNode(r.body, this.o.fieldMap));
+    return this.decode(e, "GET", () => normalizeNode(this.n, r.body));
   }
 
   /** GET /templates. */
   async listTemplates(): Promise<Template[]> {
     const r = await this.send({ method: "GET", path: "/templates", endpoint: "/templates" });
-    return this.page(r, "/templates", (raw, p) => normalizeTemplate(raw, this.o.fieldMap, p)).items;
+    return this.page(r, "/templates", (raw, p) => normalizeTemplate(this.n, raw, p)).items;
   }
 
   /** GET /templates/{id}. */
   async getTemplate(id: string): Promise<Template> {
     const e = "/templates/{id}";
     const r = await this.send({ method: "GET", path: `/templates/${enc(id)}`, endpoint: e });
-    return this.decode(e, "GET", () => normalizeTemplate(r.body, this.o.fieldMap));
+    return this.decode(e, "GET", () => normalizeTemplate(this.n, r.body));
   }
 
   /** GET /sandboxes/{id}; a 404 is PlatformNotFoundError (gone, not failed). */
   async getSandbox(id: string): Promise<Sandbox> {
     const e = "/sandboxes/{id}";
     const r = await this.send({ method: "GET", path: `/sandboxes/${enc(id)}`, endpoint: e });
-    return this.decode(e, "GET", () => normalizeSandbox(r.body, this.o.fieldMap));
+    return this.decode(e, "GET", () => normalizeSandbox(this.n, r.body));
   }
 
   /** DELETE /sandboxes/{id}: one attempt, never retried. */
@@ -221,7 +167,7 @@ export class ControlClient {
       endpoint: e,
       body,
     });
-    return this.decode(e, "POST", () => normalizeSandbox(r.body, this.o.fieldMap));
+    return this.decode(e, "POST", () => normalizeSandbox(this.n, r.body));
   }
 
   /** GET /v2/sandboxes: one page. */
@@ -241,12 +187,10 @@ export class ControlClient {
   ): Promise<DeferredPage<Sandbox>> {
     const e = "/v2/sandboxes";
     const r = await this.send({ method: "GET", path: e, endpoint: e, query: q });
-    const map = this.o.fieldMap;
+    const n = this.n;
     const slim = opts.slim === true;
     const d = this.decode(e, "GET", () =>
-      deferList(r.body, r.headers, (raw, p) => normalizeSandbox(raw, map, p, slim), {
-        map: map ?? {},
-      }),
+      deferList(n, r.body, r.headers, (raw, p) => normalizeSandbox(n, raw, p, slim)),
     );
     return { ...d, items: () => this.decode(e, "GET", () => d.items()) };
   }
@@ -260,10 +204,13 @@ export class ControlClient {
       endpoint: e,
       query: q,
     });
-    return this.page(r, e, (raw, p) => normalizeLogEntry(raw, this.o.fieldMap, p));
+    return this.page(r, e, (raw, p) => normalizeLogEntry(this.n, raw, p));
   }
 
-  /** POST {apiUrl}/sandboxes (outside the management prefix): one attempt, never retried. */
+  /**
+   * POST {apiUrl}/sandboxes (outside the management prefix): one attempt, never retried. The
+   * agent access token it returns joins the secrets scrubbed from errors.
+   */
   async createSandbox(req: {
     templateId: string;
     timeoutS?: number;
@@ -278,10 +225,11 @@ export class ControlClient {
       root: true,
     };
     const raw = (await this.send(call)).body;
+    const obj = raw as Record<string, unknown> | null | undefined;
+    const token = obj?.envdAccessToken ?? obj?.accessToken ?? obj?.access_token;
+    if (typeof token === "string") this.transport.secrets.addTransient(token);
     return this.decode("/sandboxes", "POST", () => {
-      const s = normalizeSandbox(raw, this.o.fieldMap, "created");
-      const obj = raw as Record<string, unknown>;
-      const token = obj.envdAccessToken ?? obj.accessToken ?? obj.access_token;
+      const s = normalizeSandbox(this.n, raw, "created");
       return {
         id: s.id,
         templateId: s.templateId || req.templateId,
@@ -292,137 +240,40 @@ export class ControlClient {
     });
   }
 
-  /** Closes the dispatcher when the client made it; an injected one belongs to the caller. */
+  /** Closes the dispatcher when this client made it (not a withOwnNormalizer client, not an injected one). */
   async close(): Promise<void> {
-    if (this.ownsDispatcher) await this.dispatcher.close();
+    if (this.ownsTransport) await this.transport.close();
+  }
+
+  private send(call: Call): Promise<Reply> {
+    return this.transport.send(call);
   }
 
   private page<T>(r: Reply, endpoint: string, item: (raw: unknown, path: string) => T): Page<T> {
-    return this.decode(endpoint, "GET", () =>
-      normalizeList(r.body, r.headers, item, { map: this.o.fieldMap ?? {} }),
-    );
+    return this.decode(endpoint, "GET", () => normalizeList(this.n, r.body, r.headers, item));
   }
 
-  /** Runs a normalizer; a body of the wrong shape becomes PlatformBodyError naming the endpoint. */
+  /**
+   * Runs a normalizer; a body of the wrong shape becomes PlatformBodyError naming the endpoint,
+   * with secrets scrubbed from the received text before it was cut to an excerpt.
+   */
   private decode<T>(endpoint: string, method: string, fn: () => T): T {
     try {
       return fn();
     } catch (err) {
-      throw new PlatformBodyError(endpoint, method, (err as Error).message);
+      const secrets = this.transport.secrets;
+      const detail =
+        err instanceof NormalizeError
+          ? err.redacted(secrets).message
+          : err instanceof Error
+            ? err.message
+            : String(err);
+      this.transport.badBody(endpoint, method);
+      throw this.transport.scrubbed(new PlatformBodyError(endpoint, method, detail));
     }
-  }
-
-  /** One logical call: GETs are retried with backoff; mutating calls are attempted exactly once. */
-  private async send(call: Call): Promise<Reply> {
-    const attempts = call.method === "GET" ? 1 + Math.max(0, this.o.retries) : 1;
-    const backoff = {
-      baseMs: BACKOFF_BASE_MS,
-      capMs: BACKOFF_CAP_MS,
-      random: this.o.random ?? Math.random,
-    };
-    const sleep = this.o.sleep ?? ((ms: number) => sleepTimer(ms));
-    // Bounded by `attempts`: every iteration either returns, throws, or counts one attempt.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.once(call);
-      } catch (err) {
-        if (attempt >= attempts || !isRetryable(err)) throw err;
-        const after = err instanceof PlatformHttpError ? err.retryAfterMs : undefined;
-        await sleep(backoffDelay(attempt, backoff, after));
-      }
-    }
-  }
-
-  private async once(call: Call): Promise<Reply> {
-    const { method } = call;
-    const url = new URL(`${this.base}${call.root ? "" : API_PREFIX}${call.path}`);
-    for (const [k, v] of Object.entries(call.query ?? {}))
-      if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { accept: "application/json", ...this.authHeaders };
-    let payload: string | undefined;
-    if (call.body !== undefined) {
-      payload = JSON.stringify(call.body);
-      headers["content-type"] = "application/json";
-    }
-    const started = this.clock.now();
-    let status: number | undefined;
-    try {
-      const res = await request(url, {
-        method,
-        headers,
-        body: payload,
-        dispatcher: this.dispatcher,
-        signal: AbortSignal.timeout(this.o.timeoutMs),
-        headersTimeout: this.o.timeoutMs,
-        bodyTimeout: this.o.timeoutMs,
-      });
-      status = res.statusCode;
-      const raw = await readCapped(res.body, this.o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
-      const reply = this.interpret(call, res.statusCode, res.headers, raw);
-      this.report(call, started, status);
-      return reply;
-    } catch (err) {
-      const e = this.typed(call, err);
-      this.report(call, started, status, e);
-      throw e;
-    }
-  }
-
-  /** Status and body of one response -> a Reply, or the typed error it stands for. */
-  private interpret(call: Call, status: number, headers: Reply["headers"], raw: Buffer): Reply {
-    const { method, endpoint } = call;
-    const text = raw.toString("utf8");
-    if (!call.anyStatus && (status < 200 || status >= 300)) {
-      if (status === 404) throw new PlatformNotFoundError(endpoint, method);
-      const after = parseRetryAfter(header(headers, "retry-after"), this.clock.now());
-      throw new PlatformHttpError(endpoint, method, status, excerpt(text, [this.o.apiKey]), after);
-    }
-    let body: unknown = text;
-    const type = header(headers, "content-type") ?? "";
-    if (text.trim() !== "" && (type.includes("json") || /^\s*[[{]/.test(text))) {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw new PlatformBodyError(
-          endpoint,
-          method,
-          `response of ${raw.byteLength} bytes is not valid JSON`,
-        );
-      }
-    }
-    return { status, headers, body };
-  }
-
-  /** Any failure of one attempt as one of our typed errors. */
-  private typed(call: Call, err: unknown): Error {
-    const { method, endpoint } = call;
-    if (err instanceof PlatformHttpError || err instanceof PlatformNotFoundError) return err;
-    if (err instanceof PlatformBodyError) return err;
-    if (isTimeout(err)) return new PlatformTimeoutError(endpoint, method, this.o.timeoutMs);
-    if (err instanceof BodyTooLargeError)
-      return new PlatformBodyError(endpoint, method, err.message);
-    return new PlatformNetworkError(endpoint, method, err);
-  }
-
-  private report(call: Call, started: number, status?: number, error?: unknown): void {
-    this.o.onRequest?.({
-      endpoint: call.endpoint,
-      method: call.method,
-      ...(status !== undefined ? { status } : {}),
-      durationMs: this.clock.now() - started,
-      ...(error ? { error: errorReason(error) } : {}),
-    });
   }
 }
 
 function enc(id: string): string {
   return encodeURIComponent(id);
-}
-
-function header(
-  h: Record<string, string | string[] | undefined>,
-  name: string,
-): string | undefined {
-  const v = h[name];
-  return Array.isArray(v) ? v[0] : v;
 }

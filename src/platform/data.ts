@@ -2,6 +2,7 @@
 import { performance } from "node:perf_hooks";
 import { Agent, buildConnector, type Dispatcher, FormData, request } from "undici";
 import { ExporterError } from "../util/errors.js";
+import { Secrets } from "../util/secrets.js";
 import { decodeEnvelopeStream, encodeJsonEnvelope, parseEnvelopeJson } from "./envelope.js";
 import {
   BodyTooLargeError,
@@ -53,6 +54,11 @@ export interface DataOptions {
   dispatcher?: Dispatcher;
   /** Bound on a file read; default 64 MiB. */
   maxFileBytes?: number;
+  /**
+   * Secrets scrubbed from every error (share the control channel's); each access token the client
+   * is given joins it. Default: a Secrets of its own.
+   */
+  secrets?: Secrets;
 }
 
 /** A sandbox as the data plane addresses it. */
@@ -90,16 +96,21 @@ export interface RunResult {
   status?: string;
 }
 
-/** Client of the in-sandbox agent: process start, command run, file read and write. */
+/**
+ * Client of the in-sandbox agent: process start, command run, file read and write. Every error it
+ * throws is scrubbed of the access tokens it was given (and of the other secrets it shares).
+ */
 export class DataClient {
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
   private readonly monotonic: () => number;
   private readonly agentPort: number;
+  private readonly secrets: Secrets;
 
   constructor(private readonly o: DataOptions) {
     this.monotonic = o.monotonic ?? (() => performance.now());
     this.agentPort = o.agentPort ?? DEFAULT_AGENT_PORT;
+    this.secrets = o.secrets ?? new Secrets();
     this.ownsDispatcher = !o.dispatcher;
     // Never EnvHttpProxyAgent nor the global dispatcher: the data plane is reached directly even
     // when HTTP(S)_PROXY is set.
@@ -119,10 +130,84 @@ export class DataClient {
     input: StartInput,
     opts: StartOptions = {},
   ): AsyncGenerator<TimedEvent, void, undefined> {
+    try {
+      yield* this.stream(sb, input, opts);
+    } catch (err) {
+      throw this.scrubbed(err);
+    }
+  }
+
+  /** Runs `command` through `/bin/bash -l -c` and collects its output. */
+  async run(sb: SandboxRef, command: string, opts: StartOptions = {}): Promise<RunResult> {
+    const out = new OutputCollector();
+    let end: Extract<ProcessEvent, { type: "end" }> | undefined;
+    for await (const { event } of this.startProcess(sb, wrapCommand(command), opts)) {
+      out.add(event);
+      if (event.type === "end") end = event;
+    }
+    if (!end)
+      throw new ExporterError(
+        "ERR_PROCESS_NO_END",
+        `${START_PATH}: stream finished without an end event`,
+      );
+    const { stdout, stderr } = out.result();
+    return {
+      stdout,
+      stderr,
+      exitCode: end.exitCode,
+      ...(end.status ? { status: end.status } : {}),
+    };
+  }
+
+  /** GET /files?path=: the file's raw bytes. */
+  async readFile(
+    sb: SandboxRef,
+    path: string,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<Buffer> {
+    try {
+      return await this.read(sb, path, opts.signal);
+    } catch (err) {
+      throw this.scrubbed(err);
+    }
+  }
+
+  /** POST /files?path= as multipart/form-data with the content in the part "file". */
+  async writeFile(
+    sb: SandboxRef,
+    path: string,
+    content: Buffer | string,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<void> {
+    try {
+      await this.write(sb, path, content, opts.signal);
+    } catch (err) {
+      throw this.scrubbed(err);
+    }
+  }
+
+  /** Closes the built-in Agent; an injected dispatcher belongs to the caller. */
+  async close(): Promise<void> {
+    if (this.ownsDispatcher) await this.dispatcher.close();
+  }
+
+  /**
+   * The one way out of the client for an error: every secret (the access tokens it was given
+   * included) scrubbed from its message, stack, excerpt and cause, in place.
+   */
+  private scrubbed(err: unknown): unknown {
+    return this.secrets.scrubError(err);
+  }
+
+  private async *stream(
+    sb: SandboxRef,
+    input: StartInput,
+    opts: StartOptions,
+  ): AsyncGenerator<TimedEvent, void, undefined> {
     const headers: Record<string, string> = {
       "content-type": "application/connect+json",
       "connect-protocol-version": "1",
-      ...tokenHeader(sb),
+      ...this.tokenHeader(sb),
     };
     if (opts.deadlineMs !== undefined)
       headers["connect-timeout-ms"] = String(Math.max(1, Math.ceil(opts.deadlineMs)));
@@ -136,10 +221,11 @@ export class DataClient {
       headers,
       body: encodeJsonEnvelope(buildStartRequest(input)),
     });
-    if (res.statusCode !== 200) throw await this.refusal(sb, call, res);
+    if (res.statusCode !== 200) throw await this.refusal(call, res);
     const encoding = res.headers["connect-content-encoding"];
     if (encoding !== undefined && encoding !== "identity" && encoding !== "gzip") {
-      res.body.destroy();
+      // Destroyed unread, undici's body emits an abort error: with no listener it would be uncaught.
+      res.body.on("error", ignore).destroy();
       throw new PlatformBodyError(
         START_PATH,
         "POST",
@@ -173,42 +259,10 @@ export class DataClient {
     }
   }
 
-  /** Runs `command` through `/bin/bash -l -c` and collects its output. */
-  async run(sb: SandboxRef, command: string, opts: StartOptions = {}): Promise<RunResult> {
-    const out = new OutputCollector();
-    let end: Extract<ProcessEvent, { type: "end" }> | undefined;
-    for await (const { event } of this.startProcess(sb, wrapCommand(command), opts)) {
-      out.add(event);
-      if (event.type === "end") end = event;
-    }
-    if (!end)
-      throw new ExporterError(
-        "ERR_PROCESS_NO_END",
-        `${START_PATH}: stream finished without an end event`,
-      );
-    const { stdout, stderr } = out.result();
-    return {
-      stdout,
-      stderr,
-      exitCode: end.exitCode,
-      ...(end.status ? { status: end.status } : {}),
-    };
-  }
-
-  /** GET /files?path=: the file's raw bytes. */
-  async readFile(
-    sb: SandboxRef,
-    path: string,
-    opts: { signal?: AbortSignal } = {},
-  ): Promise<Buffer> {
-    const call = {
-      endpoint: "/files",
-      method: "GET",
-      limitMs: this.o.timeoutMs,
-      signal: opts.signal,
-    };
-    const res = await this.request(sb, filesPath(path), call, { headers: tokenHeader(sb) });
-    if (res.statusCode < 200 || res.statusCode >= 300) throw await this.refusal(sb, call, res);
+  private async read(sb: SandboxRef, path: string, signal?: AbortSignal): Promise<Buffer> {
+    const call = { endpoint: "/files", method: "GET", limitMs: this.o.timeoutMs, signal };
+    const res = await this.request(sb, filesPath(path), call, { headers: this.tokenHeader(sb) });
+    if (res.statusCode < 200 || res.statusCode >= 300) throw await this.refusal(call, res);
     try {
       return await readCapped(res.body, this.o.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES);
     } catch (err) {
@@ -216,27 +270,21 @@ export class DataClient {
     }
   }
 
-  /** POST /files?path= as multipart/form-data with the content in the part "file". */
-  async writeFile(
+  private async write(
     sb: SandboxRef,
     path: string,
     content: Buffer | string,
-    opts: { signal?: AbortSignal } = {},
+    signal?: AbortSignal,
   ): Promise<void> {
     const form = new FormData();
     const bytes = typeof content === "string" ? Buffer.from(content) : content;
     form.append("file", new Blob([bytes]), path.split("/").pop() || "file");
-    const call = {
-      endpoint: "/files",
-      method: "POST",
-      limitMs: this.o.timeoutMs,
-      signal: opts.signal,
-    };
+    const call = { endpoint: "/files", method: "POST", limitMs: this.o.timeoutMs, signal };
     const res = await this.request(sb, filesPath(path), call, {
-      headers: tokenHeader(sb),
+      headers: this.tokenHeader(sb),
       body: form,
     });
-    if (res.statusCode < 200 || res.statusCode >= 300) throw await this.refusal(sb, call, res);
+    if (res.statusCode < 200 || res.statusCode >= 300) throw await this.refusal(call, res);
     try {
       await readCapped(res.body, MAX_ERROR_BODY_BYTES);
     } catch (err) {
@@ -244,9 +292,11 @@ export class DataClient {
     }
   }
 
-  /** Closes the built-in Agent; an injected dispatcher belongs to the caller. */
-  async close(): Promise<void> {
-    if (this.ownsDispatcher) await this.dispatcher.close();
+  /** The agent token header of a sandbox; the token joins the secrets scrubbed from errors. */
+  private tokenHeader(sb: SandboxRef): Record<string, string> {
+    if (!sb.accessToken) return {};
+    this.secrets.addTransient(sb.accessToken);
+    return { "x-access-token": sb.accessToken };
   }
 
   /** undici connector: with proxyNodeIp, dial the node while Host and TLS SNI keep the sandbox name. */
@@ -284,8 +334,8 @@ export class DataClient {
     }
   }
 
-  /** A non-success answer as DataPlaneError with a short, token-free excerpt. */
-  private async refusal(sb: SandboxRef, call: Call, res: Dispatcher.ResponseData): Promise<Error> {
+  /** A non-success answer as DataPlaneError with a short, secret-free excerpt. */
+  private async refusal(call: Call, res: Dispatcher.ResponseData): Promise<Error> {
     let text = "";
     try {
       text = (await readCapped(res.body, MAX_ERROR_BODY_BYTES)).toString("utf8");
@@ -297,7 +347,7 @@ export class DataClient {
       call.endpoint,
       call.method,
       res.statusCode,
-      excerpt(text, [sb.accessToken]),
+      excerpt(text, this.secrets),
       code,
     );
   }
@@ -319,9 +369,7 @@ interface Call {
   signal: AbortSignal | undefined;
 }
 
-function tokenHeader(sb: SandboxRef): Record<string, string> {
-  return sb.accessToken ? { "x-access-token": sb.accessToken } : {};
-}
+function ignore(): void {}
 
 function filesPath(path: string): string {
   return `/files?path=${encodeURIComponent(path)}`;

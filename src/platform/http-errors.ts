@@ -1,15 +1,13 @@
 // Typed errors of both platform channels; messages carry endpoint and status, never a secret.
 import { ExporterError } from "../util/errors.js";
+import type { Secrets } from "../util/secrets.js";
 
 const EXCERPT_MAX = 200;
-const MASK = "***";
 
-/** A short, secret-free excerpt of a response body (secrets are masked before it is cut). */
-export function excerpt(body: string, secrets: readonly (string | undefined)[]): string {
-  let text = body;
-  // Masking first: cutting first could leave the head of a secret that straddles the cut.
-  for (const s of secrets) if (s) text = text.split(s).join(MASK);
-  text = text.replace(/\s+/g, " ").trim();
+/** A short, secret-free excerpt of a response body (secrets are scrubbed before it is cut). */
+export function excerpt(body: string, secrets: Secrets): string {
+  // Scrubbing first: cutting first could leave the head of a secret that straddles the cut.
+  const text = secrets.scrub(body).replace(/\s+/g, " ").trim();
   return text.length > EXCERPT_MAX ? `${text.slice(0, EXCERPT_MAX)}...` : text;
 }
 

@@ -18,11 +18,23 @@ export interface KeyInfo {
   at: boolean;
   secret: boolean;
 }
-const keyCache = new Map<string, KeyInfo>();
+/** Distinct keys remembered per cache before it starts over (keys come from the wire). */
 const KEY_CACHE_LIMIT = 4096;
 
-function keyInfo(key: string): KeyInfo {
-  return remember(keyCache, key, KEY_CACHE_LIMIT, makeKeyInfo);
+/** What the wire keys a Normalizer has met mean, so each is worked out once, not per record. */
+export class KeyNames {
+  private readonly infos = new Map<string, KeyInfo>();
+  private readonly looseForms = new Map<string, string>();
+
+  /** The KeyInfo of a key. */
+  info(key: string): KeyInfo {
+    return remember(this.infos, key, KEY_CACHE_LIMIT, makeKeyInfo);
+  }
+
+  /** looseKey(key), remembered. */
+  loose(key: string): string {
+    return remember(this.looseForms, key, KEY_CACHE_LIMIT, looseKey);
+  }
 }
 
 function makeKeyInfo(key: string): KeyInfo {
@@ -64,9 +76,9 @@ const SHAPE_MAX_KEYS = 64;
  * with `info`, short strings and booleans go there. Objects are flattened one level
  * (`metrics.cpuPct` -> `metrics_cpu_pct`). Timestamps (ISO text, or epoch numbers under an `..._at`
  * key) become `<name>_timestamp_seconds`, so a changing time never becomes a changing label.
- * Also sets `table.sameShape` for the field reads that follow; the caller sets `table.settled`
- * once they all succeeded. Returns EMPTY_NUMBERS when nothing numeric was found; with `values`
- * false, only the shape is read (for a caller that keeps no unmapped field).
+ * Also starts a new `table.shape` when the keys differ from the last record's, which tells the
+ * field reads that follow which memos still hold. Returns EMPTY_NUMBERS when nothing numeric was
+ * found; with `values` false, only the shape is read (for a caller that keeps no unmapped field).
  */
 export function collectFields(
   obj: Json,
@@ -75,9 +87,8 @@ export function collectFields(
   numericStrings: boolean,
   values = true,
 ): Record<string, number> {
-  const { keys, infos } = table;
-  let same = table.settled;
-  table.settled = false;
+  const { keys, infos, names } = table;
+  let same = table.shape !== 0;
   let numeric: Record<string, number> | undefined;
   let i = 0;
   for (const key in obj) {
@@ -86,7 +97,9 @@ export function collectFields(
     else {
       same = false;
       k =
-        table.claimed.has(key) || table.claimedLoose.has(looseKey(key)) ? undefined : keyInfo(key);
+        table.claimed.has(key) || table.claimedLoose.has(names.loose(key))
+          ? undefined
+          : names.info(key);
       if (i < SHAPE_MAX_KEYS) {
         keys[i] = key;
         infos[i] = k;
@@ -101,7 +114,7 @@ export function collectFields(
       for (const inner in v as Json) {
         const iv = (v as Json)[inner];
         if (iv === null || typeof iv === "object") continue;
-        const ik = keyInfo(inner);
+        const ik = names.info(inner);
         if (ik.secret) continue;
         numeric = put(numeric, info, `${k.name}_${ik.name}`, ik.at, iv, numericStrings);
       }
@@ -111,7 +124,7 @@ export function collectFields(
       numeric = put(numeric, info, k.name, k.at, v, numericStrings);
     }
   }
-  table.sameShape = same && i === table.length && i <= SHAPE_MAX_KEYS;
+  if (!same || i !== table.length || i > SHAPE_MAX_KEYS) table.shape++;
   table.length = i;
   return numeric ?? EMPTY_NUMBERS;
 }

@@ -1,6 +1,6 @@
 // Field spellings per resource and the operator's field map compiled over them into tables that
-// remember, per record shape, which spelling each field uses.
-import type { KeyInfo } from "./normalize-collect.js";
+// remember, per record shape, which spelling each field uses (one set of tables per Normalizer).
+import type { KeyInfo, KeyNames } from "./normalize-collect.js";
 import { isRecord, looseKey } from "./normalize-values.js";
 
 type Json = Record<string, unknown>;
@@ -50,7 +50,8 @@ export const SPELLINGS = {
   },
 } as const;
 
-type Resource = keyof typeof SPELLINGS;
+/** A kind of platform record with its own spellings. */
+export type Resource = keyof typeof SPELLINGS;
 
 /** Field names a field map may override, per resource (for config validation). */
 export const FIELD_NAMES: { readonly [R in Resource]: readonly string[] } = {
@@ -70,11 +71,12 @@ export class FieldSpec {
   readonly names: string;
   private readonly memoizable: boolean;
   /**
-   * A key of the current record shape such that no better-ranked spelling is in the shape: the
-   * field's value whenever it is not null there. null: the shape has no spelling of the field.
-   * undefined: not known yet.
+   * A key of the record shape `memoShape` such that no better-ranked spelling is in that shape:
+   * the field's value whenever it is not null there. null: the shape has no spelling of the field.
    */
-  private memo: string | null | undefined = undefined;
+  private memo: string | null = null;
+  /** The table shape the memo was worked out on; 0: none. */
+  private memoShape = 0;
 
   /** `loose`: loose spellings (see looseKey) -> rank, tried only when no exact spelling is present. */
   constructor(
@@ -86,12 +88,15 @@ export class FieldSpec {
   }
 
   /**
-   * The first present, non-null value. With `sameShape` (the record has exactly the keys of the
-   * previous one) a better-ranked spelling cannot be present, so one keyed read is enough.
+   * The first present, non-null value. When the memo was worked out on the table's current shape
+   * (the record has exactly the keys of the one it was read on), a better-ranked spelling cannot
+   * be present, so one keyed read is enough. A field not read under the current shape (a slim read
+   * skips some) reads every spelling. A table whose shape is 0 (no key walk) never uses the memo.
    */
-  read(obj: Json, sameShape: boolean): unknown {
-    const memo = this.memo;
-    if (sameShape && memo !== undefined) {
+  read(obj: Json, table: FieldTable): unknown {
+    const shape = table.shape;
+    if (shape !== 0 && this.memoShape === shape) {
+      const memo = this.memo;
       if (memo === null) return undefined;
       const v = obj[memo];
       if (v !== null && v !== undefined) return v;
@@ -112,7 +117,7 @@ export class FieldSpec {
       // Only when no exact spelling is there at all: PascalCase Go structs, SCREAMING keys.
       let best = Number.POSITIVE_INFINITY;
       for (const k in obj) {
-        const rank = this.loose.get(looseKey(k));
+        const rank = this.loose.get(table.names.loose(k));
         if (rank !== undefined && rank < best && obj[k] !== undefined) {
           best = rank;
           first = k;
@@ -120,7 +125,10 @@ export class FieldSpec {
       }
       if (first !== null) found = obj[first] ?? undefined;
     }
-    if (this.memoizable) this.memo = first;
+    if (this.memoizable) {
+      this.memo = first;
+      this.memoShape = shape;
+    }
     return found;
   }
 }
@@ -129,17 +137,19 @@ export class FieldSpec {
  * Spellings of every field of one resource after the field map, the keys they claim, and what
  * the last record looked like. Records of one list share their keys in one order, so the key walk
  * compares each key with the one at the same position last time (a pointer comparison of interned
- * strings) instead of hashing it, and fields are read with one keyed load each.
+ * strings) instead of hashing it, and fields are read with one keyed load each. A table belongs to
+ * one Normalizer: its memos describe the records that one normalizer was given.
  */
 export class FieldTable<F extends string = string> {
   /** Keys of the last record, by position, and what each means (undefined: claimed by a field). */
   readonly keys: string[] = [];
   readonly infos: Array<KeyInfo | undefined> = [];
   length = 0;
-  /** The current record has exactly the keys of the last one, and the memos describe them. */
-  sameShape = false;
-  /** Set when a record was read to the end, so every memo is up to date. */
-  settled = false;
+  /**
+   * Generation of the current record shape: a new one whenever the key walk (collectFields) meets
+   * keys other than the last record's. 0: no record walked yet.
+   */
+  shape = 0;
   /** The last numeric map handed out (see shareIfSame) and its size. */
   lastNumeric: Readonly<Record<string, number>> | undefined = undefined;
   lastNumericSize = 0;
@@ -150,31 +160,20 @@ export class FieldTable<F extends string = string> {
     readonly claimed: ReadonlySet<string>,
     /** Loose forms (see looseKey) of the built-in spellings; such keys are claimed too. */
     readonly claimedLoose: ReadonlySet<string>,
+    /** The owning normalizer's key caches. */
+    readonly names: KeyNames,
   ) {}
 }
 
-type Fields<R extends Resource> = Extract<keyof (typeof SPELLINGS)[R], string>;
+/** Field names of a resource. */
+export type Fields<R extends Resource> = Extract<keyof (typeof SPELLINGS)[R], string>;
 
-const COMPILED = new WeakMap<Record<string, string>, FieldTable>();
-
-/** The table of a resource under a field map; compiled once per map object, then cached. */
-export function fieldTable<R extends Resource>(resource: R, map?: FieldMap): FieldTable<Fields<R>> {
-  const overrides = map?.[resource];
-  if (overrides === undefined) return DEFAULT_TABLES[resource] as FieldTable<Fields<R>>;
-  let t = COMPILED.get(overrides);
-  if (!t) {
-    t = compile(resource, overrides);
-    COMPILED.set(overrides, t);
-  }
-  return t as FieldTable<Fields<R>>;
-}
-
-/** A table without fields: every key is collected (the cluster overview). */
-export function openTable(): FieldTable<never> {
-  return new FieldTable({}, new Set(), new Set());
-}
-
-function compile(resource: Resource, overrides: Record<string, string>): FieldTable {
+/** A new table of a resource under the field map's overrides for it. */
+export function compileTable<R extends Resource>(
+  resource: R,
+  overrides: Record<string, string>,
+  names: KeyNames,
+): FieldTable<Fields<R>> {
   const spellings: Record<string, readonly string[]> = SPELLINGS[resource];
   const taken = new Set<string>();
   for (const f in spellings) {
@@ -205,21 +204,18 @@ function compile(resource: Resource, overrides: Record<string, string>): FieldTa
     }
     fields[f] = new FieldSpec(cands, loose);
   }
-  return new FieldTable(fields, claimed, claimedLoose);
+  return new FieldTable(fields as { [K in Fields<R>]: FieldSpec }, claimed, claimedLoose, names);
+}
+
+/** A table without fields: every key is collected (the cluster overview). */
+export function openTable(names: KeyNames): FieldTable<never> {
+  return new FieldTable({}, new Set(), new Set(), names);
 }
 
 function takenLoose(l: string, overrides: Record<string, string>): boolean {
   for (const f in overrides) if (looseKey(overrides[f] as string) === l) return true;
   return false;
 }
-
-const DEFAULT_TABLES: { readonly [R in Resource]: FieldTable } = {
-  sandbox: compile("sandbox", {}),
-  node: compile("node", {}),
-  template: compile("template", {}),
-  log: compile("log", {}),
-  list: compile("list", {}),
-};
 
 /** The first present, non-null value among the candidates (no memo: for one-off reads). */
 export function firstPresent(obj: Json, cands: readonly Candidate[]): unknown {

@@ -1,15 +1,15 @@
 // One page of a list: a bare array or a wrapper object; the next token from the body or a header.
-import { type Candidate, type FieldMap, fieldTable, firstPresent } from "./normalize-fields.js";
+import { type Candidate, firstPresent } from "./normalize-fields.js";
 import { isRecord, looseKey, NormalizeError } from "./normalize-values.js";
+import type { Normalizer } from "./normalizer.js";
 import type { Page } from "./types.js";
 
 type Json = Record<string, unknown>;
 type Headers = Record<string, string | string[] | undefined>;
 
-/** Options of a list read: wrapper keys instead of the built-in ones, and the field map. */
+/** Options of a list read: wrapper keys instead of the built-in ones (a field map's win). */
 export interface ListOptions {
   wrapperKeys?: string[];
-  map?: FieldMap;
 }
 
 /** A list page whose items are normalized on demand (so the next request can be in flight meanwhile). */
@@ -26,39 +26,42 @@ const PAGING_HOLDERS = ["pagination", "meta", "page", "paging", "pageInfo", "pag
 const MORE_FLAGS = ["hasMore", "has_more", "hasNext", "has_next", "hasNextPage", "has_next_page"];
 /** Query parameters that carry the token when the body's "next" is a URL. */
 const TOKEN_PARAMS = ["nextToken", "next_token", "cursor", "pageToken", "page_token", "token"];
-const NO_ITEMS: unknown[] = [];
 /** Token spellings compared loosely ("NextToken" from a Go struct without JSON tags). */
 const LOOSE_TOKEN_KEYS = new Set(["nexttoken", "nextcursor", "cursor", "next"]);
 
 /**
  * Reads a page: a bare array, or an object holding it under `sandboxes|items|data|nodes|templates|
  * entries|logs|results` (or the field map's `list.items`, a dotted path allowed), also one level
- * down (`{data:{items:[...]}}`), else under its only array field. `null`, an empty body or a null
- * list is an empty page. The next token comes from the body (`nextToken|next_token|cursor|
- * nextCursor|next_cursor|next`, also under `pagination|meta|...`), else the `x-next-token` header
- * (any case); an empty or null token ends the walk.
+ * down (`{data:{items:[...]}}`), else under its only array field. Anything else (`null`, an empty
+ * body, text, a number, an object holding no list) is a NormalizeError: read as an empty page, a
+ * proxy's empty 200 would empty the fleet. The next token comes from the body (`nextToken|
+ * next_token|cursor|nextCursor|next_cursor|next`, also under `pagination|meta|...`), else the
+ * `x-next-token` header (any case); an empty or null token ends the walk.
  */
 export function deferList<T>(
+  n: Normalizer,
   body: unknown,
   headers: Headers,
   item: (raw: unknown, path: string) => T,
   options: ListOptions = {},
 ): DeferredPage<T> {
-  const t = fieldTable("list", options.map);
+  const t = n.list;
+  const mapped = n.fieldMap.list;
   const itemKeys =
-    options.wrapperKeys && !options.map?.list?.items ? options.wrapperKeys : t.fields.items.cands;
+    options.wrapperKeys && !mapped?.items ? options.wrapperKeys : t.fields.items.cands;
   const { list, prefix, holder } = findItems(body, itemKeys);
   let token: string | undefined;
   const tokenKeys = t.fields.nextToken.cands;
-  const loose = options.map?.list?.nextToken === undefined;
+  const loose = mapped?.nextToken === undefined;
   if (isRecord(body)) token = tokenIn(body, tokenKeys, loose, 0);
   if (token === undefined && holder) token = tokenIn(holder, tokenKeys, loose, 0);
   if (token === undefined) token = headerValue(headers, t.fields.nextTokenHeader.cands);
+  const paths = n.indexPaths;
   const page: DeferredPage<T> = {
     size: list.length,
     items() {
       const items = new Array<T>(list.length);
-      for (let i = 0; i < list.length; i++) items[i] = item(list[i], indexPath(prefix, i));
+      for (let i = 0; i < list.length; i++) items[i] = item(list[i], indexPath(paths, prefix, i));
       return items;
     },
   };
@@ -66,19 +69,20 @@ export function deferList<T>(
   return page;
 }
 
-/** `prefix[i]` strings by prefix, made once: every item of every page is named, errors or not. */
-const indexPaths = new Map<string, string[]>();
 const INDEX_PATHS_MAX = 10_000;
 const INDEX_PREFIXES_MAX = 64;
 
-/** The path `prefix[i]` naming one item in errors. */
-function indexPath(prefix: string, i: number): string {
+/**
+ * The path `prefix[i]` naming one item in errors, from `cache` (`prefix[i]` strings by prefix,
+ * made once: every item of every page is named, errors or not).
+ */
+function indexPath(cache: Map<string, string[]>, prefix: string, i: number): string {
   if (i >= INDEX_PATHS_MAX) return `${prefix}[${i}]`;
-  let paths = indexPaths.get(prefix);
+  let paths = cache.get(prefix);
   if (paths === undefined) {
-    if (indexPaths.size >= INDEX_PREFIXES_MAX) indexPaths.clear();
+    if (cache.size >= INDEX_PREFIXES_MAX) cache.clear();
     paths = [];
-    indexPaths.set(prefix, paths);
+    cache.set(prefix, paths);
   }
   let path = paths[i];
   if (path === undefined) {
@@ -90,12 +94,13 @@ function indexPath(prefix: string, i: number): string {
 
 /** Like deferList, with the items normalized at once. */
 export function normalizeList<T>(
+  n: Normalizer,
   body: unknown,
   headers: Headers,
   item: (raw: unknown, path: string) => T,
   options: ListOptions = {},
 ): Page<T> {
-  const d = deferList(body, headers, item, options);
+  const d = deferList(n, body, headers, item, options);
   const items = d.items();
   return d.nextToken === undefined ? { items } : { items, nextToken: d.nextToken };
 }
@@ -109,9 +114,14 @@ interface Found {
 
 function findItems(body: unknown, keys: readonly Candidate[]): Found {
   if (Array.isArray(body)) return { list: body, prefix: "" };
-  if (body === null || body === undefined || body === "") return { list: NO_ITEMS, prefix: "" };
   if (!isRecord(body)) {
-    throw new NormalizeError("body", "a list (an array, or an object holding one)", body);
+    const empty = body === undefined || (typeof body === "string" && body.trim() === "");
+    throw new NormalizeError(
+      "body",
+      "a list (an array, or an object holding one)",
+      body,
+      empty ? "an empty body" : undefined,
+    );
   }
   const top = under(body, keys, "");
   if (top) return top;
@@ -132,23 +142,26 @@ function findItems(body: unknown, keys: readonly Candidate[]): Found {
     only = k;
   }
   if (only !== undefined) return { list: body[only] as unknown[], prefix: only };
+  // A null list is no list: read as an empty page it would empty the fleet, as a missing one would.
+  for (const k of keys) {
+    if (typeof k === "string" && body[k] === null) throw new NormalizeError(k, "an array", null);
+  }
   const names = keys.map((k) => (typeof k === "string" ? k : k.join("."))).join("|");
   const seen = Object.keys(body).join(", ");
   throw new NormalizeError(
     "body",
     `an array, or an object holding one under ${names}`,
     body,
-    `an object with keys ${seen.length > 80 ? `${seen.slice(0, 77)}...` : seen || "(none)"}`,
+    `an object with keys ${seen || "(none)"}`,
   );
 }
 
-/** The list under one of the keys of `obj`: an array, or null for an empty one. */
+/** The list under one of the keys of `obj` (a null one is no list). */
 function under(obj: Json, keys: readonly Candidate[], prefix: string): Found | undefined {
   for (const k of keys) {
     const name = typeof k === "string" ? k : k.join(".");
     const v = typeof k === "string" ? obj[k] : firstPresent(obj, [k]);
     if (Array.isArray(v)) return { list: v, prefix: `${prefix}${name}` };
-    if (v === null && typeof k === "string" && k in obj) return { list: NO_ITEMS, prefix };
     if (v !== undefined && v !== null && !isRecord(v)) {
       throw new NormalizeError(`${prefix}${name}`, "an array", v);
     }

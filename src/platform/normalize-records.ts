@@ -6,7 +6,7 @@ import {
   remember,
   shareIfSame,
 } from "./normalize-collect.js";
-import { type FieldMap, type FieldSpec, fieldTable, keyOf } from "./normalize-fields.js";
+import { type FieldSpec, type FieldTable, keyOf } from "./normalize-fields.js";
 import {
   asRecord,
   epochMs,
@@ -19,98 +19,91 @@ import {
   readString,
   readTime,
 } from "./normalize-values.js";
+import type { Normalizer } from "./normalizer.js";
 import type { LogEntry, PlatformNode, Sandbox, Template } from "./types.js";
 
 type Json = Record<string, unknown>;
 
 /** Distinct state spellings remembered (raw -> lower-cased); states are few, the cap is a guard. */
 const STATE_CACHE_LIMIT = 1024;
-const stateCache = new Map<string, string>();
 /**
  * Equal metadata maps and template ids shared across sandboxes (raw key -> one frozen copy): a
  * fleet has few distinct combinations, and 100,000 copies held per snapshot cost tens of MB.
  */
 const SHARE_CACHE_LIMIT = 4096;
-const metadataCache = new Map<string, Record<string, string>>();
-const templateCache = new Map<string, string>();
 
 /**
  * Normalizes one sandbox record; `path` names it in errors (e.g. `sandboxes[3]`). `slim` skips
  * metadata, the end time and the unmapped fields (`extra`): the compact snapshot keeps none.
  */
 export function normalizeSandbox(
+  n: Normalizer,
   raw: unknown,
-  map?: FieldMap,
   path = "sandbox",
   slim = false,
 ): Sandbox {
   if (!isRecord(raw)) throw new NormalizeError(path, "a sandbox object", raw);
-  const t = fieldTable("sandbox", map);
+  const t = n.sandbox;
   const f = t.fields;
   // The key walk comes first: it tells the field reads whether this record has the last one's keys.
   const extra = shareIfSame(t, collectFields(raw, t, undefined, false, !slim));
-  const same = t.sameShape;
-  const id = requiredId(raw, f.id, same, path, "sandbox");
-  const templateId = intern(templateCache, str(raw, f.templateId, same, path) ?? "");
-  const state = lowerState(str(raw, f.state, same, path));
-  const cpuCount = num(raw, f.cpuCount, same, path, readCpuCount);
-  const memoryMB = num(raw, f.memoryMB, same, path, readMemoryMB);
-  const startedAt = time(raw, f.startedAt, same, path);
-  const endAt = slim ? undefined : time(raw, f.endAt, same, path);
-  const domain = str(raw, f.domain, same, path) || undefined;
-  const metaRaw = slim ? undefined : f.metadata.read(raw, same);
+  const id = requiredId(raw, f.id, t, path, "sandbox");
+  const templateId = intern(n.templateIds, str(raw, f.templateId, t, path) ?? "");
+  const state = lowerState(n.states, str(raw, f.state, t, path));
+  const cpuCount = num(raw, f.cpuCount, t, path, readCpuCount);
+  const memoryMB = num(raw, f.memoryMB, t, path, readMemoryMB);
+  const startedAt = time(raw, f.startedAt, t, path);
+  const endAt = slim ? undefined : time(raw, f.endAt, t, path);
+  const domain = str(raw, f.domain, t, path) || undefined;
+  const metaRaw = slim ? undefined : f.metadata.read(raw, t);
   const metadata =
     metaRaw === undefined
       ? EMPTY_STRINGS
-      : shareMetadata(readMetadata(metaRaw, raw, f.metadata, path));
-  t.settled = true;
+      : shareMetadata(n.metadata, readMetadata(metaRaw, raw, f.metadata, path));
   // One object literal with every property, so all sandboxes share a single hidden class.
   return { id, templateId, state, cpuCount, memoryMB, startedAt, endAt, domain, metadata, extra };
 }
 
 /** Normalizes one node record: id, status, every numeric field, short string fields as info. */
-export function normalizeNode(raw: unknown, map?: FieldMap, path = "node"): PlatformNode {
+export function normalizeNode(n: Normalizer, raw: unknown, path = "node"): PlatformNode {
   const obj = asRecord(raw, path);
-  const t = fieldTable("node", map);
+  const t = n.node;
   const info: Record<string, string> = {};
   const numeric = fresh(collectFields(obj, t, info, false));
-  const id = requiredId(obj, t.fields.id, t.sameShape, path, "node");
-  const status = lowerState(str(obj, t.fields.status, t.sameShape, path));
-  t.settled = true;
+  const id = requiredId(obj, t.fields.id, t, path, "node");
+  const status = lowerState(n.states, str(obj, t.fields.status, t, path));
   return { id, status, numeric, info };
 }
 
 /** Normalizes one template record: id, status, version, replicas, error, numeric and info fields. */
-export function normalizeTemplate(raw: unknown, map?: FieldMap, path = "template"): Template {
+export function normalizeTemplate(n: Normalizer, raw: unknown, path = "template"): Template {
   const obj = asRecord(raw, path);
-  const t = fieldTable("template", map);
+  const t = n.template;
   const f = t.fields;
   const info: Record<string, string> = {};
   const numeric = fresh(collectFields(obj, t, info, false));
-  const same = t.sameShape;
-  const id = requiredId(obj, f.id, same, path, "template");
-  const status = lowerState(str(obj, f.status, same, path));
-  const version = str(obj, f.version, same, path) || undefined;
-  const replicas = num(obj, f.replicas, same, path, readNumber);
-  const error = errorText(f.error.read(obj, same));
-  t.settled = true;
+  const id = requiredId(obj, f.id, t, path, "template");
+  const status = lowerState(n.states, str(obj, f.status, t, path));
+  const version = str(obj, f.version, t, path) || undefined;
+  const replicas = num(obj, f.replicas, t, path, readNumber);
+  const error = errorText(f.error.read(obj, t));
   return { id, status, version, replicas, error, numeric, info };
 }
 
 /** Normalizes one structured log entry; the record itself is kept as `raw`. */
-export function normalizeLogEntry(raw: unknown, map?: FieldMap, path = "log"): LogEntry {
+export function normalizeLogEntry(n: Normalizer, raw: unknown, path = "log"): LogEntry {
   const obj = asRecord(raw, path);
-  const f = fieldTable("log", map).fields;
-  // Log entries are read without the key walk, so without the shape memo.
+  // Log entries are read without the key walk: the log table's shape stays 0, so no memo is used.
+  const t = n.log;
   return {
-    timestamp: time(obj, f.timestamp, false, path),
-    message: str(obj, f.message, false, path),
+    timestamp: time(obj, t.fields.timestamp, t, path),
+    message: str(obj, t.fields.message, t, path),
     raw: obj,
   };
 }
 
-function requiredId(obj: Json, spec: FieldSpec, same: boolean, path: string, what: string): string {
-  const v = spec.read(obj, same);
+function requiredId(obj: Json, spec: FieldSpec, t: FieldTable, path: string, what: string): string {
+  const v = spec.read(obj, t);
   if (typeof v === "string" && v !== "") return v;
   if (typeof v === "number" && Number.isFinite(v)) return String(v);
   throw new NormalizeError(
@@ -120,8 +113,8 @@ function requiredId(obj: Json, spec: FieldSpec, same: boolean, path: string, wha
   );
 }
 
-function str(obj: Json, spec: FieldSpec, same: boolean, path: string): string | undefined {
-  const v = spec.read(obj, same);
+function str(obj: Json, spec: FieldSpec, t: FieldTable, path: string): string | undefined {
+  const v = spec.read(obj, t);
   if (v === undefined || typeof v === "string") return v;
   return readString(v, `${path}.${keyOf(obj, spec.cands)}`);
 }
@@ -129,17 +122,17 @@ function str(obj: Json, spec: FieldSpec, same: boolean, path: string): string | 
 function num(
   obj: Json,
   spec: FieldSpec,
-  same: boolean,
+  t: FieldTable,
   path: string,
   read: (v: unknown, path: string) => number,
 ): number | undefined {
-  const v = spec.read(obj, same);
+  const v = spec.read(obj, t);
   if (v === undefined || (typeof v === "number" && Number.isFinite(v))) return v;
   return read(v, `${path}.${keyOf(obj, spec.cands)}`);
 }
 
-function time(obj: Json, spec: FieldSpec, same: boolean, path: string): number | undefined {
-  const v = spec.read(obj, same);
+function time(obj: Json, spec: FieldSpec, t: FieldTable, path: string): number | undefined {
+  const v = spec.read(obj, t);
   if (v === undefined) return undefined;
   if (typeof v === "string") {
     const ms = parseIsoTime(v);
@@ -153,7 +146,10 @@ function intern(cache: Map<string, string>, s: string): string {
 }
 
 /** One frozen map per distinct metadata content (pairs in record order). */
-function shareMetadata(m: Record<string, string>): Record<string, string> {
+function shareMetadata(
+  cache: Map<string, Record<string, string>>,
+  m: Record<string, string>,
+): Record<string, string> {
   if (m === EMPTY_STRINGS) return m;
   let key = "";
   for (const k in m) {
@@ -161,13 +157,17 @@ function shareMetadata(m: Record<string, string>): Record<string, string> {
     // Length-prefixed, so no key or value can make two different maps collide.
     key += `${k.length}:${k}${v.length}:${v}`;
   }
-  const hit = metadataCache.get(key);
-  return hit ?? remember(metadataCache, key, SHARE_CACHE_LIMIT, () => Object.freeze(m));
+  const hit = cache.get(key);
+  if (hit !== undefined) return hit;
+  if (cache.size >= SHARE_CACHE_LIMIT) cache.clear();
+  const frozen = Object.freeze(m);
+  cache.set(key, frozen);
+  return frozen;
 }
 
-function lowerState(s: string | undefined): string {
+function lowerState(cache: Map<string, string>, s: string | undefined): string {
   if (s === undefined || s === "") return "unknown";
-  return remember(stateCache, s, STATE_CACHE_LIMIT, lowerCased);
+  return remember(cache, s, STATE_CACHE_LIMIT, lowerCased);
 }
 
 function lowerCased(s: string): string {

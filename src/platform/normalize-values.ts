@@ -3,8 +3,8 @@ import { ExporterError } from "../util/errors.js";
 
 /** Longest excerpt of a received value quoted in an error message. */
 const EXCERPT_CHARS = 80;
-/** Distinct keys remembered by the snake_case cache before it starts over (keys come from the wire). */
-const NAME_CACHE_LIMIT = 4096;
+/** Longest description of a received value given as text (e.g. the keys of an object). */
+const RECEIVED_TEXT_CHARS = 100;
 const MIB = 1_048_576;
 
 type Json = Record<string, unknown>;
@@ -15,6 +15,10 @@ export class NormalizeError extends ExporterError {
   readonly expected: string;
   /** What it held, e.g. `string "abc"`; never more than an 80-character excerpt. */
   readonly received: string;
+  /** The received text before it was cut (a string value, or `receivedText`); never enumerable. */
+  readonly #whole: string | undefined;
+  readonly #isValue: boolean;
+
   /** `receivedText`, when given, replaces the generated description of `received`. */
   constructor(
     readonly path: string,
@@ -22,11 +26,32 @@ export class NormalizeError extends ExporterError {
     received: unknown,
     receivedText?: string,
   ) {
-    const got = receivedText ?? describeValue(received);
+    const got =
+      receivedText === undefined ? describeValue(received) : cut(receivedText, RECEIVED_TEXT_CHARS);
     super("ERR_NORMALIZE", `${path}: expected ${expected}, got ${got}`);
     this.expected = expected;
     this.received = got;
+    this.#isValue = receivedText === undefined;
+    this.#whole = receivedText ?? (typeof received === "string" ? received : undefined);
   }
+
+  /**
+   * This error with `secrets` scrubbed from what was received before that is cut to an excerpt
+   * (scrubbing the excerpt could leave the head of a secret that straddles the cut).
+   */
+  redacted(secrets: { scrub(text: string): string }): NormalizeError {
+    const whole = this.#whole;
+    if (whole === undefined) return this;
+    const clean = secrets.scrub(whole);
+    if (clean === whole) return this;
+    return this.#isValue
+      ? new NormalizeError(this.path, this.expected, clean)
+      : new NormalizeError(this.path, this.expected, undefined, clean);
+  }
+}
+
+function cut(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 3)}...` : text;
 }
 
 /** A short description of a value for error messages: its type, and an excerpt of scalars. */
@@ -35,8 +60,7 @@ function describeValue(v: unknown): string {
   if (v === null) return "null";
   if (Array.isArray(v)) return `an array of ${v.length}`;
   if (typeof v === "string") {
-    const cut = v.length > EXCERPT_CHARS ? `${v.slice(0, EXCERPT_CHARS - 3)}...` : v;
-    return `string ${JSON.stringify(cut)}`;
+    return `string ${JSON.stringify(cut(v, EXCERPT_CHARS))}`;
   }
   if (typeof v === "number" || typeof v === "boolean") return `${typeof v} ${String(v)}`;
   return typeof v;
@@ -226,37 +250,27 @@ export function looksLikeIsoTime(s: string): boolean {
   return s.length >= 16 && s.length <= 40 && s.charCodeAt(4) === 45 && s.charCodeAt(13) === 58;
 }
 
-const snakeCache = new Map<string, string>();
 // Unit and plural acronyms that camelCase splitting would tear apart (memUsedMiB, numCPUs).
 const ACRONYMS =
   /(VCPUs|CPUs|GPUs|VMs|IPs|IDs|URLs|KiB|MiB|GiB|TiB|PiB)(?=[A-Z_0-9]|$)|(KB|MB|GB|TB|PB)(?=[A-Z_0-9]|$)/g;
 
-/** cpuCount -> cpu_count, memoryMB -> memory_mb, HTTPPort -> http_port, numCPUs -> num_cpus. */
+/**
+ * cpuCount -> cpu_count, memoryMB -> memory_mb, HTTPPort -> http_port, numCPUs -> num_cpus.
+ * Not cached here: a Normalizer remembers the names of the keys it meets (KeyNames).
+ */
 export function snakeCase(name: string): string {
-  let out = snakeCache.get(name);
-  if (out !== undefined) return out;
-  out = name
+  return name
     .replace(ACRONYMS, (m) => `_${m.toLowerCase()}_`)
     .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
     .replace(/([A-Z]+)([A-Z][a-z])/g, "$1_$2")
     .replace(/[^a-zA-Z0-9]+/g, "_")
     .replace(/^_+|_+$/g, "")
     .toLowerCase();
-  if (snakeCache.size >= NAME_CACHE_LIMIT) snakeCache.clear();
-  snakeCache.set(name, out);
-  return out;
 }
-
-const looseCache = new Map<string, string>();
 
 /** A key compared loosely: lower-cased, without `_` and `-` (NodeID, node_id and nodeId agree). */
 export function looseKey(key: string): string {
-  let out = looseCache.get(key);
-  if (out !== undefined) return out;
-  out = key.replace(/[_-]/g, "").toLowerCase();
-  if (looseCache.size >= NAME_CACHE_LIMIT) looseCache.clear();
-  looseCache.set(key, out);
-  return out;
+  return key.replace(/[_-]/g, "").toLowerCase();
 }
 
 const VALID_LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;

@@ -1,6 +1,7 @@
 // Raw platform JSON -> domain types, accepting every common spelling (DESIGN.md "Tolerating the
-// unknown"). The work lives in normalize-*.ts; this module is the one entry point callers import.
-export { normalizeHealth, normalizeOverview } from "./normalize-cluster.js";
+// unknown"). The work lives in normalize-*.ts and its state in a Normalizer; this module is the
+// one entry point callers import.
+export { normalizeHealth, normalizeOverview, UNKNOWN_HEALTH } from "./normalize-cluster.js";
 export { EMPTY_NUMBERS, EMPTY_STRINGS } from "./normalize-collect.js";
 export { FIELD_NAMES, type FieldMap, SPELLINGS } from "./normalize-fields.js";
 export {
@@ -21,3 +22,4 @@ export {
   sanitizeLabelName,
   snakeCase,
 } from "./normalize-values.js";
+export { Normalizer } from "./normalizer.js";

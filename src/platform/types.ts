@@ -48,8 +48,12 @@ export interface ClusterOverview {
 
 /** Result of GET /health. */
 export interface Health {
+  /** True only for a 2xx answer that is empty or says healthy; never with status `unknown`. */
   up: boolean;
-  /** Lower-cased status text when the body carries one. */
+  /**
+   * Lower-cased status text when the body carries one; `unknown` when a 2xx body could not be
+   * read as a health answer (an HTML page, JSON without a status).
+   */
   status?: string;
 }
 

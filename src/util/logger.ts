@@ -1,6 +1,7 @@
 // The one pino logger factory; redaction is declared once here.
-import { type DestinationStream, type Logger, pino } from "pino";
+import { type DestinationStream, type Logger, type LoggerOptions, pino } from "pino";
 import pretty from "pino-pretty";
+import type { Secrets } from "./secrets.js";
 
 /** Paths never written to a log line, wherever a caller puts them. */
 export const REDACT_PATHS = [
@@ -18,19 +19,50 @@ export const REDACT_PATHS = [
   'headers["x-access-token"]',
 ];
 
-/** Builds the process logger: JSON by default, human-readable with format "pretty". */
+/**
+ * Builds the process logger: JSON by default, human-readable with format "pretty". With `secrets`,
+ * every message and field is scrubbed of them as the last line of defence (errors are scrubbed
+ * where they are made; this catches what a new log call might carry).
+ */
 export function createLogger(
   level: string,
   format: "json" | "pretty",
   destination?: DestinationStream,
+  secrets?: Secrets,
 ): Logger {
-  const options = {
+  const options: LoggerOptions = {
     level,
     redact: { paths: REDACT_PATHS, censor: "***" },
     base: { name: "sandbox-exporter" },
+    ...(secrets ? scrubbing(secrets) : {}),
   };
   if (format === "pretty") {
     return pino(options, pretty({ colorize: false, destination: destination ?? 1, sync: true }));
   }
   return destination ? pino(options, destination) : pino(options);
+}
+
+/** pino options that scrub secrets from the message and from every field of a log line. */
+function scrubbing(secrets: Secrets): Pick<LoggerOptions, "hooks" | "formatters"> {
+  return {
+    hooks: {
+      logMethod(args, method) {
+        const clean = args.map((a) => (typeof a === "string" ? secrets.scrub(a) : a));
+        method.apply(this, clean as Parameters<typeof method>);
+      },
+    },
+    formatters: {
+      log(obj) {
+        // Log lines are few and small: one serialisation to scrub nested fields is cheap.
+        let text: string;
+        try {
+          text = JSON.stringify(obj);
+        } catch {
+          return obj; // circular or BigInt: pino's own serialiser copes, errors were scrubbed at the source
+        }
+        const clean = secrets.scrub(text);
+        return clean === text ? obj : (JSON.parse(clean) as Record<string, unknown>);
+      },
+    },
+  };
 }

@@ -7,7 +7,11 @@ import {
   type ControlOptions,
   type RequestInfo,
 } from "../../src/platform/control.js";
-import { PlatformHttpError } from "../../src/platform/http-errors.js";
+import {
+  errorReason,
+  PlatformBodyError,
+  PlatformHttpError,
+} from "../../src/platform/http-errors.js";
 import { backoffDelay, parseRetryAfter } from "../../src/platform/retry.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
@@ -334,7 +338,8 @@ describe("ControlClient against the simulator", () => {
         .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(PlatformHttpError);
       const e = err as PlatformHttpError;
-      expect(e.bodyExcerpt).toContain("***");
+      // Scrubbed before the cut: the cut falls inside the replacement, not inside the key.
+      expect(e.bodyExcerpt.endsWith(`${"x".repeat(195)}[REDA...`)).toBe(true);
       expect(e.bodyExcerpt.length).toBeLessThanOrEqual(203);
       for (const text of [e.message, e.bodyExcerpt, JSON.stringify(e), String(e.stack)]) {
         expect(text).not.toContain(KEY);
@@ -418,5 +423,246 @@ describe("ControlClient through an HTTP proxy", () => {
       `connect ${new URL(sim.apiUrl).host}`,
     ]);
     expect(sim.counters.get("GET /nodes")).toBe(1);
+  });
+});
+
+/** A POST /sandboxes answer without metadata, and a /v2/sandboxes page where every record has it. */
+async function probePlatform(): Promise<string> {
+  return serve((req, res) => {
+    const json = (body: unknown) =>
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+    if (req.method === "POST" && req.url === "/sandboxes")
+      return json({ sandboxID: "probe-9", templateID: "base", envdAccessToken: "ea_tok_9" });
+    if (req.url?.startsWith("/sandboxapi/v1/v2/sandboxes"))
+      return json(
+        ["a", "b"].map((id) => ({
+          sandboxID: `sb-${id}`,
+          templateID: "base",
+          startedAt: "2026-03-01T10:00:00Z",
+          endAt: "2026-03-01T11:00:00Z",
+          metadata: { "sandbox-exporter/probe": "default" },
+          state: "running",
+        })),
+      );
+    res.writeHead(404).end();
+  });
+}
+
+describe("ControlClient normalizers", () => {
+  it("reads listed sandboxes' metadata after a create answer without it and a slim walk", async () => {
+    const c = client({ apiUrl: await probePlatform() });
+    await c.createSandbox({ templateId: "base" });
+    const slim = (await c.listSandboxPage({}, { slim: true })).items();
+    expect(slim.map((s) => s.metadata)).toEqual([{}, {}]);
+    const full = await c.listSandboxes({});
+    expect(full.items.map((s) => s.metadata["sandbox-exporter/probe"])).toEqual([
+      "default",
+      "default",
+    ]);
+    expect(full.items.every((s) => s.endAt === Date.parse("2026-03-01T11:00:00Z"))).toBe(true);
+  });
+
+  it("gives each withOwnNormalizer client its own normalizer and shares the rest", async () => {
+    const seen: RequestInfo[] = [];
+    const keys: unknown[] = [];
+    const wire = await serve((req, res) => {
+      keys.push(req.headers["x-api-key"]);
+      const body =
+        req.method === "POST"
+          ? { sandboxID: "probe-9", templateID: "base" }
+          : [{ sandboxID: "sb-a", metadata: { team: "ml" }, state: "running" }];
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+    });
+    const root = client({ apiUrl: wire, onRequest: (i) => seen.push(i) });
+    const poller = root.withOwnNormalizer();
+    const prober = root.withOwnNormalizer();
+    expect(poller).not.toBe(root);
+    await prober.createSandbox({ templateId: "base" });
+    await poller.listSandboxPage({}, { slim: true }).then((d) => d.items());
+    const byPoller = (await poller.listSandboxes({})).items[0]!;
+    const byPollerAgain = (await poller.listSandboxes({})).items[0]!;
+    const byProber = (await prober.listSandboxes({})).items[0]!;
+    expect(byProber.metadata).toEqual({ team: "ml" });
+    // Equal metadata is one frozen map per normalizer: shared within a client, never across two.
+    expect(byPollerAgain.metadata).toBe(byPoller.metadata);
+    expect(byProber.metadata).not.toBe(byPoller.metadata);
+    // Options, key and onRequest are the root's.
+    expect(seen.map((i) => `${i.method} ${i.endpoint} ${i.status}`)).toEqual([
+      "POST /sandboxes 200",
+      "GET /v2/sandboxes 200",
+      "GET /v2/sandboxes 200",
+      "GET /v2/sandboxes 200",
+      "GET /v2/sandboxes 200",
+    ]);
+    expect(keys).toEqual(Array(5).fill(KEY));
+  });
+
+  it("leaves the dispatcher to the client that made it", async () => {
+    const url = await probePlatform();
+    const root = new ControlClient({
+      apiUrl: url,
+      apiKey: KEY,
+      authStyle: "x-api-key",
+      timeoutMs: 2_000,
+      retries: 0,
+      envProxy: false,
+    });
+    const own = root.withOwnNormalizer();
+    await own.close();
+    expect((await own.listSandboxes({})).items).toHaveLength(2);
+    await root.close();
+    await expect(own.listSandboxes({})).rejects.toMatchObject({ code: "ERR_PLATFORM_NETWORK" });
+  });
+});
+
+describe("ControlClient bodies that are not what the endpoint promises", () => {
+  it.each([
+    ["an empty 200", "application/json", ""],
+    ["a blank 200", "text/plain", " \n"],
+    ["JSON null", "application/json", "null"],
+    ["a null list", "application/json", '{"sandboxes": null, "nextToken": null}'],
+    ["an object without a list", "application/json", '{"nextToken": "t"}'],
+    ["text", "text/plain", "OK"],
+  ])("reads %s from /v2/sandboxes as a bad body, not as an empty fleet", async (_l, type, body) => {
+    const url = await serve((_req, res) => res.writeHead(200, { "content-type": type }).end(body));
+    const err = await client({ apiUrl: url })
+      .listSandboxPage({}, { slim: true })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PlatformBodyError);
+    expect(errorReason(err)).toBe("bad_body");
+    expect((err as Error).message).toMatch(/^GET \/v2\/sandboxes: (body|sandboxes): expected an?/);
+  });
+
+  it("still reads a real empty list as an empty page", async () => {
+    for (const body of ["[]", '{"sandboxes": []}', '{"items": [], "nextToken": null}']) {
+      const url = await serve((_req, res) =>
+        res.writeHead(200, { "content-type": "application/json" }).end(body),
+      );
+      expect(await client({ apiUrl: url }).listSandboxes({})).toEqual({ items: [] });
+    }
+  });
+
+  it("reads an HTML page from /health as unknown, which is not up; an empty 204 as up", async () => {
+    let answer: [number, string, string] = [200, "text/html", "<html><body>Login</body></html>"];
+    const url = await serve((_req, res) => {
+      const [status, type, body] = answer;
+      res.writeHead(status, { "content-type": type }).end(body);
+    });
+    const c = client({ apiUrl: url });
+    expect(await c.health()).toEqual({ up: false, status: "unknown" });
+    answer = [204, "text/plain", ""];
+    expect(await c.health()).toEqual({ up: true });
+    answer = [200, "application/json", '{"status":"ok"}'];
+    expect(await c.health()).toEqual({ up: true, status: "ok" });
+    answer = [200, "application/json", '{"status":"down"}'];
+    expect(await c.health()).toEqual({ up: false, status: "down" });
+  });
+});
+
+/** Every string an error carries: String(err), message, stack, JSON and own properties, causes. */
+function errorTexts(err: unknown, depth = 0): string[] {
+  if (typeof err !== "object" || err === null || depth > 3) return [String(err)];
+  const out = [String(err), JSON.stringify(err)];
+  for (const k of Object.getOwnPropertyNames(err)) {
+    const v = (err as Record<string, unknown>)[k];
+    if (typeof v === "string") out.push(v);
+    else if (typeof v === "object" && v !== null) out.push(...errorTexts(v, depth + 1));
+  }
+  return out;
+}
+
+const b64 = (s: string) => Buffer.from(s).toString("base64");
+
+/** Request headers echoed the way a hostile proxy does: several copies, one across each cut. */
+function echoOf(key: string): string {
+  let text = `upstream says: x-api-key=${key}; basic=${b64(key)}; `;
+  // NormalizeError quotes 80 characters of a value, PlatformHttpError 200 of a body.
+  for (const cut of [70, 195]) text = `${text.padEnd(cut, "p")}${key}`;
+  return `${text} and so on`;
+}
+
+type Mode = "json-string" | "html" | "json-field" | "json-items" | 400 | 404 | 500;
+
+describe("ControlClient never lets the key out in an error", () => {
+  let mode: Mode = "json-string";
+  const methods: Array<[string, (c: ControlClient) => Promise<unknown>]> = [
+    ["health", (c) => c.health()],
+    ["clusterOverview", (c) => c.clusterOverview()],
+    ["listNodes", (c) => c.listNodes()],
+    ["getNode", (c) => c.getNode("n-1")],
+    ["listTemplates", (c) => c.listTemplates()],
+    ["getTemplate", (c) => c.getTemplate("t-1")],
+    ["getSandbox", (c) => c.getSandbox("sb-1")],
+    ["deleteSandbox", (c) => c.deleteSandbox("sb-1")],
+    ["pauseSandbox", (c) => c.pauseSandbox("sb-1")],
+    ["resumeSandbox", (c) => c.resumeSandbox("sb-1")],
+    ["listSandboxes", (c) => c.listSandboxes({})],
+    ["listSandboxPage", (c) => c.listSandboxPage({}).then((d) => d.items())],
+    ["listSandboxPage slim", (c) => c.listSandboxPage({}, { slim: true }).then((d) => d.items())],
+    ["listLogs", (c) => c.listLogs("sb-1", {})],
+    ["createSandbox", (c) => c.createSandbox({ templateId: "base" })],
+  ];
+  let url = "";
+
+  beforeAll(async () => {
+    url = await serve((req, res) => {
+      const auth = String(req.headers.authorization ?? "");
+      const key = String(req.headers["x-api-key"] ?? auth.replace("Bearer ", ""));
+      const echo = echoOf(key);
+      const json = (body: unknown) =>
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+      if (typeof mode === "number") return res.writeHead(mode).end(echo);
+      if (mode === "html")
+        return res
+          .writeHead(200, { "content-type": "text/html" })
+          .end(`<html><body><pre>${echo}</pre></body></html>`);
+      if (mode === "json-string") return json(echo);
+      const record = { id: "x-1", status: key, cpuCount: echo, replicas: echo, timestamp: echo };
+      if (mode === "json-field") return json({ ...record, items: echo });
+      return json({ items: [record] });
+    });
+  });
+
+  it.each(["json-string", "html", "json-field", "json-items", 400, 404, 500] as Mode[])(
+    "scrubs every method's error when the platform echoes the key (answer %s)",
+    async (m) => {
+      mode = m;
+      for (const authStyle of ["x-api-key", "bearer"] as const) {
+        const c = client({ apiUrl: url, authStyle });
+        const failed: string[] = [];
+        for (const [name, call] of methods) {
+          const result = await call(c).then(
+            (value) => ({ value }),
+            (error: unknown) => ({ error }),
+          );
+          if ("error" in result) {
+            failed.push(name);
+            for (const text of errorTexts(result.error)) {
+              expect(text, `${name}: ${text}`).not.toContain(KEY);
+              expect(text, `${name}: ${text}`).not.toContain(KEY.slice(0, 6));
+              expect(text, `${name}: ${text}`).not.toContain(b64(KEY).slice(0, 8));
+            }
+          } else if (name === "health") {
+            expect(JSON.stringify(result.value)).not.toContain(KEY.slice(0, 6));
+          }
+        }
+        // A 2xx the endpoint cannot read fails every reading method.
+        const reads = ["clusterOverview", "getSandbox", "listSandboxes", "createSandbox"];
+        if (m === "json-string" || m === "html")
+          expect(failed).toEqual(expect.arrayContaining(reads));
+        if (typeof m === "number") expect(failed).toHaveLength(methods.length - 1);
+      }
+    },
+  );
+
+  it("shows the scrubbed text where the key was, so the operator still sees what came back", async () => {
+    mode = "json-string";
+    const err = (await client({ apiUrl: url })
+      .getSandbox("sb-1")
+      .catch((e: unknown) => e)) as Error;
+    // The copy across the 80-character cut is whole in the excerpt: it was scrubbed before the cut.
+    expect(err.message).toMatch(
+      /^GET \/sandboxes\/\{id\}: sandbox: expected a sandbox object, got string "upstream says: x-api-key=\[REDACTED\]; basic=\[REDACTED\]=?; \[REDACTED\]p+\.\.\."$/,
+    );
   });
 });

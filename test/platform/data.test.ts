@@ -340,3 +340,119 @@ h7YHA6RxJ73Gnaxrka32WI8ogP2hRANCAAQxcbkJsMZnkQPpLrr9p2lmeiEAJfIE
 g865m4o4dEN4tIRkdHZBdAGz8vPraw1c1+GRcwYy99dBng/hM2zZowfl
 -----END PRIVATE KEY-----
 `;
+
+type AgentMode =
+  | "end-stream-error"
+  | "bad-event"
+  | "unknown-event"
+  | "encoding"
+  | "html"
+  | 400
+  | 404
+  | 500;
+
+/** Every string an error carries: String(err), message, stack, JSON and own properties, causes. */
+function errorTexts(err: unknown, depth = 0): string[] {
+  if (typeof err !== "object" || err === null || depth > 3) return [String(err)];
+  const out = [String(err), JSON.stringify(err)];
+  for (const k of Object.getOwnPropertyNames(err)) {
+    const v = (err as Record<string, unknown>)[k];
+    if (typeof v === "string") out.push(v);
+    else if (typeof v === "object" && v !== null) out.push(...errorTexts(v, depth + 1));
+  }
+  return out;
+}
+
+describe("DataClient never lets an access token out in an error", () => {
+  const TOKEN = "ea_secret_token_4242";
+  let mode: AgentMode = 400;
+  let port = 0;
+
+  beforeAll(async () => {
+    port = await listen(
+      createServer((req, res) => {
+        // Answered once the request is read: an answer racing the upload could reset it.
+        req.resume();
+        req.on("end", () => answer(req.headers, res));
+      }),
+    );
+    function answer(reqHeaders: IncomingHttpHeaders, res: ServerResponse): void {
+      const token = String(reqHeaders["x-access-token"] ?? "");
+      // 30 characters first: process-event quotes 40, so the token straddles that cut.
+      const echo = `${"p".repeat(29)}${token} header=${token}`;
+      if (typeof mode === "number") {
+        const body = JSON.stringify({ code: "invalid_argument", message: `bad token ${echo}` });
+        res.writeHead(mode, { "content-type": "application/json" }).end(body);
+        return;
+      }
+      if (mode === "html") {
+        res.writeHead(200, { "content-type": "text/html" }).end(`<html>${echo}</html>`);
+        return;
+      }
+      const headers: Record<string, string> = { "content-type": "application/connect+json" };
+      if (mode === "encoding") headers["connect-content-encoding"] = token;
+      res.writeHead(200, headers);
+      if (mode === "bad-event") res.write(encodeJsonEnvelope({ event: { start: { pid: echo } } }));
+      if (mode === "unknown-event") res.write(encodeJsonEnvelope({ event: { [token]: {} } }));
+      res.end(
+        mode === "end-stream-error"
+          ? encodeEndStream({ code: "unauthenticated", message: echo }, { echo: [token] })
+          : encodeEndStream(),
+      );
+    }
+  });
+
+  const ref = { id: "sb-9", accessToken: TOKEN };
+  const calls: Array<[string, (c: DataClient) => Promise<unknown>]> = [
+    ["run", (c) => c.run(ref, "echo hi")],
+    [
+      "startProcess",
+      async (c) => {
+        for await (const _ of c.startProcess(ref, { cmd: "echo", args: ["hi"] }));
+      },
+    ],
+    ["readFile", (c) => c.readFile(ref, "/tmp/x")],
+    ["writeFile", (c) => c.writeFile(ref, "/tmp/x", "x")],
+  ];
+
+  it.each([
+    "end-stream-error",
+    "bad-event",
+    "unknown-event",
+    "encoding",
+    "html",
+    400,
+    404,
+    500,
+  ] as AgentMode[])("scrubs the token from every error (answer %s)", async (m) => {
+    mode = m;
+    const c = dataClient(port);
+    let failures = 0;
+    for (const [name, call] of calls) {
+      const err = await call(c).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      // Files answer 200 with anything in the stream modes: that is file content, not an error.
+      if (err === undefined) continue;
+      failures++;
+      for (const text of errorTexts(err)) {
+        expect(text, `${name}: ${text}`).not.toContain(TOKEN);
+        expect(text, `${name}: ${text}`).not.toContain(TOKEN.slice(0, 6));
+      }
+    }
+    expect(failures).toBe(typeof m === "number" ? 4 : 2);
+  });
+
+  it("shows where the token was in a Connect error", async () => {
+    mode = "end-stream-error";
+    const err = await dataClient(port)
+      .run(ref, "echo hi")
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({
+      code: "ERR_CONNECT_END_STREAM",
+      connectMessage: `${"p".repeat(29)}[REDACTED] header=[REDACTED]`,
+      metadata: { echo: ["[REDACTED]"] },
+    });
+  });
+});

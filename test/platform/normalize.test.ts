@@ -1,9 +1,10 @@
 import { readFileSync } from "node:fs";
-import { describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import {
   deferList,
   type FieldMap,
   NormalizeError,
+  Normalizer,
   normalizeHealth,
   normalizeList,
   normalizeLogEntry,
@@ -77,22 +78,27 @@ const SANDBOXES: Sandbox[] = [
   },
 ];
 
-const sandboxItem = (raw: unknown, path: string) => normalizeSandbox(raw, undefined, path);
+let n = new Normalizer();
+beforeEach(() => {
+  n = new Normalizer();
+});
+
+const sandboxItem = (raw: unknown, path: string) => normalizeSandbox(n, raw, path);
 
 describe("normalizeSandbox and normalizeList over sandbox pages", () => {
   it.each(["sandboxes-e2b", "sandboxes-snake", "sandboxes-short", "sandboxes-nested"])(
     "reads %s as the same three sandboxes and the same next token",
     (name) => {
       const { headers, body } = fixture(name);
-      const page = normalizeList(body, headers, sandboxItem);
+      const page = normalizeList(n, body, headers, sandboxItem);
       expect(page).toEqual({ items: SANDBOXES, nextToken: "tok-2" });
     },
   );
 
   it("gives every sandbox the same property order, so they share one object shape", () => {
-    const pages = ["sandboxes-e2b", "sandboxes-short"].map((n) => {
-      const { headers, body } = fixture(n);
-      return normalizeList(body, headers, sandboxItem).items;
+    const pages = ["sandboxes-e2b", "sandboxes-short"].map((name) => {
+      const { headers, body } = fixture(name);
+      return normalizeList(n, body, headers, sandboxItem).items;
     });
     const orders = new Set(pages.flat().map((x) => Object.keys(x).join(",")));
     expect(orders.size).toBe(1);
@@ -130,7 +136,8 @@ describe("normalizeSandbox and normalizeList over sandbox pages", () => {
       paging: { after: "p2" },
       nextToken: "not-the-token",
     };
-    const page = normalizeList(body, {}, (raw, p) => normalizeSandbox(raw, map, p), { map });
+    const m = new Normalizer(map);
+    const page = normalizeList(m, body, {}, (raw, p) => normalizeSandbox(m, raw, p));
     expect(page.nextToken).toBe("p2");
     expect(page.items[0]).toEqual({
       id: "u1",
@@ -149,7 +156,7 @@ describe("normalizeSandbox and normalizeList over sandbox pages", () => {
     const rows = (body as { sandboxes: Array<Record<string, unknown>> }).sandboxes;
     const bad = { ...rows[2], started_at: "yesterday-ish" };
     const err = thrown(() =>
-      normalizeList({ sandboxes: [rows[0], rows[1], bad] }, {}, sandboxItem),
+      normalizeList(n, { sandboxes: [rows[0], rows[1], bad] }, {}, sandboxItem),
     );
     expect(err.code).toBe("ERR_NORMALIZE");
     expect(err.path).toBe("sandboxes[2].started_at");
@@ -162,7 +169,7 @@ describe("normalizeSandbox and normalizeList over sandbox pages", () => {
     const { body } = fixture("sandboxes-snake");
     const rows = (body as { sandboxes: Array<Record<string, unknown>> }).sandboxes;
     const bad = { ...rows[0], started_at: "soon" };
-    const path = (b: unknown) => thrown(() => normalizeList(b, {}, sandboxItem)).path;
+    const path = (b: unknown) => thrown(() => normalizeList(n, b, {}, sandboxItem)).path;
     for (let page = 0; page < 3; page++) {
       expect(path({ sandboxes: [rows[0], bad] })).toBe("sandboxes[1].started_at");
       expect(path({ items: [bad] })).toBe("items[0].started_at");
@@ -176,26 +183,26 @@ describe("normalizeSandbox and normalizeList over sandbox pages", () => {
   it("quotes at most 80 characters of a bad value and nothing else of the record", () => {
     const long = "x".repeat(500);
     const err = thrown(() =>
-      normalizeSandbox({ sandboxID: "s", cpuCount: long, secret: "hunter2" }, undefined, "sb"),
+      normalizeSandbox(n, { sandboxID: "s", cpuCount: long, secret: "hunter2" }, "sb"),
     );
     expect(err.path).toBe("sb.cpuCount");
     expect(err.received.length).toBeLessThanOrEqual("string ".length + 80 + 2);
     expect(err.message).not.toContain("hunter2");
-    expect(thrown(() => normalizeSandbox({ sandboxID: "s", cpuCount: { n: 1 } })).message).toBe(
+    expect(thrown(() => normalizeSandbox(n, { sandboxID: "s", cpuCount: { n: 1 } })).message).toBe(
       'sandbox.cpuCount: expected a number of CPUs (or millicores like "500m"), got object',
     );
   });
 
   it("rejects a record without an id, naming the spellings it looked for", () => {
-    const err = thrown(() => normalizeSandbox({ state: "running" }, undefined, "sandboxes[0]"));
+    const err = thrown(() => normalizeSandbox(n, { state: "running" }, "sandboxes[0]"));
     expect(err.path).toBe("sandboxes[0].sandboxID");
     expect(err.message).toContain("sandboxID|sandboxId|sandbox_id|id");
-    expect(() => normalizeSandbox({ id: "" })).toThrow(NormalizeError);
-    expect(() => normalizeSandbox("sb-1", undefined, "sandboxes[4]")).toThrow(/^sandboxes\[4\]:/);
+    expect(() => normalizeSandbox(n, { id: "" })).toThrow(NormalizeError);
+    expect(() => normalizeSandbox(n, "sb-1", "sandboxes[4]")).toThrow(/^sandboxes\[4\]:/);
   });
 
   it("defaults the template to empty and the state to unknown, and drops zero times", () => {
-    expect(normalizeSandbox({ id: 7, endAt: "0001-01-01T00:00:00Z", startedAt: 0 })).toEqual({
+    expect(normalizeSandbox(n, { id: 7, endAt: "0001-01-01T00:00:00Z", startedAt: 0 })).toEqual({
       id: "7",
       templateId: "",
       state: "unknown",
@@ -213,7 +220,7 @@ describe("normalizeSandbox and normalizeList over sandbox pages", () => {
       "2026-03-01 10:00:00.123",
       "Sun, 01 Mar 2026 10:00:00.123 GMT",
     ]) {
-      expect(normalizeSandbox({ id: "a", startedAt: v }).startedAt).toBe(at);
+      expect(normalizeSandbox(n, { id: "a", startedAt: v }).startedAt).toBe(at);
     }
   });
 
@@ -225,17 +232,17 @@ describe("normalizeSandbox and normalizeList over sandbox pages", () => {
       { id: "4", state: "d", status: "x" },
       { id: "5", State: "E" },
     ];
-    expect(rows.map((r) => normalizeSandbox(r).state)).toEqual(["a", "b", "c", "d", "e"]);
+    expect(rows.map((r) => normalizeSandbox(n, r).state)).toEqual(["a", "b", "c", "d", "e"]);
   });
 
   it("reads a Go struct without JSON tags (PascalCase) through loose matching", () => {
-    const sb = normalizeSandbox({ SandboxID: "p1", TemplateID: "t", State: "Running", CPU: 2 });
+    const sb = normalizeSandbox(n, { SandboxID: "p1", TemplateID: "t", State: "Running", CPU: 2 });
     expect(sb).toMatchObject({ id: "p1", templateId: "t", state: "running", cpuCount: 2 });
     expect(sb.extra).toEqual({});
   });
 
   it("keeps unknown numeric fields in extra under snake_case names, nested ones flattened", () => {
-    const sb = normalizeSandbox({
+    const sb = normalizeSandbox(n, {
       sandboxID: "a",
       diskSizeMB: 10,
       network: { egressBytes: 5, mode: "open" },
@@ -258,20 +265,23 @@ describe("shared sandbox fields", () => {
       templateID: `tpl-${"x".repeat(3)}`,
       metadata,
     });
-    const a = normalizeSandbox(JSON.parse(JSON.stringify(rec("a", { team: "ml", env: "dev" }))));
-    const b = normalizeSandbox(JSON.parse(JSON.stringify(rec("b", { team: "ml", env: "dev" }))));
-    const c = normalizeSandbox(JSON.parse(JSON.stringify(rec("c", { team: "ml", env: "prod" }))));
+    const a = normalizeSandbox(n, JSON.parse(JSON.stringify(rec("a", { team: "ml", env: "dev" }))));
+    const b = normalizeSandbox(n, JSON.parse(JSON.stringify(rec("b", { team: "ml", env: "dev" }))));
+    const c = normalizeSandbox(
+      n,
+      JSON.parse(JSON.stringify(rec("c", { team: "ml", env: "prod" }))),
+    );
     expect(b.metadata).toBe(a.metadata);
     expect(Object.isFrozen(a.metadata)).toBe(true);
     expect(c.metadata).not.toBe(a.metadata);
     expect(c.metadata).toEqual({ team: "ml", env: "prod" });
     // Keys and values that would run together without the length prefixes stay apart.
-    const d = normalizeSandbox(rec("d", { "a\u0000b": "c" }));
-    const e = normalizeSandbox(rec("e", { a: "b\u0000c" }));
+    const d = normalizeSandbox(n, rec("d", { "a\u0000b": "c" }));
+    const e = normalizeSandbox(n, rec("e", { a: "b\u0000c" }));
     expect(e.metadata).toEqual({ a: "b\u0000c" });
     expect(d.metadata).toEqual({ "a\u0000b": "c" });
-    const f = normalizeSandbox(rec("f", { ab: "c" }));
-    const g = normalizeSandbox(rec("g", { a: "bc" }));
+    const f = normalizeSandbox(n, rec("f", { ab: "c" }));
+    const g = normalizeSandbox(n, rec("g", { a: "bc" }));
     expect(g.metadata).toEqual({ a: "bc" });
     expect(f.metadata).toEqual({ ab: "c" });
   });
@@ -282,7 +292,7 @@ describe("normalizeNode", () => {
     "reads %s as the same nodes, numeric and info fields included",
     (name) => {
       const { headers, body } = fixture(name);
-      const page = normalizeList(body, headers, (raw, p) => normalizeNode(raw, undefined, p));
+      const page = normalizeList(n, body, headers, (raw, p) => normalizeNode(n, raw, p));
       expect(page.nextToken).toBeUndefined();
       const machine = {
         machine_info_cpu_family: "6",
@@ -344,21 +354,33 @@ describe("normalizeNode", () => {
   );
 
   it("never turns a token, secret or password field into info", () => {
-    const n = normalizeNode({
+    const node = normalizeNode(n, {
       nodeID: "n",
       joinToken: "t0k",
       auth: { apiKey: "k" },
       secretRef: "s",
       labels: { password: "p", zone: "a" },
     });
-    expect(JSON.stringify(n)).not.toMatch(/t0k|"k"|"s"|"p"/);
-    expect(n.info).toEqual({ labels_zone: "a" });
+    expect(JSON.stringify(node)).not.toMatch(/t0k|"k"|"s"|"p"/);
+    expect(node.info).toEqual({ labels_zone: "a" });
   });
 
   it("follows the field map, where a replaced spelling is just another field", () => {
-    const n = normalizeNode({ host: "h1", phase: "UP", id: "x" }, { node: { id: "host" } });
-    expect(n).toEqual({ id: "h1", status: "unknown", numeric: {}, info: { phase: "UP", id: "x" } });
-    const m = normalizeNode({ host: "h1", phase: "UP" }, { node: { id: "host", status: "phase" } });
+    const node = normalizeNode(new Normalizer({ node: { id: "host" } }), {
+      host: "h1",
+      phase: "UP",
+      id: "x",
+    });
+    expect(node).toEqual({
+      id: "h1",
+      status: "unknown",
+      numeric: {},
+      info: { phase: "UP", id: "x" },
+    });
+    const m = normalizeNode(new Normalizer({ node: { id: "host", status: "phase" } }), {
+      host: "h1",
+      phase: "UP",
+    });
     expect(m).toEqual({ id: "h1", status: "up", numeric: {}, info: {} });
   });
 });
@@ -368,7 +390,7 @@ describe("normalizeTemplate", () => {
     "reads %s as the same templates",
     (name) => {
       const { headers, body } = fixture(name);
-      const page = normalizeList(body, headers, (raw, p) => normalizeTemplate(raw, undefined, p));
+      const page = normalizeList(n, body, headers, (raw, p) => normalizeTemplate(n, raw, p));
       const times = {
         created_at_timestamp_seconds: 1762070400,
         updated_at_timestamp_seconds: 1772210700,
@@ -413,7 +435,7 @@ describe("normalizeTemplate", () => {
   );
 
   it("takes error text from a string, a {message} object or a flag, and none from false or empty", () => {
-    const error = (e: unknown) => normalizeTemplate({ id: "t", error: e }).error;
+    const error = (e: unknown) => normalizeTemplate(n, { id: "t", error: e }).error;
     expect(error("boom")).toBe("boom");
     expect(error({ message: "boom", code: 2 })).toBe("boom");
     expect(error({ code: 2 })).toBe('{"code":2}');
@@ -431,7 +453,7 @@ describe("normalizeOverview", () => {
   it.each(["overview-camel", "overview-snake", "overview-pascal"])(
     "keeps every numeric field of %s, numeric text included, snake_cased and flattened",
     (name) => {
-      expect(normalizeOverview(fixture(name).body)).toEqual({
+      expect(normalizeOverview(n, fixture(name).body)).toEqual({
         numeric: {
           node_count: 3,
           sandbox_count: 120,
@@ -445,7 +467,7 @@ describe("normalizeOverview", () => {
   );
 
   it("rejects a body that is not an object", () => {
-    expect(thrown(() => normalizeOverview([1, 2])).message).toBe(
+    expect(thrown(() => normalizeOverview(n, [1, 2])).message).toBe(
       "overview: expected an object, got an array of 2",
     );
   });
@@ -454,10 +476,12 @@ describe("normalizeOverview", () => {
 describe("normalizeHealth", () => {
   it.each([
     [204, undefined, true, undefined],
+    [204, "", true, undefined],
     [200, "", true, undefined],
+    [200, " \n", true, undefined],
     [200, "OK", true, "ok"],
-    [200, "<html><body>It works</body></html>", true, undefined],
     [200, { status: "ok" }, true, "ok"],
+    [200, { status: "down" }, false, "down"],
     [200, { status: "UP" }, true, "up"],
     [200, { status: "pass" }, true, "pass"],
     [200, { status: "degraded" }, true, "degraded"],
@@ -470,11 +494,27 @@ describe("normalizeHealth", () => {
     [200, { state: "error" }, false, "error"],
     [200, { ok: false }, false, "down"],
     [200, "UNHEALTHY\n", false, "unhealthy"],
+    [200, { status: "unknown" }, false, "unknown"],
     [503, { status: "ok" }, false, "ok"],
     [500, "", false, undefined],
+    [503, "<html><body>Service Unavailable</body></html>", false, undefined],
   ])("status %d with %j is up=%s (%s)", (status, body, up, word) => {
     const h = normalizeHealth(status, body);
     expect(h).toEqual(word === undefined ? { up } : { up, status: word });
+  });
+
+  it.each([
+    ["an HTML page", "<html><body>It works</body></html>"],
+    ["a long text", "Welcome to the gateway. The service you asked for is listening here."],
+    ["several lines", "ok\nbut see the log"],
+    ["JSON null", null],
+    ["JSON without a status", { version: "1.4.2" }],
+    ["an empty JSON object", {}],
+    ["a JSON list", []],
+    ["a status that is not a word", { status: 200 }],
+    ["a status that is a page", { status: "<html>up</html>" }],
+  ])("reads %s with status 200 as unknown, which is not up", (_label, body) => {
+    expect(normalizeHealth(200, body)).toEqual({ up: false, status: "unknown" });
   });
 });
 
@@ -485,7 +525,7 @@ describe("normalizeLogEntry", () => {
     ["logs-short", "1772359201250"],
   ])("reads %s as the same entries (next token %s), keeping the raw record", (name, token) => {
     const { headers, body } = fixture(name);
-    const page = normalizeList(body, headers, (raw, p) => normalizeLogEntry(raw, undefined, p));
+    const page = normalizeList(n, body, headers, (raw, p) => normalizeLogEntry(n, raw, p));
     expect(page.nextToken).toBe(token);
     expect(page.items.map((e) => [e.timestamp, e.message])).toEqual([
       [s("2026-03-01T10:00:00Z"), "envd started"],
@@ -498,13 +538,17 @@ describe("normalizeLogEntry", () => {
   it("follows the field map and leaves out what is absent", () => {
     const map = { log: { timestamp: "when", message: "text" } };
     expect(
-      normalizeLogEntry({ when: "2026-03-01T10:00:00Z", text: "hi", line: "no" }, map),
+      normalizeLogEntry(new Normalizer(map), {
+        when: "2026-03-01T10:00:00Z",
+        text: "hi",
+        line: "no",
+      }),
     ).toEqual({
       timestamp: s("2026-03-01T10:00:00Z"),
       message: "hi",
       raw: { when: "2026-03-01T10:00:00Z", text: "hi", line: "no" },
     });
-    expect(normalizeLogEntry({ level: "info" })).toEqual({ raw: { level: "info" } });
+    expect(normalizeLogEntry(n, { level: "info" })).toEqual({ raw: { level: "info" } });
   });
 });
 
@@ -521,7 +565,7 @@ describe("normalizeList wrappers and tokens", () => {
     ["PascalCase", { Sandboxes: rows, NextToken: "t" }, {}],
     ["a header given as a list", rows, { "x-next-token": ["t", "u"] }],
   ])("reads %s", (_label, body, headers) => {
-    const page = normalizeList(body, headers as Record<string, string>, sandboxItem);
+    const page = normalizeList(n, body, headers as Record<string, string>, sandboxItem);
     expect([ids(page), page.nextToken]).toEqual([["a", "b"], "t"]);
   });
 
@@ -531,11 +575,12 @@ describe("normalizeList wrappers and tokens", () => {
     ["hasMore false", { items: rows, cursor: "c", hasMore: false }, {}],
     ["next false", { items: rows, next: false }, {}],
   ])("ends the walk on %s", (_label, body, headers) => {
-    expect(normalizeList(body, headers, sandboxItem).nextToken).toBeUndefined();
+    expect(normalizeList(n, body, headers, sandboxItem).nextToken).toBeUndefined();
   });
 
   it("falls back to the header when the body's token is null", () => {
     const page = normalizeList(
+      n,
       { items: rows, nextToken: null },
       { "x-next-token": "h" },
       sandboxItem,
@@ -543,32 +588,52 @@ describe("normalizeList wrappers and tokens", () => {
     expect(page.nextToken).toBe("h");
   });
 
-  it("reads null, an empty body or a null list as an empty page", () => {
-    for (const body of [null, "", { sandboxes: null, nextToken: null }]) {
-      expect(normalizeList(body, {}, sandboxItem)).toEqual({ items: [] });
-    }
+  it.each([
+    ["[]", []],
+    ['{"sandboxes": []}', { sandboxes: [] }],
+    ['{"items": [], "nextToken": null}', { items: [], nextToken: null }],
+    ['{"data": {"items": []}}', { data: { items: [] } }],
+  ])("reads a real empty list, %s, as an empty page", (_label, body) => {
+    expect(normalizeList(n, body, {}, sandboxItem)).toEqual({ items: [] });
+  });
+
+  it.each([
+    ["null", null, "body", "got null"],
+    ["an empty body", "", "body", "got an empty body"],
+    ["a blank body", " \r\n ", "body", "got an empty body"],
+    ["text", "upstream timeout", "body", 'got string "upstream timeout"'],
+    ["a number", 0, "body", "got number 0"],
+    ["a boolean", true, "body", "got boolean true"],
+    ["a null list", { sandboxes: null, nextToken: null }, "sandboxes", "got null"],
+    ["an object without a list", { nextToken: null }, "body", "got an object with keys nextToken"],
+    ["an empty object", {}, "body", "got an object with keys (none)"],
+  ])("rejects %s, naming what it expected and what it got", (_label, body, path, got) => {
+    const err = thrown(() => normalizeList(n, body, {}, sandboxItem));
+    expect(err.path).toBe(path);
+    expect(err.message).toMatch(/: expected an? (list|array)/);
+    expect(err.message.endsWith(got)).toBe(true);
   });
 
   it("uses the caller's wrapper keys", () => {
-    const page = normalizeList({ hosts: rows, items: [] }, {}, sandboxItem, {
+    const page = normalizeList(n, { hosts: rows, items: [] }, {}, sandboxItem, {
       wrapperKeys: ["hosts"],
     });
     expect(ids(page)).toEqual(["a", "b"]);
   });
 
   it("names the keys it saw when no list is found, and a wrapper that is not a list", () => {
-    expect(thrown(() => normalizeList({ a: 1, b: [], c: [] }, {}, sandboxItem)).message).toMatch(
+    expect(thrown(() => normalizeList(n, { a: 1, b: [], c: [] }, {}, sandboxItem)).message).toMatch(
       /^body: expected an array, or an object holding one under sandboxes\|items.*, got an object with keys a, b, c$/,
     );
-    expect(thrown(() => normalizeList({ items: "x" }, {}, sandboxItem)).path).toBe("items");
-    expect(thrown(() => normalizeList(42, {}, sandboxItem)).message).toBe(
+    expect(thrown(() => normalizeList(n, { items: "x" }, {}, sandboxItem)).path).toBe("items");
+    expect(thrown(() => normalizeList(n, 42, {}, sandboxItem)).message).toBe(
       "body: expected a list (an array, or an object holding one), got number 42",
     );
   });
 
   it("reports the page size before normalizing, and normalizes only when asked", () => {
     let calls = 0;
-    const page = deferList({ items: rows, nextToken: "n" }, {}, (raw, p) => {
+    const page = deferList(n, { items: rows, nextToken: "n" }, {}, (raw, p) => {
       calls++;
       return sandboxItem(raw, p);
     });

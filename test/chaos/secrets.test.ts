@@ -1,0 +1,89 @@
+// Every management route echoes the request headers, API key included, into its answer: as
+// fields of a 200's JSON (into records, lists, metadata), as a plain-text dump, or in a
+// 400/404/500 body. The key must reach no log line, no /status byte and no /metrics byte.
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { expectHealthyAndSealed } from "./checks.js";
+import { promtoolReady } from "./exposition.js";
+import type { Fault } from "./faults.js";
+import { makeFleet, makeSandbox, rng } from "./fleet.js";
+import { get, keyCount, type Rig, rssMb, startRig } from "./harness.js";
+import { MANAGEMENT_ROUTES, type Route } from "./upstream.js";
+
+const RULES = `
+consecutiveCycles: 1
+maxMatchPercent: 100
+rules:
+  - name: idle-chaos
+    match:
+      states: [running]
+      metadata: ["chaos=idle"]
+    idleFor: 30m
+    action: pause
+`;
+const HOUR_MS = 3_600_000;
+/** Routes the exporter calls: every management route but resume (nothing resumes). */
+const CALLED: Route[] = MANAGEMENT_ROUTES.filter((r) => r !== "POST /sandboxes/{id}/resume");
+
+let rig: Rig | undefined;
+
+beforeAll(async () => {
+  expect(await promtoolReady(), "promtool never appeared at /usr/bin/promtool").toBe(true);
+}, 90_000);
+
+afterEach(async () => {
+  await rig?.stop();
+  rig = undefined;
+});
+
+/** A fleet with two idle sandboxes the policy pauses (so pause, logs and re-reads are called). */
+function fleetWithIdle() {
+  const fleet = makeFleet(250);
+  const r = rng(7);
+  for (let i = 0; i < 2; i++) {
+    const s = makeSandbox(r, 10_000 + i);
+    s.state = "running";
+    s.startedAt = Date.now() - 3 * HOUR_MS;
+    s.lastLogAt = Date.now() - 2 * HOUR_MS;
+    s.metadata = { team: "ml", chaos: "idle" };
+    fleet.sandboxes.set(s.sandboxID, s);
+  }
+  return fleet;
+}
+
+const VARIANTS: Array<{ name: string; fault: Fault; covers: boolean }> = [
+  { name: "200, headers merged into every answer", fault: { kind: "echo" }, covers: true },
+  { name: "200, a plain-text header dump", fault: { kind: "echo", text: true }, covers: false },
+  { name: "400 with the headers in the body", fault: { kind: "echo", status: 400 }, covers: false },
+  { name: "404 with the headers in the body", fault: { kind: "echo", status: 404 }, covers: false },
+  { name: "500 with the headers in the body", fault: { kind: "echo", status: 500 }, covers: false },
+];
+
+describe("chaos: an upstream that echoes the API key", () => {
+  it.each(VARIANTS)("never prints the key: $name, on every endpoint", async (v) => {
+    rig = await startRig({
+      fleet: fleetWithIdle(),
+      argv: [
+        ...["--per-sandbox-metrics", "--metadata-labels", "team,echo"],
+        ...["--node-details", "--template-details"],
+        ...["--probe", "--probe-timeout", "5s"],
+        ...["--policy", "rules.yaml", "--policy-dry-run=false"],
+      ],
+      files: { "rules.yaml": RULES },
+    });
+    const r = rig;
+    const rss = rssMb();
+    for (const route of MANAGEMENT_ROUTES) r.up.fault(route, v.fault);
+    await r.e.runCycle();
+    await r.e.runCycle();
+    await r.e.prober?.runOnce();
+    const onDemand = await get(r, "/probe");
+    expect.soft(keyCount(onDemand.text), "API key in the /probe answer").toBe(0);
+    await r.e.runCycle();
+    if (v.covers) {
+      const missed = CALLED.filter((route) => r.up.count(route) === 0);
+      expect.soft(missed, "management routes the exporter never called").toEqual([]);
+    }
+    expect.soft(r.log.written, "log lines written").toBeGreaterThan(0);
+    await expectHealthyAndSealed(r, rss);
+  });
+});

@@ -1,0 +1,47 @@
+import { Writable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { createLogger } from "../../src/util/logger.js";
+import { Secrets } from "../../src/util/secrets.js";
+
+const KEY = "sk-live-0123456789abcdef";
+
+function capture(): { stream: Writable; lines: string[] } {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  return { stream, lines };
+}
+
+describe("createLogger with secrets", () => {
+  it("scrubs a secret from the message, from nested fields and in its encoded forms", () => {
+    const { stream, lines } = capture();
+    const log = createLogger("info", "json", stream, new Secrets([KEY]));
+    log.info(`upstream says x-api-key=${KEY}`);
+    log.warn(
+      { collector: "nodes", error: { message: `got "${KEY}"`, url: encodeURIComponent(KEY) } },
+      "failed",
+    );
+    log.info({ list: [KEY, { deep: { deeper: KEY } }] }, "list");
+    expect(lines).toHaveLength(3);
+    for (const l of lines) {
+      expect(l).not.toContain(KEY);
+      expect(l).toContain("[REDACTED]");
+      expect(() => JSON.parse(l)).not.toThrow();
+    }
+    expect(JSON.parse(lines[1] as string).collector).toBe("nodes");
+  });
+
+  it("still logs a line whose fields cannot be serialised as JSON", () => {
+    const { stream, lines } = capture();
+    const log = createLogger("info", "json", stream, new Secrets([KEY]));
+    const circular: Record<string, unknown> = { a: 1 };
+    circular.self = circular;
+    log.info({ circular }, `message with ${KEY}`);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toContain(KEY);
+  });
+});
