@@ -121,8 +121,11 @@ describe("chaos: a hostile in-sandbox agent", () => {
       expect.soft(result?.leftBehind, "leftBehind names the sandbox").toBe(result?.sandboxId);
     }
     expect(r.up.probeSandboxes(), "two sandboxes left behind").toHaveLength(2);
+    // The long-running process: slim poll walks (no per-sandbox series, no policy) read the same
+    // list between the probes' creates and each sweep.
     let sweeps = 0;
     while (sweeps < 2 && r.up.probeSandboxes().length > 0) {
+      await r.e.runCycle();
       await prober?.sweepOrphans();
       sweeps++;
     }
