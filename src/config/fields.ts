@@ -1,9 +1,8 @@
 // Field schemas shared by the configuration and the policy rule file.
 import { z } from "zod";
-import { DURATION_FORMS, parseDuration } from "../util/duration.js";
+import { DURATION_FORMS, MAX_TIMER_MS, parseDuration } from "../util/duration.js";
 
-/** The longest delay a Node timer honours (2^31-1 ms, about 24.8 days); longer ones fire at once. */
-export const MAX_TIMER_MS = 2_147_483_647;
+export { MAX_TIMER_MS };
 
 /** An integer in [min, max] with one message for every way it can be wrong. */
 export function int(min: number, max?: number) {

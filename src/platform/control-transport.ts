@@ -3,6 +3,7 @@
 import { setTimeout as sleepTimer } from "node:timers/promises";
 import { Agent, type Dispatcher, EnvHttpProxyAgent, request } from "undici";
 import { type Clock, systemClock } from "../util/clock.js";
+import { timeoutSignal, timerMs } from "../util/duration.js";
 import { Secrets } from "../util/secrets.js";
 import {
   BodyTooLargeError,
@@ -140,7 +141,7 @@ export class ControlTransport {
       capMs: BACKOFF_CAP_MS,
       random: this.o.random ?? Math.random,
     };
-    const sleep = this.o.sleep ?? ((ms: number) => sleepTimer(ms));
+    const sleep = this.o.sleep ?? ((ms: number) => sleepTimer(timerMs(ms)));
     // Bounded by `attempts`: every iteration either returns, throws, or counts one attempt.
     for (let attempt = 1; ; attempt++) {
       try {
@@ -177,9 +178,9 @@ export class ControlTransport {
         headers,
         body: payload,
         dispatcher: this.dispatcher,
-        signal: AbortSignal.timeout(this.o.timeoutMs),
-        headersTimeout: this.o.timeoutMs,
-        bodyTimeout: this.o.timeoutMs,
+        signal: timeoutSignal(this.o.timeoutMs),
+        headersTimeout: timerMs(this.o.timeoutMs),
+        bodyTimeout: timerMs(this.o.timeoutMs),
       });
       status = res.statusCode;
       const raw = await readCapped(res.body, this.o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);

@@ -1,6 +1,7 @@
 // The data channel: in-sandbox agent calls through the data-plane proxy, never through an HTTP proxy.
 import { performance } from "node:perf_hooks";
 import { Agent, buildConnector, type Dispatcher, FormData, request } from "undici";
+import { timeoutSignal, timerMs } from "../util/duration.js";
 import { ExporterError } from "../util/errors.js";
 import { Secrets } from "../util/secrets.js";
 import { decodeEnvelopeStream, encodeJsonEnvelope, parseEnvelopeJson } from "./envelope.js";
@@ -318,7 +319,8 @@ export class DataClient {
     call: Call,
     init: { headers: Record<string, string>; body?: Buffer | FormData },
   ): Promise<Dispatcher.ResponseData> {
-    const timeout = AbortSignal.timeout(call.limitMs);
+    const limitMs = timerMs(call.limitMs);
+    const timeout = timeoutSignal(limitMs);
     try {
       return await request(`${this.origin(sb)}${path}`, {
         method: call.method as Dispatcher.HttpMethod,
@@ -326,8 +328,8 @@ export class DataClient {
         body: init.body,
         dispatcher: this.dispatcher,
         signal: call.signal ? AbortSignal.any([call.signal, timeout]) : timeout,
-        headersTimeout: call.limitMs,
-        bodyTimeout: call.limitMs,
+        headersTimeout: limitMs,
+        bodyTimeout: limitMs,
       });
     } catch (err) {
       throw this.typed(call, err);
