@@ -2,7 +2,8 @@
 // simulator (another process) while the bare undici loop runs in a third; the parent scrapes.
 
 import { execFileSync } from "node:child_process";
-import { copyFileSync, readFileSync } from "node:fs";
+import { copyFileSync } from "node:fs";
+import { imageNodeFlags } from "../tools/dockerfile.js";
 import { type BenchChild, forkChild } from "./ipc.js";
 import { median, ScrapeClient, type ScrapeFigures } from "./scrape-client.js";
 
@@ -30,20 +31,6 @@ export function buildExporterChild(): ExporterChild {
   return { script: `${BUILD_DIR}/bench/exporter-child.js`, nodeFlags };
 }
 
-/** The JSON-array form of a Dockerfile instruction (`ENTRYPOINT [...]`); undefined when absent. */
-export function dockerInstruction(dockerfile: string, name: string): string[] | undefined {
-  const line = dockerfile.split("\n").find((l) => l.startsWith(`${name} `));
-  return line === undefined ? undefined : (JSON.parse(line.slice(name.length + 1)) as string[]);
-}
-
-/** The node flags of the Dockerfile's `ENTRYPOINT ["node", ...flags, "dist/cli.js"]`. */
-export function imageNodeFlags(dockerfile = readFileSync("Dockerfile", "utf8")): string[] {
-  const argv = dockerInstruction(dockerfile, "ENTRYPOINT") ?? [];
-  const end = argv.indexOf("dist/cli.js");
-  if (argv[0] !== "node" || end < 1)
-    throw new Error(`unexpected Dockerfile ENTRYPOINT: ${JSON.stringify(argv)}`);
-  return argv.slice(1, end);
-}
 /** Cycles of each path before measuring (JIT warm-up), then cycles measured. */
 const WARM_CYCLES = 2;
 const MEASURED_CYCLES = 7;

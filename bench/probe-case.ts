@@ -3,9 +3,10 @@
 // from /metrics after each run and compares the delayed runs with undelayed ones.
 import type { StreamFaults } from "../src/simulator/faults.js";
 import { dataPlaneFlags } from "../src/simulator/index.js";
+import { samples } from "../tools/exposition.js";
 import type { ExporterChild } from "./exporter-case.js";
 import { forkChild } from "./ipc.js";
-import { median, ScrapeClient, samples } from "./scrape-client.js";
+import { median, ScrapeClient } from "./scrape-client.js";
 
 export const INJECTED: Required<Pick<StreamFaults, "startDelayMs" | "endDelayMs">> = {
   startDelayMs: 50,

@@ -1,23 +1,22 @@
 // Wires config -> platform client -> poller -> metrics and policy -> server.
 import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
-import { Gauge } from "prom-client";
 import type { Dispatcher } from "undici";
 import { Poller } from "./collect/poller.js";
-import { startSchedule, tickInterval } from "./collect/schedule.js";
 import type { Snapshot } from "./collect/snapshot.js";
+import { loadPolicySpec } from "./config/policy-file.js";
 import { policySpec } from "./config/policy-schema.js";
 import type { Config } from "./config/schema.js";
 import { ExporterMetrics, negotiateFormat } from "./metrics/exporter-metrics.js";
-import { ControlClient } from "./platform/control.js";
-import { DataClient } from "./platform/data.js";
+import { ControlClient } from "./platform/control/control.js";
+import { DataClient } from "./platform/data/data.js";
 import { PolicyEngine } from "./policy/engine.js";
-import { loadPolicySpec } from "./policy/rule-file.js";
 import { Prober } from "./probe/prober.js";
 import { type RunningServer, startServer } from "./server/server.js";
 import { statusReport } from "./server/status.js";
 import type { Clock } from "./util/clock.js";
 import { intervalOf } from "./util/duration.js";
+import { startSchedule, tickInterval } from "./util/schedule.js";
 import { Secrets } from "./util/secrets.js";
 import { VERSION } from "./version.js";
 
@@ -167,7 +166,6 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     onSkip,
     onError,
   );
-  const reloads = reloadMetrics(metrics, config.metrics.namespace, clock);
   const reload = async (): Promise<{ ok: boolean; error?: string }> => {
     try {
       const next = deps.reloadConfig ? deps.reloadConfig() : config;
@@ -178,11 +176,11 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
         logger.warn("policy disabled by reload: no rule runs until it is enabled again");
       } else if (next.policy.enabled)
         logger.warn("turning the policy engine on takes a restart; the new rules are not applied");
-      reloads.ok();
+      metrics.reloaded(true);
       logger.info("configuration reloaded");
       return { ok: true };
     } catch (err) {
-      reloads.failed();
+      metrics.reloaded(false);
       const error = err instanceof Error ? err.message : String(err);
       logger.error({ err: error }, "reload failed; keeping the previous configuration");
       return { ok: false, error };
@@ -232,36 +230,6 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       await poller.walkDone();
       await server.close();
       await control.close();
-    },
-  };
-}
-
-/** sandbox_exporter_config_last_reload_successful and its timestamp. */
-function reloadMetrics(
-  metrics: ExporterMetrics,
-  ns: string,
-  clock: Clock,
-): { ok(): void; failed(): void } {
-  const registers = [metrics.registry];
-  const successful = new Gauge({
-    name: `${ns}_exporter_config_last_reload_successful`,
-    help: "1 when the last configuration reload (SIGHUP, POST /-/reload) succeeded, else 0.",
-    registers,
-  });
-  const at = new Gauge({
-    name: `${ns}_exporter_config_last_reload_success_timestamp_seconds`,
-    help: "When the configuration was last loaded successfully (start or reload), epoch seconds.",
-    registers,
-  });
-  successful.set(1);
-  at.set(clock.now() / 1000);
-  return {
-    ok() {
-      successful.set(1);
-      at.set(clock.now() / 1000);
-    },
-    failed() {
-      successful.set(0);
     },
   };
 }

@@ -9,7 +9,7 @@ import {
   loadConfig,
   redactConfig,
 } from "./config/load.js";
-import { PolicyFileError } from "./policy/rule-file.js";
+import { PolicyFileError } from "./config/policy-file.js";
 import { systemClock } from "./util/clock.js";
 import { createLogger } from "./util/logger.js";
 import { Secrets } from "./util/secrets.js";

@@ -1,5 +1,5 @@
 // Walks every page of a token-paged list, ending with an error (never a loop) on bad paging.
-import type { DeferredPage } from "../platform/normalize.js";
+import type { DeferredPage } from "../platform/normalize/normalize.js";
 import { ExporterError } from "../util/errors.js";
 
 /** Paging went wrong: a repeated token, an empty page carrying a token, or too many pages. */

@@ -1,7 +1,7 @@
 // One poll cycle: every collector runs on its own; failures keep the last good data, marked stale.
 
 import { setTimeout as sleep } from "node:timers/promises";
-import type { DeferredPage } from "../platform/normalize.js";
+import type { DeferredPage } from "../platform/normalize/normalize.js";
 import type {
   ClusterOverview,
   Health,

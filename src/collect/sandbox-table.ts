@@ -3,28 +3,46 @@
 // typed arrays hold 100,000 sandboxes in a few MB instead of 100,000 objects in tens of MB.
 // A table is always in ascending id order, each id once: churn then merges two tables without
 // sorting, and a table can share the strings of equal ids with the one before it.
-import { EMPTY_NUMBERS, EMPTY_STRINGS } from "../platform/normalize.js";
+import { EMPTY_NUMBERS, EMPTY_STRINGS } from "../platform/normalize/normalize.js";
 import type { Sandbox } from "../platform/types.js";
-import { inShard } from "../util/shard.js";
+import { idOrder } from "../util/id-order.js";
+import { inShard, ownShard } from "../util/shard.js";
 
 /** What consumers of a snapshot's sandboxes may rely on: a length and iteration. */
 export interface SandboxList extends Iterable<Sandbox> {
   readonly length: number;
-  /**
-   * Visits every sandbox without allocating one object each: the object passed may be reused for
-   * the next call, so read it during the call and keep none of it (iterate to keep objects).
-   */
-  forEach(visit: (s: Sandbox) => void): void;
+}
+
+/** The fields of one row, passed as values: a visitor has no object it could keep. */
+export type RowVisitor = (
+  id: string,
+  templateId: string,
+  state: string,
+  cpuCount: number | undefined,
+  memoryMB: number | undefined,
+  startedAt: number | undefined,
+) => void;
+
+/** This shard's part of `list`, of the same kind: a table stays a table, records stay records. */
+export function shardOfList(list: SandboxList, index: number, total: number): SandboxList {
+  if (total <= 1) return list;
+  if (list instanceof SandboxTable) return list.filter((id) => inShard(id, index, total));
+  return ownShard(list, index, total);
+}
+
+/**
+ * Visits every sandbox of `list` without making an object per row (a table's rows are columns;
+ * 100,000 fresh objects per pass are tens of MB of garbage on every poll cycle).
+ */
+export function forEachRow(list: SandboxList, visit: RowVisitor): void {
+  if (list instanceof SandboxTable) {
+    list.forEachRow(visit);
+    return;
+  }
+  for (const s of list) visit(s.id, s.templateId, s.state, s.cpuCount, s.memoryMB, s.startedAt);
 }
 
 const INITIAL_CAPACITY = 1024;
-
-/** The sandboxes of one shard of `list`, as an array. */
-export function ownShard(list: SandboxList, index: number, total: number): Sandbox[] {
-  const out: Sandbox[] = [];
-  for (const s of list) if (inShard(s.id, index, total)) out.push(s);
-  return out;
-}
 
 /**
  * Sandboxes as columns, in ascending id order; iterating yields fresh objects without metadata,
@@ -67,32 +85,41 @@ export class SandboxTable implements SandboxList {
     }
   }
 
-  forEach(visit: (s: Sandbox) => void): void {
-    // One row object, refilled for each visit: 100,000 fresh objects per pass cost tens of MB of
-    // garbage on every poll cycle, where the aggregates and churn only read the fields.
-    const row: { -readonly [K in keyof Sandbox]: Sandbox[K] } = {
-      id: "",
-      templateId: "",
-      state: "",
-      cpuCount: undefined,
-      memoryMB: undefined,
-      startedAt: undefined,
-      endAt: undefined,
-      domain: undefined,
-      metadata: EMPTY_STRINGS,
-      extra: EMPTY_NUMBERS,
+  /** The rows whose id `keep` accepts, as a table (columns copied; strings shared). */
+  filter(keep: (id: string) => boolean): SandboxTable {
+    const rows: number[] = [];
+    for (let i = 0; i < this.ids.length; i++) if (keep(this.ids[i] as string)) rows.push(i);
+    const pick = <A extends Uint32Array | Float64Array>(a: A, make: (n: number) => A): A => {
+      const out = make(rows.length);
+      for (let j = 0; j < rows.length; j++) out[j] = a[rows[j] as number] as number;
+      return out;
     };
+    return new SandboxTable(
+      rows.map((i) => this.ids[i] as string),
+      pick(this.templateIdx, (n) => new Uint32Array(n)),
+      pick(this.stateIdx, (n) => new Uint32Array(n)),
+      this.templates,
+      this.states,
+      pick(this.cpu, (n) => new Float64Array(n)),
+      pick(this.memory, (n) => new Float64Array(n)),
+      pick(this.started, (n) => new Float64Array(n)),
+    );
+  }
+
+  /** Visits every row as values (see forEachRow). */
+  forEachRow(visit: RowVisitor): void {
     for (let i = 0; i < this.ids.length; i++) {
       const cpu = this.cpu[i] as number;
       const memory = this.memory[i] as number;
       const started = this.started[i] as number;
-      row.id = this.ids[i] as string;
-      row.templateId = this.templates[this.templateIdx[i] as number] as string;
-      row.state = this.states[this.stateIdx[i] as number] as string;
-      row.cpuCount = Number.isNaN(cpu) ? undefined : cpu;
-      row.memoryMB = Number.isNaN(memory) ? undefined : memory;
-      row.startedAt = Number.isNaN(started) ? undefined : started;
-      visit(row);
+      visit(
+        this.ids[i] as string,
+        this.templates[this.templateIdx[i] as number] as string,
+        this.states[this.stateIdx[i] as number] as string,
+        Number.isNaN(cpu) ? undefined : cpu,
+        Number.isNaN(memory) ? undefined : memory,
+        Number.isNaN(started) ? undefined : started,
+      );
     }
   }
 
@@ -135,10 +162,8 @@ export class SandboxTableBuilder {
   private cpu: Float64Array;
   private memory: Float64Array;
   private started: Float64Array;
-  private readonly templates: string[] = [];
-  private readonly templateOf = new Map<string, number>();
-  private readonly states: string[] = [];
-  private readonly stateOf = new Map<string, number>();
+  private readonly templates = new Codes();
+  private readonly states = new Codes();
 
   /** Position in `previous`: the ids before it are smaller than the last id pushed. */
   private previousAt = 0;
@@ -170,8 +195,8 @@ export class SandboxTableBuilder {
     const id = this.known(s.id);
     if (row < this.ids.length) this.ids[row] = id;
     else this.ids.push(id);
-    this.templateIdx[row] = code(s.templateId, this.templates, this.templateOf);
-    this.stateIdx[row] = code(s.state, this.states, this.stateOf);
+    this.templateIdx[row] = this.templates.code(s.templateId);
+    this.stateIdx[row] = this.states.code(s.state);
     this.cpu[row] = s.cpuCount ?? Number.NaN;
     this.memory[row] = s.memoryMB ?? Number.NaN;
     this.started[row] = s.startedAt ?? Number.NaN;
@@ -190,8 +215,8 @@ export class SandboxTableBuilder {
       this.ids,
       cut(this.templateIdx),
       cut(this.stateIdx),
-      this.templates,
-      this.states,
+      this.templates.values,
+      this.states.values,
       cut(this.cpu),
       cut(this.memory),
       cut(this.started),
@@ -241,7 +266,16 @@ export class SandboxTableBuilder {
       memory[j] = this.memory[row] as number;
       started[j] = this.started[row] as number;
     }
-    return this.make(out, templateIdx, stateIdx, this.templates, this.states, cpu, memory, started);
+    return this.make(
+      out,
+      templateIdx,
+      stateIdx,
+      this.templates.values,
+      this.states.values,
+      cpu,
+      memory,
+      started,
+    );
   }
 
   private grow(): void {
@@ -259,112 +293,24 @@ export class SandboxTableBuilder {
   }
 }
 
-/** Most buckets of the counting pass (a Uint32Array of this many entries). */
-const MAX_BUCKETS = 1 << 16;
-/** Buckets this small are sorted by insertion, in place. */
-const SMALL_BUCKET = 12;
-/** A character's digit: 0 past the end, else its code plus one, capped at 127. */
-const DIGITS = 128;
+/** Distinct values of one column (templates, states) and the code of each. */
+class Codes {
+  readonly values: string[] = [];
+  private readonly index = new Map<string, number>();
+  private last: string | undefined;
+  private lastCode = 0;
 
-/**
- * Rows of `ids` in ascending id order, equal ids in row order. A counting pass on the characters
- * after the prefix all ids share (as many as fit MAX_BUCKETS once each position's alphabet is
- * ranked: three for base-36 ids) cuts the rows into buckets already in order; each bucket is then
- * sorted alone. Random ids of 100,000 sandboxes leave buckets of two or three rows.
- */
-export function idOrder(ids: readonly string[]): number[] {
-  const n = ids.length;
-  const first = ids[0] ?? "";
-  let at = first.length;
-  for (let i = 1; i < n && at > 0; i++) {
-    const id = ids[i] as string;
-    let k = 0;
-    while (k < at && id.charCodeAt(k) === first.charCodeAt(k)) k++;
-    at = k;
-  }
-  // Rank each position's digits (0 always ranked, for the digits after a capped one).
-  const ranks: Int32Array[] = [];
-  const sizes: number[] = [];
-  let buckets = 1;
-  for (let p = at; ranks.length < 4; p++) {
-    const seen = new Uint8Array(DIGITS);
-    seen[0] = 1;
-    for (let i = 0; i < n; i++) seen[digit(ids[i] as string, p)] = 1;
-    const rank = new Int32Array(DIGITS);
-    let size = 0;
-    for (let d = 0; d < DIGITS; d++) if (seen[d]) rank[d] = size++;
-    if (ranks.length > 0 && buckets * size > MAX_BUCKETS) break;
-    ranks.push(rank);
-    buckets *= size;
-    sizes.push(size);
-    if (size === 1) break;
-  }
-  // A position weighs the product of the alphabets after it, so earlier characters weigh more.
-  const weights = new Array<number>(sizes.length);
-  for (let j = sizes.length - 1, w = 1; j >= 0; w *= sizes[j] as number, j--) weights[j] = w;
-  const keys = new Uint32Array(n);
-  const start = new Uint32Array(buckets + 1);
-  for (let i = 0; i < n; i++) {
-    const id = ids[i] as string;
-    let k = 0;
-    for (let j = 0; j < ranks.length; j++) {
-      const d = digit(id, at + j);
-      k += ((ranks[j] as Int32Array)[d] as number) * (weights[j] as number);
-      // A capped character hides what differs, so the characters after it must not split ids.
-      if (d === DIGITS - 1) break;
+  /** The code of `value`; runs of one value (common in a walk) skip the map. */
+  code(value: string): number {
+    if (value === this.last) return this.lastCode;
+    let i = this.index.get(value);
+    if (i === undefined) {
+      i = this.values.length;
+      this.values.push(value);
+      this.index.set(value, i);
     }
-    keys[i] = k;
-    (start[k + 1] as number)++;
+    this.last = value;
+    this.lastCode = i;
+    return i;
   }
-  for (let b = 0; b < buckets; b++) (start[b + 1] as number) += start[b] as number;
-  const order = new Array<number>(n);
-  const fill = start.slice(0, buckets);
-  for (let i = 0; i < n; i++) {
-    const b = keys[i] as number;
-    order[fill[b] as number] = i;
-    (fill[b] as number)++;
-  }
-  const before = (x: number, y: number): boolean => {
-    const p = ids[x] as string;
-    const q = ids[y] as string;
-    return p < q || (p === q && x < y);
-  };
-  for (let b = 0; b < buckets; b++) {
-    const from = start[b] as number;
-    const to = start[b + 1] as number;
-    if (to - from < 2) continue;
-    if (to - from <= SMALL_BUCKET) {
-      for (let i = from + 1; i < to; i++) {
-        const row = order[i] as number;
-        let j = i - 1;
-        while (j >= from && before(row, order[j] as number)) {
-          order[j + 1] = order[j] as number;
-          j--;
-        }
-        order[j + 1] = row;
-      }
-      continue;
-    }
-    const part = order.slice(from, to).sort((x, y) => (before(x, y) ? -1 : 1));
-    for (let j = 0; j < part.length; j++) order[from + j] = part[j] as number;
-  }
-  return order;
-}
-
-/** The digit of `id`'s character at `i`: 0 past the end, else its code plus one, capped. */
-function digit(id: string, i: number): number {
-  return i < id.length ? Math.min(id.charCodeAt(i), DIGITS - 2) + 1 : 0;
-}
-
-function code(value: string, values: string[], index: Map<string, number>): number {
-  // Runs of one template or state are common; the last value is checked before the map.
-  const lastAt = values.length - 1;
-  if (lastAt >= 0 && values[lastAt] === value) return lastAt;
-  let i = index.get(value);
-  if (i === undefined) {
-    i = values.length;
-    values.push(value);
-    index.set(value, i);
-  }
-  return i;
 }

@@ -1,7 +1,8 @@
 // Churn counters: sandbox ids appearing and vanishing between consecutive complete walks.
-import { idOrder, type SandboxList } from "../collect/sandbox-table.js";
-import { Family, labels } from "./text.js";
-import type { ValueGuard } from "./value-guard.js";
+import { forEachRow, type SandboxList } from "../collect/sandbox-table.js";
+import { idOrder } from "../util/id-order.js";
+import { Family, labels } from "./exposition/text.js";
+import type { ValueGuard } from "./exposition/value-guard.js";
 
 /**
  * Counts, by template, ids that appeared or vanished between two consecutive complete walks, so
@@ -91,10 +92,10 @@ function sortedWalk(sandboxes: SandboxList): { ids: string[]; templates: string[
   const walkTemplates = new Array<string>(sandboxes.length);
   let sorted = true;
   let n = 0;
-  sandboxes.forEach((s) => {
-    if (n > 0 && s.id <= (walkIds[n - 1] as string)) sorted = false;
-    walkIds[n] = s.id;
-    walkTemplates[n] = s.templateId;
+  forEachRow(sandboxes, (id, templateId) => {
+    if (n > 0 && id <= (walkIds[n - 1] as string)) sorted = false;
+    walkIds[n] = id;
+    walkTemplates[n] = templateId;
     n++;
   });
   walkIds.length = n;

@@ -1,6 +1,6 @@
 // The poller's own health per collector, from the snapshot (data age is computed at scrape time).
 import { COLLECTORS, type Snapshot } from "../collect/snapshot.js";
-import { Family, labels } from "./text.js";
+import { Family, labels } from "./exposition/text.js";
 
 /** collect_duration/success/stale, last success and last cycle families of a snapshot. */
 export function collectorFamilies(ns: string, s: Snapshot): Family[] {

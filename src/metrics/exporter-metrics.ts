@@ -3,21 +3,21 @@
 // followed at scrape time by the prom-client registry's live metrics.
 import { createGzip, gzipSync } from "node:zlib";
 import type { Registry } from "prom-client";
-import { ownShard } from "../collect/sandbox-table.js";
+import { shardOfList } from "../collect/sandbox-table.js";
 import type { Snapshot } from "../collect/snapshot.js";
 import type { Clock } from "../util/clock.js";
 import { ChurnTracker } from "./churn.js";
 import { collectorFamilies } from "./collector-families.js";
+import { registryAsOpenMetrics } from "./exposition/openmetrics.js";
+import { Family, type Format } from "./exposition/text.js";
+import { ValueGuard } from "./exposition/value-guard.js";
 import { extraLabelNames } from "./naming.js";
-import { registryAsOpenMetrics } from "./openmetrics.js";
 import { PerSandboxSeries } from "./per-sandbox.js";
 import { PlatformFamilies } from "./platform-families.js";
 import { SandboxAggregates } from "./sandbox-aggregates.js";
 import { type RequestObservation, SelfMetrics } from "./self-metrics.js";
-import { Family, type Format } from "./text.js";
-import { ValueGuard } from "./value-guard.js";
 
-export type { Format } from "./text.js";
+export type { Format } from "./exposition/text.js";
 
 const PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 const OPENMETRICS_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -150,7 +150,7 @@ export class ExporterMetrics {
         );
     }
     const list = snapshot.sandboxes;
-    const own = list && shard.total > 1 ? ownShard(list, shard.index, shard.total) : list;
+    const own = list && shardOfList(list, shard.index, shard.total);
     if (own) {
       // Churn compares walks: a snapshot that repeats the last walk's list is not a new one.
       if (snapshot.walked) this.churn.observe(own, snapshot.sandboxesComplete);
@@ -182,6 +182,11 @@ export class ExporterMetrics {
   /** Records one platform API request (called by the control client). */
   observeRequest(info: RequestObservation): void {
     this.self.observeRequest(info);
+  }
+
+  /** Records a configuration reload: sandbox_exporter_config_last_reload_successful. */
+  reloaded(ok: boolean): void {
+    this.self.reloaded(ok);
   }
 
   /** Counts a 2xx answer whose body had the wrong shape (called by the control client). */

@@ -1,10 +1,10 @@
 // Opt-in per-sandbox series (own shard, capped). As in kube-state-metrics, a sandbox whose fields
 // did not change costs no string building: its lines are copied from the previous render's bytes.
 import type { Sandbox } from "../platform/types.js";
-import { SectionWriter } from "./section-writer.js";
-import { escapeLabel, formatValue, header } from "./text.js";
-import { noGuard, type ValueGuard } from "./value-guard.js";
-import { WalkIndex, type WalkRecord } from "./walk-index.js";
+import { SectionWriter } from "./exposition/section-writer.js";
+import { escapeLabel, formatValue, header } from "./exposition/text.js";
+import { noGuard, type ValueGuard } from "./exposition/value-guard.js";
+import { WalkIndex, type WalkRecord } from "./exposition/walk-index.js";
 
 const MIB = 1_048_576;
 const CACHED = "Cached from the last successful walk of GET /v2/sandboxes.";

@@ -1,10 +1,10 @@
 // Cluster-wide families: /health, /cluster/overview, /nodes, /templates (exported by shard 0 only).
 import type { Snapshot } from "../collect/snapshot.js";
 import type { PlatformNode, Template } from "../platform/types.js";
+import { StateMemory } from "./exposition/state-memory.js";
+import { Family, labels } from "./exposition/text.js";
+import { noGuard, type ValueGuard } from "./exposition/value-guard.js";
 import { extraLabelNames, type FieldMetric, fieldMetrics } from "./naming.js";
-import { StateMemory } from "./state-memory.js";
-import { Family, labels } from "./text.js";
-import { noGuard, type ValueGuard } from "./value-guard.js";
 
 /** HELP suffix: these values are the poller's, not read at scrape time. */
 function cached(endpoint: string): string {

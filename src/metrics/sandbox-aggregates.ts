@@ -1,8 +1,8 @@
 // Sandboxes rolled up by state x template (always on): count, CPU and memory sums, oldest start.
-import type { SandboxList } from "../collect/sandbox-table.js";
-import { MAX_REMEMBERED_STATES } from "./state-memory.js";
-import { Family, labels } from "./text.js";
-import { noGuard, type ValueGuard } from "./value-guard.js";
+import { forEachRow, type SandboxList } from "../collect/sandbox-table.js";
+import { MAX_REMEMBERED_STATES } from "./exposition/state-memory.js";
+import { Family, labels } from "./exposition/text.js";
+import { noGuard, type ValueGuard } from "./exposition/value-guard.js";
 
 const MIB = 1_048_576;
 const CACHED = "Cached from the last successful walk of GET /v2/sandboxes.";
@@ -41,22 +41,22 @@ export class SandboxAggregates {
   /** Families of `sandboxes` (already this shard's); `templates` lists ids known to exist. */
   render(sandboxes: SandboxList, templates: readonly string[], guard = noGuard()): Family[] {
     const groups = new Map<string, Map<string, Group>>();
-    sandboxes.forEach((s) => {
-      let byState = groups.get(s.templateId);
+    forEachRow(sandboxes, (_id, templateId, state, cpuCount, memoryMB, startedAt) => {
+      let byState = groups.get(templateId);
       if (!byState) {
         byState = new Map();
-        groups.set(s.templateId, byState);
+        groups.set(templateId, byState);
       }
-      let g = byState.get(s.state);
+      let g = byState.get(state);
       if (!g) {
         g = { count: 0, cpus: 0, memory: 0, oldest: Number.POSITIVE_INFINITY };
-        byState.set(s.state, g);
-        if (this.liveStates.has(s.state)) this.seenLive.add(s.state);
+        byState.set(state, g);
+        if (this.liveStates.has(state)) this.seenLive.add(state);
       }
       g.count++;
-      g.cpus += guard.resource("cpu", s.cpuCount) ?? 0;
-      g.memory += (guard.resource("memory", s.memoryMB) ?? 0) * MIB;
-      if (s.startedAt !== undefined && s.startedAt < g.oldest) g.oldest = s.startedAt;
+      g.cpus += guard.resource("cpu", cpuCount) ?? 0;
+      g.memory += (guard.resource("memory", memoryMB) ?? 0) * MIB;
+      if (startedAt !== undefined && startedAt < g.oldest) g.oldest = startedAt;
     });
     this.zeroFill(groups, templates);
     return this.families(groups, guard);

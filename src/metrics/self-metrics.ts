@@ -30,11 +30,14 @@ export interface SelfMetricsOptions {
 /** Owns the prom-client registry (no global one) and the metrics updated between snapshots. */
 export class SelfMetrics {
   readonly registry = new Registry();
+  private readonly clock: Clock;
   private readonly requestDuration: Histogram<"endpoint" | "method" | "code">;
   private readonly apiErrors: Counter<"endpoint" | "method" | "reason">;
   private readonly cycles: Counter;
   private readonly skipped: Counter;
   private readonly drops: Counter<"result">;
+  private readonly reloadOk: Gauge;
+  private readonly reloadAt: Gauge;
 
   constructor(o: SelfMetricsOptions) {
     const { ns } = o;
@@ -94,6 +97,19 @@ export class SelfMetrics {
         }
       },
     });
+    this.reloadOk = new Gauge({
+      name: `${ns}_exporter_config_last_reload_successful`,
+      help: "1 when the last configuration reload (SIGHUP, POST /-/reload) succeeded, else 0.",
+      registers,
+    });
+    this.reloadAt = new Gauge({
+      name: `${ns}_exporter_config_last_reload_success_timestamp_seconds`,
+      help: "When the configuration was last loaded successfully (start or reload), epoch seconds.",
+      registers,
+    });
+    this.clock = o.clock;
+    // Built from a configuration that loaded: the start counts as a successful load.
+    this.reloaded(true);
     if (o.processMetrics) registerProcessMetrics(this.registry);
   }
 
@@ -112,6 +128,12 @@ export class SelfMetrics {
   /** Counts a completed poll cycle. */
   cycle(): void {
     this.cycles.inc();
+  }
+
+  /** Records a configuration reload (the start counts as one that succeeded). */
+  reloaded(ok: boolean): void {
+    this.reloadOk.set(ok ? 1 : 0);
+    if (ok) this.reloadAt.set(this.clock.now() / 1000);
   }
 
   /** Counts a walk that fell by more than the confirm ratio. */

@@ -78,3 +78,6 @@ export type ProcessEvent =
   | { type: "data"; stdout?: Buffer; stderr?: Buffer; pty?: Buffer }
   | { type: "end"; exitCode: number; exited: boolean; status?: string; error?: string }
   | { type: "keepalive" };
+
+/** Metadata key marking a probe sandbox; its value is the exporter instance. */
+export const PROBE_TAG_KEY = "sandbox-exporter/probe";

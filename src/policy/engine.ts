@@ -1,11 +1,11 @@
 // Runs the policy on each fresh snapshot: safety gates, idle signal, evaluation, actions, audit.
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
-import { ownShard } from "../collect/sandbox-table.js";
 import type { Snapshot } from "../collect/snapshot.js";
 import type { PolicyRule, PolicySpec } from "../config/policy-schema.js";
 import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
+import { ownShard } from "../util/shard.js";
 import { ActivityTracker, type LogReader } from "./activity.js";
 import {
   EMPTY_MEMORY,

@@ -1,7 +1,7 @@
 // The cheap, pure tests of a rule against one sandbox: state, template, metadata, protection, age.
 import type { MetadataSelector, PolicyRule, PolicySpec } from "../config/policy-schema.js";
 import type { Sandbox } from "../platform/types.js";
-import { PROBE_TAG_KEY } from "../probe/orphan-sweep.js";
+import { PROBE_TAG_KEY } from "../platform/types.js";
 
 /** What the policy needs to know about state names. */
 export interface StateSets {

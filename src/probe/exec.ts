@@ -1,5 +1,5 @@
 // Phase exec: `echo <nonce>` through process.Process/Start, timing the envelope stream as it goes.
-import { OutputCollector, wrapCommand } from "../platform/process-event.js";
+import { OutputCollector, wrapCommand } from "../platform/data/process-event.js";
 import type { ProcessEvent } from "../platform/types.js";
 import { type PhaseFn, type ProbeRun, probeSandbox, type StreamPoint } from "./phase.js";
 import { ProbeCheckError } from "./probe-error.js";

@@ -1,11 +1,11 @@
 // Finds probe sandboxes an earlier run left behind (crash, SIGKILL, failed delete) and deletes them.
+
 import { PlatformNotFoundError } from "../platform/http-errors.js";
 import type { Sandbox } from "../platform/types.js";
+import { PROBE_TAG_KEY } from "../platform/types.js";
 import { abortable } from "./abortable.js";
 import type { ProbeControl } from "./phase.js";
 
-/** Metadata key marking a probe sandbox; its value is the exporter instance. */
-export const PROBE_TAG_KEY = "sandbox-exporter/probe";
 const PAGE_LIMIT = 100;
 const MAX_PAGES = 50;
 

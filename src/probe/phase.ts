@@ -1,6 +1,6 @@
 // What every probe phase shares: the phase names, the run state they read and fill, and their signature.
-import type { ControlClient, CreatedSandbox } from "../platform/control.js";
-import type { DataClient, SandboxRef } from "../platform/data.js";
+import type { ControlClient, CreatedSandbox } from "../platform/control/control.js";
+import type { DataClient, SandboxRef } from "../platform/data/data.js";
 
 /** The phases of one probe, in the order they run; terminate always runs. */
 export const PROBE_PHASES = ["create", "exec", "file_write", "file_read", "terminate"] as const;

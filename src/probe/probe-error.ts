@@ -1,5 +1,5 @@
 // Why a probe phase failed: the check errors phases raise, and every error mapped to a `reason` label.
-import { ConnectError, EnvelopeError } from "../platform/envelope.js";
+import { ConnectError, EnvelopeError } from "../platform/data/envelope.js";
 import {
   DataPlaneError,
   isTimeout,

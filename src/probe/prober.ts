@@ -2,10 +2,10 @@
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Registry } from "prom-client";
-import { type Schedule, startSchedule } from "../collect/schedule.js";
 import { type Clock, systemClock } from "../util/clock.js";
 import { intervalOf } from "../util/duration.js";
 import { ExporterError } from "../util/errors.js";
+import { type Schedule, startSchedule } from "../util/schedule.js";
 import { type FailureEntry, FailureLog } from "./failure-log.js";
 import { probeTag, sweepOrphans } from "./orphan-sweep.js";
 import type { ProbeControl, ProbeData, ProbePhase, ProbeSettings } from "./phase.js";

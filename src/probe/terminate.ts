@@ -1,5 +1,5 @@
 // Phase terminate: DELETE the probe sandbox (also one whose create answered too late), then GET it.
-import type { CreatedSandbox } from "../platform/control.js";
+import type { CreatedSandbox } from "../platform/control/control.js";
 import { PlatformNotFoundError } from "../platform/http-errors.js";
 import { abortable } from "./abortable.js";
 import type { PhaseFn } from "./phase.js";

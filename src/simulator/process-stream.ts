@@ -2,7 +2,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { gunzipSync } from "node:zlib";
 import { z } from "zod";
-import { encodeJsonEnvelope, FLAG_COMPRESSED, FLAG_END_STREAM } from "../platform/envelope.js";
+import { encodeJsonEnvelope, FLAG_COMPRESSED, FLAG_END_STREAM } from "../platform/data/envelope.js";
 import type { SimContext } from "./context.js";
 import { HOME_DIR } from "./files-routes.js";
 import { BodyTooLargeError, readBody, sendError } from "./http-io.js";

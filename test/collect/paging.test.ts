@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { PagingError, walkPages } from "../../src/collect/paging.js";
-import type { DeferredPage } from "../../src/platform/normalize.js";
+import type { DeferredPage } from "../../src/platform/normalize/normalize.js";
 import type { Page } from "../../src/platform/types.js";
 
 function deferred<T>(page: Page<T>): DeferredPage<T> {

@@ -2,7 +2,7 @@ import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Poller, type PollerOptions } from "../../src/collect/poller.js";
 import type { Snapshot } from "../../src/collect/snapshot.js";
-import { ControlClient } from "../../src/platform/control.js";
+import { ControlClient } from "../../src/platform/control/control.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
 

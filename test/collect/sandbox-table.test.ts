@@ -1,7 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { idOrder, SandboxTable } from "../../src/collect/sandbox-table.js";
+import { forEachRow, SandboxTable, shardOfList } from "../../src/collect/sandbox-table.js";
 import type { Sandbox } from "../../src/platform/types.js";
+import { idOrder } from "../../src/util/id-order.js";
+import { inShard } from "../../src/util/shard.js";
 
 function sandbox(i: number, over: Partial<Sandbox> = {}): Sandbox {
   return {
@@ -57,14 +59,14 @@ describe("SandboxTable", () => {
     expect(only?.startedAt).toBeUndefined();
   });
 
-  it("visits with forEach the same rows as iteration, absent numbers absent", () => {
+  it("visits with forEachRow the same rows as iteration, as values, absent numbers absent", () => {
     const b = SandboxTable.builder();
     for (let i = 0; i < 1500; i++)
       b.push(sandbox(i, i % 7 === 0 ? { cpuCount: undefined, startedAt: undefined } : {}));
     const table = b.build();
     const visited: unknown[] = [];
-    table.forEach((s) => {
-      visited.push(fields(s));
+    forEachRow(table, (...row) => {
+      visited.push(row);
     });
     expect(visited).toEqual([...table].map(fields));
     expect(visited.find((v) => (v as unknown[])[0] === "s7")).toEqual([
@@ -75,13 +77,44 @@ describe("SandboxTable", () => {
       1536,
       undefined,
     ]);
-    // An array is a SandboxList too: the consumers' forEach works on either.
+    // An array of records is a SandboxList too: the same visitor reads it.
     const arr: Sandbox[] = [sandbox(1)];
-    const ids: string[] = [];
-    arr.forEach((s) => {
-      ids.push(s.id);
+    const rows: unknown[] = [];
+    forEachRow(arr, (...row) => {
+      rows.push(row);
     });
-    expect(ids).toEqual(["s1"]);
+    expect(rows).toEqual([fields(sandbox(1))]);
+  });
+
+  it("keeps a shard's part of a table as a table, and of records as records", () => {
+    const rows = Array.from({ length: 400 }, (_, i) => sandbox(i, { templateId: `t${i % 3}` }));
+    const b = SandboxTable.builder();
+    for (const r of rows) b.push(r);
+    const table = b.build();
+    const parts = [0, 1, 2].map((k) => shardOfList(table, k, 3));
+    for (const p of parts) expect(p).toBeInstanceOf(SandboxTable);
+    expect(parts.reduce((n, p) => n + p.length, 0)).toBe(400);
+    for (const [k, p] of parts.entries()) {
+      const want = [...table].filter((s) => inShard(s.id, k, 3)).map(fields);
+      expect([...p].map(fields)).toEqual(want);
+    }
+    expect(Array.isArray(shardOfList(rows, 1, 3))).toBe(true);
+    expect(shardOfList(table, 0, 1)).toBe(table);
+  });
+
+  it("codes a template or state by its value, however the values alternate", () => {
+    // a, b, a: the last value added is b, the last one seen is a.
+    const b = SandboxTable.builder();
+    for (const [i, t] of ["a", "b", "a", "a", "c", "b"].entries())
+      b.push(sandbox(i, { templateId: t, state: i % 2 ? "paused" : "running" }));
+    expect([...b.build()].map((s) => [s.templateId, s.state])).toEqual([
+      ["a", "running"],
+      ["b", "paused"],
+      ["a", "running"],
+      ["a", "paused"],
+      ["c", "running"],
+      ["b", "paused"],
+    ]);
   });
 
   it("holds exactly the rows pushed whether the expected count was too low, right or too high", () => {

@@ -4,8 +4,8 @@ import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { dockerInstruction, imageNodeFlags } from "../../bench/exporter-case.js";
 import { startSimulator } from "../../src/simulator/index.js";
+import { dockerInstruction, imageNodeFlags } from "../../tools/dockerfile.js";
 import { output, scrapeThenTerminate } from "../helpers/child.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
-import { PROBE_TAG_KEY } from "../../src/probe/orphan-sweep.js";
+import { PROBE_TAG_KEY } from "../../src/platform/types.js";
 import { dataPlaneFlags, type Simulator, startSimulator } from "../../src/simulator/index.js";
 import type { Clock } from "../../src/util/clock.js";
 import { output } from "../helpers/child.js";

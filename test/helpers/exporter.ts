@@ -7,7 +7,7 @@ import type { Simulator } from "../../src/simulator/index.js";
 import { systemClock } from "../../src/util/clock.js";
 
 /** Exposition text to `name{labels}` -> value (the bench's parser). */
-export { samples } from "../../bench/scrape-client.js";
+export { samples } from "../../tools/exposition.js";
 
 /**
  * Starts `config` silently on the system clock; cycles run when the test calls runCycle() unless

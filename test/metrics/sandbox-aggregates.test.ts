@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import type { Family } from "../../src/metrics/exposition/text.js";
 import { SandboxAggregates } from "../../src/metrics/sandbox-aggregates.js";
-import type { Family } from "../../src/metrics/text.js";
 import { sandbox, T0 } from "./fixtures.js";
 
 const OPTIONS = { ns: "sandbox", runningStates: ["running", "active"], pausedStates: ["paused"] };

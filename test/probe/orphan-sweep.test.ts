@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page, Sandbox } from "../../src/platform/types.js";
-import { PROBE_TAG_KEY, sweepOrphans } from "../../src/probe/orphan-sweep.js";
+import { PROBE_TAG_KEY } from "../../src/platform/types.js";
+import { sweepOrphans } from "../../src/probe/orphan-sweep.js";
 import type { ProbeControl } from "../../src/probe/phase.js";
 import { INSTANCE, type ProbeBed, probeBed, proberFor, seriesValue } from "./setup.js";
 

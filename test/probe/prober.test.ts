@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { TimedEvent } from "../../src/platform/data.js";
+import type { TimedEvent } from "../../src/platform/data/data.js";
 import type { ProbeData } from "../../src/probe/phase.js";
 import type { ProbeRouteHandler } from "../../src/probe/probe-handler.js";
 import { ProbeConfigError } from "../../src/probe/prober.js";

@@ -1,9 +1,9 @@
 // A simulator on loopback plus the clients and prober a probe test needs, on a shared fake clock.
 import { Registry } from "prom-client";
 import { Agent } from "undici";
-import { ControlClient } from "../../src/platform/control.js";
-import { DataClient } from "../../src/platform/data.js";
-import { PROBE_TAG_KEY } from "../../src/probe/orphan-sweep.js";
+import { ControlClient } from "../../src/platform/control/control.js";
+import { DataClient } from "../../src/platform/data/data.js";
+import { PROBE_TAG_KEY } from "../../src/platform/types.js";
 import { Prober, type ProberOptions } from "../../src/probe/prober.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";

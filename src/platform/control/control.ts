@@ -1,0 +1,275 @@
+// The control channel: management API and sandbox creation, through the standard HTTP proxy settings.
+
+import { PlatformBodyError } from "../http-errors.js";
+import {
+  type DeferredPage,
+  deferList,
+  NormalizeError,
+  Normalizer,
+  normalizeHealth,
+  normalizeList,
+  normalizeLogEntry,
+  normalizeNode,
+  normalizeOverview,
+  normalizeSandbox,
+  normalizeTemplate,
+} from "../normalize/normalize.js";
+import type {
+  ClusterOverview,
+  Health,
+  LogEntry,
+  Page,
+  PlatformNode,
+  Sandbox,
+  Template,
+} from "../types.js";
+import { type Call, type ControlOptions, ControlTransport, type Reply } from "./transport.js";
+
+export {
+  API_PREFIX,
+  type ControlOptions,
+  ControlTransport,
+  type RequestInfo,
+} from "./transport.js";
+
+/** Query of the sandbox list; `metadata` and `state` go to the platform verbatim (URL-encoded). */
+export type SandboxQuery = {
+  state?: string;
+  metadata?: string;
+  nextToken?: string;
+  limit?: number;
+};
+
+/** Query of a sandbox's logs. */
+export type LogQuery = { cursor?: string; limit?: number; direction?: string };
+
+/** What POST /sandboxes returns. */
+export interface CreatedSandbox {
+  id: string;
+  templateId: string;
+  domain?: string;
+  /** Token of the in-sandbox agent (E2B `envdAccessToken`), when the platform issues one. */
+  accessToken?: string;
+  raw: unknown;
+}
+
+/**
+ * Client of the management API (all 12 endpoints) and of sandbox creation. It owns a Normalizer,
+ * whose tables remember the records it read: give each caller its own (withOwnNormalizer).
+ */
+export class ControlClient {
+  private readonly transport: ControlTransport;
+  private readonly ownsTransport: boolean;
+  private readonly n: Normalizer;
+
+  /**
+   * `transport`: another client's, to share its dispatcher, options, secrets and onRequest (see
+   * withOwnNormalizer); by default the client makes its own from `o`.
+   */
+  constructor(
+    private readonly o: ControlOptions,
+    transport?: ControlTransport,
+  ) {
+    this.transport = transport ?? new ControlTransport(o);
+    this.ownsTransport = transport === undefined;
+    this.n = new Normalizer(o.fieldMap);
+  }
+
+  /**
+   * A client sharing everything with this one (dispatcher, options, secrets, onRequest) but the
+   * Normalizer: what one caller's records teach its tables cannot change another caller's reads.
+   * Closing it closes nothing; the dispatcher goes with this client.
+   */
+  withOwnNormalizer(): ControlClient {
+    return new ControlClient(this.o, this.transport);
+  }
+
+  /** GET /health: any status is an answer (up or down); only no answer is an error. */
+  async health(): Promise<Health> {
+    const r = await this.send({
+      method: "GET",
+      path: "/health",
+      endpoint: "/health",
+      anyStatus: true,
+    });
+    // The status word becomes a label value: a body echoing a secret must not put it there.
+    const secrets = this.transport.secrets;
+    return this.decode("/health", "GET", () =>
+      normalizeHealth(r.status, r.body, (text) => secrets.scrub(text)),
+    );
+  }
+
+  /** GET /cluster/overview. */
+  async clusterOverview(): Promise<ClusterOverview> {
+    const e = "/cluster/overview";
+    const r = await this.send({ method: "GET", path: e, endpoint: e });
+    return this.decode(e, "GET", () => normalizeOverview(this.n, r.body));
+  }
+
+  /** GET /nodes (every node, in whatever wrapper the platform uses). */
+  async listNodes(): Promise<PlatformNode[]> {
+    const r = await this.send({ method: "GET", path: "/nodes", endpoint: "/nodes" });
+    return this.page(r, "/nodes", (raw, p) => normalizeNode(this.n, raw, p)).items;
+  }
+
+  /** GET /nodes/{id}. */
+  async getNode(id: string): Promise<PlatformNode> {
+    const e = "/nodes/{id}";
+    const r = await this.send({ method: "GET", path: `/nodes/${enc(id)}`, endpoint: e });
+    return this.decode(e, "GET", () => normalizeNode(this.n, r.body));
+  }
+
+  /** GET /templates. */
+  async listTemplates(): Promise<Template[]> {
+    const r = await this.send({ method: "GET", path: "/templates", endpoint: "/templates" });
+    return this.page(r, "/templates", (raw, p) => normalizeTemplate(this.n, raw, p)).items;
+  }
+
+  /** GET /templates/{id}. */
+  async getTemplate(id: string): Promise<Template> {
+    const e = "/templates/{id}";
+    const r = await this.send({ method: "GET", path: `/templates/${enc(id)}`, endpoint: e });
+    return this.decode(e, "GET", () => normalizeTemplate(this.n, r.body));
+  }
+
+  /** GET /sandboxes/{id}; a 404 is PlatformNotFoundError (gone, not failed). */
+  async getSandbox(id: string): Promise<Sandbox> {
+    const e = "/sandboxes/{id}";
+    const r = await this.send({ method: "GET", path: `/sandboxes/${enc(id)}`, endpoint: e });
+    return this.decode(e, "GET", () => normalizeSandbox(this.n, r.body));
+  }
+
+  /** DELETE /sandboxes/{id}: one attempt, never retried. */
+  async deleteSandbox(id: string): Promise<void> {
+    await this.send({
+      method: "DELETE",
+      path: `/sandboxes/${enc(id)}`,
+      endpoint: "/sandboxes/{id}",
+    });
+  }
+
+  /** POST /sandboxes/{id}/pause: one attempt, never retried. */
+  async pauseSandbox(id: string): Promise<void> {
+    const path = `/sandboxes/${enc(id)}/pause`;
+    await this.send({ method: "POST", path, endpoint: "/sandboxes/{id}/pause" });
+  }
+
+  /** POST /sandboxes/{id}/resume with `body` (default `{}`): one attempt; the restored sandbox. */
+  async resumeSandbox(id: string, body: object = {}): Promise<Sandbox> {
+    const e = "/sandboxes/{id}/resume";
+    const r = await this.send({
+      method: "POST",
+      path: `/sandboxes/${enc(id)}/resume`,
+      endpoint: e,
+      body,
+    });
+    return this.decode(e, "POST", () => normalizeSandbox(this.n, r.body));
+  }
+
+  /** GET /v2/sandboxes: one page. */
+  async listSandboxes(q: SandboxQuery): Promise<Page<Sandbox>> {
+    const d = await this.listSandboxPage(q);
+    const items = d.items();
+    return d.nextToken === undefined ? { items } : { items, nextToken: d.nextToken };
+  }
+
+  /**
+   * One page of /v2/sandboxes whose items are normalized on demand (see walkPages); `slim` leaves
+   * out metadata and the end time, for a caller that keeps neither.
+   */
+  async listSandboxPage(
+    q: SandboxQuery,
+    opts: { slim?: boolean } = {},
+  ): Promise<DeferredPage<Sandbox>> {
+    const e = "/v2/sandboxes";
+    const r = await this.send({ method: "GET", path: e, endpoint: e, query: q });
+    const n = this.n;
+    const slim = opts.slim === true;
+    const d = this.decode(e, "GET", () =>
+      deferList(n, r.body, r.headers, (raw, p) => normalizeSandbox(n, raw, p, slim)),
+    );
+    return { ...d, items: () => this.decode(e, "GET", () => d.items()) };
+  }
+
+  /** GET /v2/sandboxes/{id}/logs: one page. */
+  async listLogs(id: string, q: LogQuery): Promise<Page<LogEntry>> {
+    const e = "/v2/sandboxes/{id}/logs";
+    const r = await this.send({
+      method: "GET",
+      path: `/v2/sandboxes/${enc(id)}/logs`,
+      endpoint: e,
+      query: q,
+    });
+    return this.page(r, e, (raw, p) => normalizeLogEntry(this.n, raw, p));
+  }
+
+  /**
+   * POST {apiUrl}/sandboxes (outside the management prefix): one attempt, never retried. The
+   * agent access token it returns joins the secrets scrubbed from errors.
+   */
+  async createSandbox(req: {
+    templateId: string;
+    timeoutS?: number;
+    metadata?: Record<string, string>;
+  }): Promise<CreatedSandbox> {
+    const body = { templateID: req.templateId, timeout: req.timeoutS, metadata: req.metadata };
+    const call: Call = {
+      method: "POST",
+      path: "/sandboxes",
+      endpoint: "/sandboxes",
+      body,
+      root: true,
+    };
+    const raw = (await this.send(call)).body;
+    const obj = raw as Record<string, unknown> | null | undefined;
+    const token = obj?.envdAccessToken ?? obj?.accessToken ?? obj?.access_token;
+    if (typeof token === "string") this.transport.secrets.addTransient(token);
+    return this.decode("/sandboxes", "POST", () => {
+      const s = normalizeSandbox(this.n, raw, "created");
+      return {
+        id: s.id,
+        templateId: s.templateId || req.templateId,
+        ...(s.domain ? { domain: s.domain } : {}),
+        ...(typeof token === "string" && token ? { accessToken: token } : {}),
+        raw,
+      };
+    });
+  }
+
+  /** Closes the dispatcher when this client made it (not a withOwnNormalizer client, not an injected one). */
+  async close(): Promise<void> {
+    if (this.ownsTransport) await this.transport.close();
+  }
+
+  private send(call: Call): Promise<Reply> {
+    return this.transport.send(call);
+  }
+
+  private page<T>(r: Reply, endpoint: string, item: (raw: unknown, path: string) => T): Page<T> {
+    return this.decode(endpoint, "GET", () => normalizeList(this.n, r.body, r.headers, item));
+  }
+
+  /**
+   * Runs a normalizer; a body of the wrong shape becomes PlatformBodyError naming the endpoint,
+   * with secrets scrubbed from the received text before it was cut to an excerpt.
+   */
+  private decode<T>(endpoint: string, method: string, fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      const secrets = this.transport.secrets;
+      const detail =
+        err instanceof NormalizeError
+          ? err.redacted(secrets).message
+          : err instanceof Error
+            ? err.message
+            : String(err);
+      this.transport.badBody(endpoint, method);
+      throw this.transport.scrubbed(new PlatformBodyError(endpoint, method, detail));
+    }
+  }
+}
+
+function enc(id: string): string {
+  return encodeURIComponent(id);
+}

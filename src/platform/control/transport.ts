@@ -1,0 +1,250 @@
+// The wire under the control channel: one request with retries, typed errors, metrics, and the
+// one point where every error of the channel is scrubbed of secrets.
+import { setTimeout as sleepTimer } from "node:timers/promises";
+import { Agent, type Dispatcher, EnvHttpProxyAgent, request } from "undici";
+import { type Clock, systemClock } from "../../util/clock.js";
+import { timeoutSignal, timerMs } from "../../util/duration.js";
+import { Secrets } from "../../util/secrets.js";
+import {
+  BodyTooLargeError,
+  errorReason,
+  excerpt,
+  isTimeout,
+  PlatformBodyError,
+  PlatformHttpError,
+  PlatformNetworkError,
+  PlatformNotFoundError,
+  PlatformTimeoutError,
+  readCapped,
+} from "../http-errors.js";
+import type { FieldMap } from "../normalize/normalize.js";
+import { backoffDelay, isRetryable, parseRetryAfter } from "./retry.js";
+
+/** Management paths live below this prefix of the base URL. */
+export const API_PREFIX = "/sandboxapi/v1";
+const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
+const BACKOFF_BASE_MS = 100;
+const BACKOFF_CAP_MS = 2_000;
+const DEFAULT_AUTH_HEADER = "X-API-Key";
+
+/** One finished request attempt, for metrics. */
+export interface RequestInfo {
+  /** Route template, e.g. "/nodes/{id}". */
+  endpoint: string;
+  method: string;
+  status?: number;
+  durationMs: number;
+  /** Reason code: timeout, network, http_4xx, http_5xx, not_found, bad_body. */
+  error?: string;
+}
+
+/** Settings of the control channel. */
+export interface ControlOptions {
+  apiUrl: string;
+  apiKey: string;
+  authStyle: "x-api-key" | "bearer";
+  /** Header carrying the key in the "x-api-key" style; default X-API-Key. */
+  authHeader?: string;
+  timeoutMs: number;
+  /** Extra attempts of an idempotent GET after a retryable failure. */
+  retries: number;
+  fieldMap?: FieldMap;
+  /**
+   * Defaults to an EnvHttpProxyAgent (HTTP_PROXY / HTTPS_PROXY / NO_PROXY) when `envProxy`, else to
+   * a plain Agent: the proxy agent parses each request's origin and reads NO_PROXY again, a cost
+   * visible at 1,000 pages a cycle that buys nothing when no proxy is set.
+   */
+  dispatcher?: Dispatcher;
+  /** A proxy variable is set (the config loader tells); default true. */
+  envProxy?: boolean;
+  clock?: Clock;
+  random?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+  /** Bound on one response body; default 32 MiB. */
+  maxBodyBytes?: number;
+  onRequest?: (info: RequestInfo) => void;
+  /** A 2xx answer whose body was not of the expected shape (counted as a bad_body error). */
+  onBadBody?: (endpoint: string, method: string) => void;
+  /**
+   * Secrets scrubbed from every error (share one with the logger and the data channel); the API
+   * key is added to it. Default: a Secrets of its own holding the API key.
+   */
+  secrets?: Secrets;
+}
+
+type Method = "GET" | "POST" | "DELETE";
+
+/** One logical call of the management API. */
+export interface Call {
+  method: Method;
+  /** Path below the prefix (or the root), ids filled in. */
+  path: string;
+  /** Route template for metrics, e.g. "/nodes/{id}". */
+  endpoint: string;
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+  /** Use the base URL root instead of the management prefix (sandbox creation). */
+  root?: boolean;
+  /** Hand back any status instead of raising on non-2xx (health reports it). */
+  anyStatus?: boolean;
+}
+
+/** A response: status, headers and the body, parsed when it is JSON, else its text. */
+export interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+}
+
+/** Dispatcher, auth, retries and error typing of the control channel, shared by its clients. */
+export class ControlTransport {
+  readonly secrets: Secrets;
+  private readonly dispatcher: Dispatcher;
+  private readonly ownsDispatcher: boolean;
+  private readonly clock: Clock;
+  private readonly base: string;
+  private readonly authHeaders: Record<string, string>;
+
+  constructor(private readonly o: ControlOptions) {
+    this.ownsDispatcher = !o.dispatcher;
+    this.dispatcher =
+      o.dispatcher ?? (o.envProxy === false ? new Agent() : new EnvHttpProxyAgent());
+    this.clock = o.clock ?? systemClock;
+    this.base = o.apiUrl.replace(/\/+$/, "");
+    this.secrets = o.secrets ?? new Secrets();
+    this.secrets.add(o.apiKey);
+    this.authHeaders = !o.apiKey
+      ? {}
+      : o.authStyle === "bearer"
+        ? { authorization: `Bearer ${o.apiKey}` }
+        : { [(o.authHeader || DEFAULT_AUTH_HEADER).toLowerCase()]: o.apiKey };
+  }
+
+  /**
+   * The one way out of the channel for an error: every secret scrubbed from its message, stack,
+   * excerpt and cause (in place; the error is returned).
+   */
+  scrubbed<E>(err: E): E {
+    return this.secrets.scrubError(err);
+  }
+
+  /** Reports a body that arrived whole but could not be decoded. */
+  badBody(endpoint: string, method: string): void {
+    this.o.onBadBody?.(endpoint, method);
+  }
+
+  /** One logical call: GETs are retried with backoff; mutating calls are attempted exactly once. */
+  async send(call: Call): Promise<Reply> {
+    const attempts = call.method === "GET" ? 1 + Math.max(0, this.o.retries) : 1;
+    const backoff = {
+      baseMs: BACKOFF_BASE_MS,
+      capMs: BACKOFF_CAP_MS,
+      random: this.o.random ?? Math.random,
+    };
+    const sleep = this.o.sleep ?? ((ms: number) => sleepTimer(timerMs(ms)));
+    // Bounded by `attempts`: every iteration either returns, throws, or counts one attempt.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.once(call);
+      } catch (err) {
+        if (attempt >= attempts || !isRetryable(err)) throw this.scrubbed(err);
+        const after = err instanceof PlatformHttpError ? err.retryAfterMs : undefined;
+        await sleep(backoffDelay(attempt, backoff, after));
+      }
+    }
+  }
+
+  /** Closes the dispatcher when the transport made it; an injected one belongs to the caller. */
+  async close(): Promise<void> {
+    if (this.ownsDispatcher) await this.dispatcher.close();
+  }
+
+  private async once(call: Call): Promise<Reply> {
+    const { method } = call;
+    const url = new URL(`${this.base}${call.root ? "" : API_PREFIX}${call.path}`);
+    for (const [k, v] of Object.entries(call.query ?? {}))
+      if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { accept: "application/json", ...this.authHeaders };
+    let payload: string | undefined;
+    if (call.body !== undefined) {
+      payload = JSON.stringify(call.body);
+      headers["content-type"] = "application/json";
+    }
+    const started = this.clock.now();
+    let status: number | undefined;
+    try {
+      const res = await request(url, {
+        method,
+        headers,
+        body: payload,
+        dispatcher: this.dispatcher,
+        signal: timeoutSignal(this.o.timeoutMs),
+        headersTimeout: timerMs(this.o.timeoutMs),
+        bodyTimeout: timerMs(this.o.timeoutMs),
+      });
+      status = res.statusCode;
+      const raw = await readCapped(res.body, this.o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+      const reply = this.interpret(call, res.statusCode, res.headers, raw);
+      this.report(call, started, status);
+      return reply;
+    } catch (err) {
+      const e = this.typed(call, err);
+      this.report(call, started, status, e);
+      throw e;
+    }
+  }
+
+  /** Status and body of one response -> a Reply, or the typed error it stands for. */
+  private interpret(call: Call, status: number, headers: Reply["headers"], raw: Buffer): Reply {
+    const { method, endpoint } = call;
+    const text = raw.toString("utf8");
+    if (!call.anyStatus && (status < 200 || status >= 300)) {
+      if (status === 404) throw new PlatformNotFoundError(endpoint, method);
+      const after = parseRetryAfter(header(headers, "retry-after"), this.clock.now());
+      throw new PlatformHttpError(endpoint, method, status, excerpt(text, this.secrets), after);
+    }
+    let body: unknown = text;
+    const type = header(headers, "content-type") ?? "";
+    if (text.trim() !== "" && (type.includes("json") || /^\s*[[{]/.test(text))) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new PlatformBodyError(
+          endpoint,
+          method,
+          `response of ${raw.byteLength} bytes is not valid JSON`,
+        );
+      }
+    }
+    return { status, headers, body };
+  }
+
+  /** Any failure of one attempt as one of our typed errors. */
+  private typed(call: Call, err: unknown): Error {
+    const { method, endpoint } = call;
+    if (err instanceof PlatformHttpError || err instanceof PlatformNotFoundError) return err;
+    if (err instanceof PlatformBodyError) return err;
+    if (isTimeout(err)) return new PlatformTimeoutError(endpoint, method, this.o.timeoutMs);
+    if (err instanceof BodyTooLargeError)
+      return new PlatformBodyError(endpoint, method, err.message);
+    return new PlatformNetworkError(endpoint, method, err);
+  }
+
+  private report(call: Call, started: number, status?: number, error?: unknown): void {
+    this.o.onRequest?.({
+      endpoint: call.endpoint,
+      method: call.method,
+      ...(status !== undefined ? { status } : {}),
+      durationMs: this.clock.now() - started,
+      ...(error ? { error: errorReason(error) } : {}),
+    });
+  }
+}
+
+function header(
+  h: Record<string, string | string[] | undefined>,
+  name: string,
+): string | undefined {
+  const v = h[name];
+  return Array.isArray(v) ? v[0] : v;
+}

@@ -1,0 +1,378 @@
+// The data channel: in-sandbox agent calls through the data-plane proxy, never through an HTTP proxy.
+import { performance } from "node:perf_hooks";
+import { Agent, buildConnector, type Dispatcher, FormData, request } from "undici";
+import { timeoutSignal, timerMs } from "../../util/duration.js";
+import { ExporterError } from "../../util/errors.js";
+import { Secrets } from "../../util/secrets.js";
+import {
+  BodyTooLargeError,
+  connectErrorCode,
+  DataPlaneError,
+  excerpt,
+  isTimeout,
+  PlatformBodyError,
+  PlatformNetworkError,
+  PlatformTimeoutError,
+  readCapped,
+} from "../http-errors.js";
+import type { ProcessEvent } from "../types.js";
+import { decodeEnvelopeStream, encodeJsonEnvelope, parseEnvelopeJson } from "./envelope.js";
+import {
+  buildStartRequest,
+  OutputCollector,
+  parseProcessEvent,
+  type StartInput,
+  wrapCommand,
+} from "./process-event.js";
+
+export { DataPlaneError } from "../http-errors.js";
+
+/** Port of the in-sandbox agent (E2B envd). */
+export const DEFAULT_AGENT_PORT = 49983;
+const DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024;
+/** An error body is only read this far; the excerpt is shorter still. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+/** With a deadline the agent kills the process itself; this leaves time for its answer to arrive. */
+const DEADLINE_GRACE_MS = 1_000;
+const START_PATH = "/process.Process/Start";
+
+/** Settings of the data channel. */
+export interface DataOptions {
+  sandboxDomain: string;
+  proxyScheme: "http" | "https";
+  /** When non-empty, every connection dials this address (Host and SNI still name the sandbox). */
+  proxyNodeIp: string;
+  /** Port of the data-plane proxy; 0 = the scheme's default port. */
+  proxyPortHttp: number;
+  /** Default 49983. */
+  agentPort?: number;
+  timeoutMs: number;
+  /** Monotonic milliseconds for stream timings; default performance.now. */
+  monotonic?: () => number;
+  /** Extra socket/TLS options of undici's connector, e.g. `{ ca }` in tests. */
+  connect?: buildConnector.BuildOptions;
+  /** Replaces the built-in Agent (tests only); the caller keeps ownership. */
+  dispatcher?: Dispatcher;
+  /** Bound on a file read; default 64 MiB. */
+  maxFileBytes?: number;
+  /**
+   * Secrets scrubbed from every error (share the control channel's); each access token the client
+   * is given joins it. Default: a Secrets of its own.
+   */
+  secrets?: Secrets;
+}
+
+/** A sandbox as the data plane addresses it. */
+export interface SandboxRef {
+  id: string;
+  domain?: string;
+  accessToken?: string;
+}
+
+/** A stream event, when it arrived, and the stream byte offset of its frame. */
+export interface TimedEvent {
+  event: ProcessEvent;
+  at: number;
+  offset: number;
+}
+
+/** Per-call options of process.Process/Start. */
+export interface StartOptions {
+  signal?: AbortSignal;
+  /** Sent as Connect-Timeout-Ms (the agent kills the process when it expires) only when given. */
+  deadlineMs?: number;
+  /** Sent as Keepalive-Ping-Interval (seconds). */
+  keepaliveIntervalS?: number;
+  /** Sends Connect-Accept-Encoding: gzip, letting the agent compress frames. */
+  acceptGzip?: boolean;
+  /** Called with the monotonic time of the first response body byte. */
+  onFirstByte?: (at: number) => void;
+}
+
+/** What a command run produced. */
+export interface RunResult {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+  status?: string;
+}
+
+/**
+ * Client of the in-sandbox agent: process start, command run, file read and write. Every error it
+ * throws is scrubbed of the access tokens it was given (and of the other secrets it shares).
+ */
+export class DataClient {
+  private readonly dispatcher: Dispatcher;
+  private readonly ownsDispatcher: boolean;
+  private readonly monotonic: () => number;
+  private readonly agentPort: number;
+  private readonly secrets: Secrets;
+
+  constructor(private readonly o: DataOptions) {
+    this.monotonic = o.monotonic ?? (() => performance.now());
+    this.agentPort = o.agentPort ?? DEFAULT_AGENT_PORT;
+    this.secrets = o.secrets ?? new Secrets();
+    this.ownsDispatcher = !o.dispatcher;
+    // Never EnvHttpProxyAgent nor the global dispatcher: the data plane is reached directly even
+    // when HTTP(S)_PROXY is set.
+    this.dispatcher = o.dispatcher ?? new Agent({ connect: this.connector() });
+  }
+
+  /** Origin of a sandbox's agent: {scheme}://{agentPort}-{id}.{domain}, with the proxy port unless dialling a node. */
+  origin(sb: SandboxRef): string {
+    const port = this.o.proxyPortHttp && !this.o.proxyNodeIp ? `:${this.o.proxyPortHttp}` : "";
+    const domain = sb.domain || this.o.sandboxDomain;
+    return `${this.o.proxyScheme}://${this.agentPort}-${sb.id}.${domain}${port}`;
+  }
+
+  /** Starts a process and yields its events as they arrive; the stream must end with end-of-stream. */
+  async *startProcess(
+    sb: SandboxRef,
+    input: StartInput,
+    opts: StartOptions = {},
+  ): AsyncGenerator<TimedEvent, void, undefined> {
+    try {
+      yield* this.stream(sb, input, opts);
+    } catch (err) {
+      throw this.scrubbed(err);
+    }
+  }
+
+  /** Runs `command` through `/bin/bash -l -c` and collects its output. */
+  async run(sb: SandboxRef, command: string, opts: StartOptions = {}): Promise<RunResult> {
+    const out = new OutputCollector();
+    let end: Extract<ProcessEvent, { type: "end" }> | undefined;
+    for await (const { event } of this.startProcess(sb, wrapCommand(command), opts)) {
+      out.add(event);
+      if (event.type === "end") end = event;
+    }
+    if (!end)
+      throw new ExporterError(
+        "ERR_PROCESS_NO_END",
+        `${START_PATH}: stream finished without an end event`,
+      );
+    const { stdout, stderr } = out.result();
+    return {
+      stdout,
+      stderr,
+      exitCode: end.exitCode,
+      ...(end.status ? { status: end.status } : {}),
+    };
+  }
+
+  /** GET /files?path=: the file's raw bytes. */
+  async readFile(
+    sb: SandboxRef,
+    path: string,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<Buffer> {
+    try {
+      return await this.read(sb, path, opts.signal);
+    } catch (err) {
+      throw this.scrubbed(err);
+    }
+  }
+
+  /** POST /files?path= as multipart/form-data with the content in the part "file". */
+  async writeFile(
+    sb: SandboxRef,
+    path: string,
+    content: Buffer | string,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<void> {
+    try {
+      await this.write(sb, path, content, opts.signal);
+    } catch (err) {
+      throw this.scrubbed(err);
+    }
+  }
+
+  /** Closes the built-in Agent; an injected dispatcher belongs to the caller. */
+  async close(): Promise<void> {
+    if (this.ownsDispatcher) await this.dispatcher.close();
+  }
+
+  /**
+   * The one way out of the client for an error: every secret (the access tokens it was given
+   * included) scrubbed from its message, stack, excerpt and cause, in place.
+   */
+  private scrubbed(err: unknown): unknown {
+    return this.secrets.scrubError(err);
+  }
+
+  private async *stream(
+    sb: SandboxRef,
+    input: StartInput,
+    opts: StartOptions,
+  ): AsyncGenerator<TimedEvent, void, undefined> {
+    const headers: Record<string, string> = {
+      "content-type": "application/connect+json",
+      "connect-protocol-version": "1",
+      ...this.tokenHeader(sb),
+    };
+    if (opts.deadlineMs !== undefined)
+      headers["connect-timeout-ms"] = String(Math.max(1, Math.ceil(opts.deadlineMs)));
+    if (opts.acceptGzip) headers["connect-accept-encoding"] = "gzip";
+    if (opts.keepaliveIntervalS !== undefined)
+      headers["keepalive-ping-interval"] = String(opts.keepaliveIntervalS);
+    const limitMs =
+      opts.deadlineMs !== undefined ? opts.deadlineMs + DEADLINE_GRACE_MS : this.o.timeoutMs;
+    const call = { endpoint: START_PATH, method: "POST", limitMs, signal: opts.signal };
+    const res = await this.request(sb, START_PATH, call, {
+      headers,
+      body: encodeJsonEnvelope(buildStartRequest(input)),
+    });
+    if (res.statusCode !== 200) throw await this.refusal(call, res);
+    const encoding = res.headers["connect-content-encoding"];
+    if (encoding !== undefined && encoding !== "identity" && encoding !== "gzip") {
+      // Destroyed unread, undici's body emits an abort error: with no listener it would be uncaught.
+      res.body.on("error", ignore).destroy();
+      throw new PlatformBodyError(
+        START_PATH,
+        "POST",
+        `unsupported Connect-Content-Encoding ${String(encoding)}`,
+      );
+    }
+    const monotonic = this.monotonic;
+    const typed = (err: unknown): unknown => this.typed(call, err);
+    // Time stamps the first byte and types transport failures that happen mid-stream.
+    const source = async function* (): AsyncGenerator<Uint8Array> {
+      let first = true;
+      try {
+        for await (const chunk of res.body) {
+          if (first) {
+            first = false;
+            opts.onFirstByte?.(monotonic());
+          }
+          yield chunk as Uint8Array;
+        }
+      } catch (err) {
+        throw typed(err);
+      }
+    };
+    try {
+      for await (const frame of decodeEnvelopeStream(source())) {
+        const event = parseProcessEvent(parseEnvelopeJson(frame), frame.offset);
+        yield { event, at: monotonic(), offset: frame.offset };
+      }
+    } finally {
+      res.body.destroy();
+    }
+  }
+
+  private async read(sb: SandboxRef, path: string, signal?: AbortSignal): Promise<Buffer> {
+    const call = { endpoint: "/files", method: "GET", limitMs: this.o.timeoutMs, signal };
+    const res = await this.request(sb, filesPath(path), call, { headers: this.tokenHeader(sb) });
+    if (res.statusCode < 200 || res.statusCode >= 300) throw await this.refusal(call, res);
+    try {
+      return await readCapped(res.body, this.o.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES);
+    } catch (err) {
+      throw this.typed(call, err);
+    }
+  }
+
+  private async write(
+    sb: SandboxRef,
+    path: string,
+    content: Buffer | string,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const form = new FormData();
+    const bytes = typeof content === "string" ? Buffer.from(content) : content;
+    form.append("file", new Blob([bytes]), path.split("/").pop() || "file");
+    const call = { endpoint: "/files", method: "POST", limitMs: this.o.timeoutMs, signal };
+    const res = await this.request(sb, filesPath(path), call, {
+      headers: this.tokenHeader(sb),
+      body: form,
+    });
+    if (res.statusCode < 200 || res.statusCode >= 300) throw await this.refusal(call, res);
+    try {
+      await readCapped(res.body, MAX_ERROR_BODY_BYTES);
+    } catch (err) {
+      throw this.typed(call, err);
+    }
+  }
+
+  /** The agent token header of a sandbox; the token joins the secrets scrubbed from errors. */
+  private tokenHeader(sb: SandboxRef): Record<string, string> {
+    if (!sb.accessToken) return {};
+    this.secrets.addTransient(sb.accessToken);
+    return { "x-access-token": sb.accessToken };
+  }
+
+  /** undici connector: with proxyNodeIp, dial the node while Host and TLS SNI keep the sandbox name. */
+  private connector(): buildConnector.connector {
+    const connect = buildConnector({ ...(this.o.connect ?? {}) });
+    const nodeIp = this.o.proxyNodeIp;
+    if (!nodeIp) return connect;
+    const port = String(this.o.proxyPortHttp || (this.o.proxyScheme === "https" ? 443 : 80));
+    return (opts, cb) =>
+      connect(
+        { ...opts, hostname: nodeIp, port, servername: opts.servername || opts.hostname },
+        cb,
+      );
+  }
+
+  private async request(
+    sb: SandboxRef,
+    path: string,
+    call: Call,
+    init: { headers: Record<string, string>; body?: Buffer | FormData },
+  ): Promise<Dispatcher.ResponseData> {
+    const limitMs = timerMs(call.limitMs);
+    const timeout = timeoutSignal(limitMs);
+    try {
+      return await request(`${this.origin(sb)}${path}`, {
+        method: call.method as Dispatcher.HttpMethod,
+        headers: init.headers,
+        body: init.body,
+        dispatcher: this.dispatcher,
+        signal: call.signal ? AbortSignal.any([call.signal, timeout]) : timeout,
+        headersTimeout: limitMs,
+        bodyTimeout: limitMs,
+      });
+    } catch (err) {
+      throw this.typed(call, err);
+    }
+  }
+
+  /** A non-success answer as DataPlaneError with a short, secret-free excerpt. */
+  private async refusal(call: Call, res: Dispatcher.ResponseData): Promise<Error> {
+    let text = "";
+    try {
+      text = (await readCapped(res.body, MAX_ERROR_BODY_BYTES)).toString("utf8");
+    } catch {
+      // The status alone is the answer; a body we cannot read adds nothing.
+    }
+    const code = connectErrorCode(text);
+    return new DataPlaneError(
+      call.endpoint,
+      call.method,
+      res.statusCode,
+      excerpt(text, this.secrets),
+      code,
+    );
+  }
+
+  /** A transport failure as a typed error; the caller's own abort and our typed errors pass through. */
+  private typed(call: Call, err: unknown): unknown {
+    if (err instanceof ExporterError || call.signal?.aborted) return err;
+    if (isTimeout(err)) return new PlatformTimeoutError(call.endpoint, call.method, call.limitMs);
+    if (err instanceof BodyTooLargeError)
+      return new PlatformBodyError(call.endpoint, call.method, err.message);
+    return new PlatformNetworkError(call.endpoint, call.method, err);
+  }
+}
+
+interface Call {
+  endpoint: string;
+  method: string;
+  limitMs: number;
+  signal: AbortSignal | undefined;
+}
+
+function ignore(): void {}
+
+function filesPath(path: string): string {
+  return `/files?path=${encodeURIComponent(path)}`;
+}

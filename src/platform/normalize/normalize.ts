@@ -1,0 +1,25 @@
+// Raw platform JSON -> domain types, accepting every common spelling (DESIGN.md "Tolerating the
+// unknown"). The work lives in normalize-*.ts and its state in a Normalizer; this module is the
+// one entry point callers import.
+export { normalizeHealth, normalizeOverview, UNKNOWN_HEALTH } from "./cluster.js";
+export { EMPTY_NUMBERS, EMPTY_STRINGS } from "./collect.js";
+export { FIELD_NAMES, type FieldMap, SPELLINGS } from "./fields.js";
+export {
+  type DeferredPage,
+  deferList,
+  type ListOptions,
+  normalizeList,
+} from "./list.js";
+export { Normalizer } from "./normalizer.js";
+export {
+  normalizeLogEntry,
+  normalizeNode,
+  normalizeSandbox,
+  normalizeTemplate,
+} from "./records.js";
+export {
+  NormalizeError,
+  parseIsoTime,
+  sanitizeLabelName,
+  snakeCase,
+} from "./values.js";

@@ -1,0 +1,109 @@
+import { describe, expect, it } from "vitest";
+import {
+  deferList,
+  NormalizeError,
+  Normalizer,
+  normalizeList,
+  normalizeSandbox,
+} from "../../../src/platform/normalize/normalize.js";
+
+/** What E2B's POST /sandboxes answers: no metadata, no end time. */
+const CREATED = {
+  sandboxID: "probe-1",
+  templateID: "base",
+  clientID: "6532622b",
+  envdVersion: "0.2.0",
+  envdAccessToken: "ea_tok",
+  domain: "e2b.app",
+};
+
+/** A /v2/sandboxes page, every record carrying metadata and an end time. */
+function listPage(): Array<Record<string, unknown>> {
+  return ["a", "b", "c"].map((id, i) => ({
+    sandboxID: `sb-${id}`,
+    templateID: "base",
+    startedAt: "2026-03-01T10:00:00Z",
+    endAt: "2026-03-01T11:00:00Z",
+    cpuCount: 2,
+    memoryMB: 512,
+    metadata: { "sandbox-exporter/probe": "default", n: String(i) },
+    state: "running",
+  }));
+}
+
+const slimWalk = (n: Normalizer, body: unknown) =>
+  deferList(n, body, {}, (raw, p) => normalizeSandbox(n, raw, p, true)).items();
+const fullRead = (n: Normalizer, body: unknown) =>
+  normalizeList(n, body, {}, (raw, p) => normalizeSandbox(n, raw, p)).items;
+
+describe("Normalizer memos", () => {
+  it("reads the metadata of listed sandboxes after a create answer without it and a slim walk", () => {
+    const n = new Normalizer();
+    expect(normalizeSandbox(n, CREATED, "created").metadata).toEqual({});
+    const slim = slimWalk(n, listPage());
+    expect(slim.every((s) => s.endAt === undefined && Object.keys(s.metadata).length === 0)).toBe(
+      true,
+    );
+    // The sweep's read: same key shape as the slim walk, but metadata and endAt were never read
+    // under it, so the "absent" memo from the create answer must not be trusted.
+    const full = fullRead(n, listPage());
+    expect(full.map((s) => s.metadata)).toEqual(listPage().map((r) => r.metadata));
+    expect(full.every((s) => s.endAt === Date.parse("2026-03-01T11:00:00Z"))).toBe(true);
+  });
+
+  it("reads every field again when records go back to a shape seen before", () => {
+    const n = new Normalizer();
+    const withMeta = listPage();
+    const without = withMeta.map(({ metadata: _, ...rest }) => rest);
+    for (let round = 0; round < 3; round++) {
+      expect(fullRead(n, without).map((s) => s.metadata)).toEqual([{}, {}, {}]);
+      expect(fullRead(n, withMeta).map((s) => s.metadata.n)).toEqual(["0", "1", "2"]);
+    }
+  });
+
+  it("trusts no memo of a field a failed record did not reach", () => {
+    const n = new Normalizer();
+    const rows = listPage();
+    normalizeSandbox(n, CREATED, "created");
+    const bad = { ...rows[0], cpuCount: "many" };
+    expect(() => fullRead(n, [bad])).toThrow(NormalizeError);
+    expect(fullRead(n, rows.slice(1)).map((s) => s.metadata.n)).toEqual(["1", "2"]);
+  });
+});
+
+describe("separate Normalizers", () => {
+  it("share no table: one's slim walk leaves the other's shape and memos as they were", () => {
+    const prober = new Normalizer();
+    const poller = new Normalizer();
+    normalizeSandbox(prober, CREATED, "created");
+    const shape = prober.sandbox.shape;
+    slimWalk(poller, listPage());
+    slimWalk(
+      poller,
+      listPage().map(({ cpuCount: _, ...rest }) => rest),
+    );
+    expect(prober.sandbox.shape).toBe(shape);
+    expect(poller.sandbox).not.toBe(prober.sandbox);
+    expect(poller.sandbox.fields.metadata).not.toBe(prober.sandbox.fields.metadata);
+    expect(fullRead(prober, listPage()).map((s) => s.metadata.n)).toEqual(["0", "1", "2"]);
+  });
+
+  it("compile their own tables for the same field map object, and share no cached value", () => {
+    const map = { sandbox: { metadata: "tags" } };
+    const a = new Normalizer(map);
+    const b = a.fresh();
+    expect(b.fieldMap).toBe(map);
+    expect(b.sandbox).not.toBe(a.sandbox);
+    expect(b.list).not.toBe(a.list);
+    const rec = { id: "x", tags: { team: "ml" }, diskSizeMB: 5 };
+    const fromA = normalizeSandbox(a, structuredClone(rec));
+    const againA = normalizeSandbox(a, structuredClone(rec));
+    const fromB = normalizeSandbox(b, structuredClone(rec));
+    // Within one normalizer equal maps are one frozen object; across two, never.
+    expect(againA.metadata).toBe(fromA.metadata);
+    expect(againA.extra).toBe(fromA.extra);
+    expect(fromB.metadata).toEqual(fromA.metadata);
+    expect(fromB.metadata).not.toBe(fromA.metadata);
+    expect(fromB.extra).not.toBe(fromA.extra);
+  });
+});
