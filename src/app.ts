@@ -11,6 +11,7 @@ import { ExporterMetrics, negotiateFormat } from "./metrics/exporter-metrics.js"
 import { ControlClient } from "./platform/control/control.js";
 import { DataClient } from "./platform/data/data.js";
 import { PolicyEngine } from "./policy/engine.js";
+import { PolicyLoop } from "./policy/policy-loop.js";
 import { Prober } from "./probe/prober.js";
 import { type RunningServer, startServer } from "./server/server.js";
 import { statusReport } from "./server/status.js";
@@ -58,6 +59,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   const readFile = deps.readFile ?? ((path: string) => readFileSync(path, "utf8"));
   // Read before anything starts: a bad rule file stops the start, naming the rule and field.
   const initialSpec = config.policy.enabled ? loadPolicySpec(config.policy, readFile) : undefined;
+  const pollIntervalMs = tickInterval(config.poll.schedule, intervalOf);
   // One set of secrets for every text that leaves the process: errors, labels, the log.
   const secrets = deps.secrets ?? new Secrets();
   secrets.add(config.platform.apiKey);
@@ -104,7 +106,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     readHealth: initialSpec !== undefined,
     // Nothing reads metadata without per-sandbox series or policy: keep the compact table.
     compactSandboxes: !config.metrics.perSandboxMetrics && initialSpec === undefined,
-    intervalMs: tickInterval(config.poll.schedule, intervalOf),
+    intervalMs: pollIntervalMs,
     confirmDropRatio: config.poll.confirmDropRatio,
     maxBackoffMs: config.poll.maxBackoffMs,
     onSnapshot: (snapshot) => published(snapshot),
@@ -129,12 +131,20 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
         namespace: config.metrics.namespace,
         shard: config.shard,
         states: config.states,
+        defaultRunTimeMs: pollIntervalMs,
       })
+    : undefined;
+  const policyLoop = policy
+    ? new PolicyLoop(
+        (snapshot) => policy.run(snapshot),
+        (err) => logger.error({ err: String(err) }, "policy run failed"),
+      )
     : undefined;
   const published = async (snapshot: Snapshot): Promise<void> => {
     metrics.update(snapshot);
-    // The policy acts on walks; a snapshot repeating the last walk's list brings it nothing new.
-    if (policy && snapshot.walked) await policy.run(snapshot);
+    // The policy acts on walks (a snapshot repeating the last walk's list brings it nothing new),
+    // in its own loop: the poll never waits for it.
+    if (snapshot.walked) policyLoop?.offer(snapshot);
     for (const c of Object.values(snapshot.collectors)) {
       if (!c.success && !c.skipped && snapshot.refreshed.includes(c.name))
         logger.warn(
@@ -218,6 +228,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     runCycle: async () => {
       await schedule.trigger();
       await poller.walkDone();
+      await policyLoop?.idle();
       return poller.latest;
     },
     prober,
@@ -228,6 +239,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       await prober?.stop();
       await schedule.stop();
       await poller.walkDone();
+      await policyLoop?.idle();
       await server.close();
       await control.close();
     },

@@ -128,6 +128,8 @@ const policyFields = {
   minSandboxesForMatchPercent: int(1).optional(),
   /** No action on a snapshot older than this. */
   maxSnapshotAgeMs: duration().optional(),
+  /** A run stops reading and acting once it has taken this long (default: the poll interval). */
+  maxRunTimeMs: duration().optional(),
   activity: ActivitySchema.optional(),
   rules: rules.optional(),
 };
@@ -159,6 +161,8 @@ export interface PolicySpec {
   maxMatchPercent: number;
   minSandboxesForMatchPercent: number;
   maxSnapshotAgeMs: number;
+  /** Undefined: the poll interval (the engine is told it). */
+  maxRunTimeMs: number | undefined;
   activity: z.output<typeof ActivitySchema>;
   rules: PolicyRule[];
 }
@@ -180,6 +184,7 @@ export function policySpec(section: Section, file: PolicyFile = {}): PolicySpec 
     maxMatchPercent: pick("maxMatchPercent") ?? 50,
     minSandboxesForMatchPercent: pick("minSandboxesForMatchPercent") ?? 10,
     maxSnapshotAgeMs: pick("maxSnapshotAgeMs") ?? 120_000,
+    maxRunTimeMs: pick("maxRunTimeMs"),
     activity: pick("activity") ?? ActivitySchema.parse({}),
     rules: pick("rules") ?? [],
   };

@@ -23,6 +23,9 @@ export type LogReader = (
   q: { limit: number; direction: string },
 ) => Promise<Page<LogEntry>>;
 
+/** A read that never started (time budget spent): unknown, so never idle, and not cached. */
+const UNREAD: Activity = { at: undefined, source: "none" };
+
 interface CacheEntry extends Activity {
   startedAt: number | undefined;
 }
@@ -32,6 +35,8 @@ export interface ActivityStats {
   reads: number;
   errors: number;
   cacheHits: number;
+  /** Sandboxes left unread because the run's time budget was spent. */
+  unread: number;
   firstError?: string;
 }
 
@@ -69,8 +74,10 @@ export class ActivityTracker {
   async lastActivity(
     wanted: ReadonlyMap<Sandbox, number>,
     now: number,
+    /** Past this (epoch ms, read from `clock`) no read starts: the rest stay unknown, so not idle. */
+    budget: { until: number; clock: () => number } = { until: Infinity, clock: () => now },
   ): Promise<{ activity: Map<string, number | undefined>; stats: ActivityStats }> {
-    const stats: ActivityStats = { reads: 0, errors: 0, cacheHits: 0 };
+    const stats: ActivityStats = { reads: 0, errors: 0, cacheHits: 0, unread: 0 };
     const generation = this.generation;
     const next = new Map<string, CacheEntry>();
     const toRead: Sandbox[] = [];
@@ -82,11 +89,14 @@ export class ActivityTracker {
       } else toRead.push(s);
     }
     const before = this.requests;
-    const read = await mapLimit(toRead, this.options.concurrency, (s) => this.readOne(s));
+    const read = await mapLimit(toRead, this.options.concurrency, (s) =>
+      budget.clock() < budget.until ? this.readOne(s) : Promise.resolve(UNREAD),
+    );
     stats.reads = this.requests - before;
     toRead.forEach((s, i) => {
       const a = read[i] as Activity;
-      if (a.source === "error") {
+      if (a === UNREAD) stats.unread++;
+      else if (a.source === "error") {
         stats.errors++;
         stats.firstError ??= a.error;
       } else next.set(s.id, { ...a, startedAt: s.startedAt });

@@ -42,6 +42,8 @@ export interface PolicyEngineOptions {
   namespace: string;
   shard: { index: number; total: number };
   states: { running: readonly string[] };
+  /** A run's time budget when the spec sets none (the poll interval). */
+  defaultRunTimeMs: number;
 }
 
 /** One decision with what came of it. */
@@ -62,6 +64,10 @@ export interface PolicyRun {
   logReads: number;
   /** Wall time of the run: idle-signal reads, evaluation and actions. */
   durationMs: number;
+  /** The run's time budget, ms. */
+  budgetMs: number;
+  /** The budget ran out: reads or actions were left undone. */
+  overBudget: boolean;
 }
 
 /** The policy engine: call `run` after each poll cycle with its snapshot. */
@@ -121,19 +127,22 @@ export class PolicyEngine {
         blastRadius: [],
         logReads: 0,
         durationMs: 0,
+        budgetMs: 0,
+        overBudget: false,
       };
       return this.last;
     }
     const spec = this.spec;
+    const budgetMs = spec.maxRunTimeMs ?? this.o.defaultRunTimeMs;
+    const until = now + budgetMs;
+    const clock = () => this.o.clock.now();
     const { index, total } = this.o.shard;
     const own = ownShard(snapshot.sandboxes ?? [], index, total);
-    const { activity, stats } = await this.activity.lastActivity(this.idleAsked(own, now), now);
+    const { activity, stats } = await this.activity.lastActivity(this.idleAsked(own, now), now, {
+      until,
+      clock,
+    });
     this.metrics.observeActivity(stats);
-    if (stats.errors > 0)
-      this.log.warn(
-        { errors: stats.errors, reads: stats.reads, firstError: stats.firstError },
-        "idle-signal log reads failed; those sandboxes count as active",
-      );
     const evaluation = evaluatePolicy({
       sandboxes: own,
       activity,
@@ -142,7 +151,25 @@ export class PolicyEngine {
       memory: this.memory,
       now,
     });
-    const outcomes = await this.apply(evaluation, spec, snapshot.startedAt);
+    const outcomes = await this.apply(evaluation, spec, snapshot.startedAt, until);
+    const overBudget = stats.unread > 0 || outcomes.some((o) => o.result === "skipped_time_budget");
+    if (overBudget) this.metrics.runsCut.inc();
+    // One run-level line, only when something went wrong: read errors, the budget spent.
+    if (stats.errors > 0 || overBudget)
+      this.log.warn(
+        {
+          cycle: snapshot.cycle,
+          readErrors: stats.errors,
+          reads: stats.reads,
+          firstError: stats.firstError,
+          overBudget,
+          unread: stats.unread,
+          budgetSeconds: budgetMs / 1000,
+        },
+        overBudget
+          ? "policy run over its time budget: it stopped reading and acting"
+          : "idle-signal log reads failed; those sandboxes count as active",
+      );
     // Failed and unverified attempts cool down too: a call that keeps failing is not repeated
     // every cycle, nor does it hold the rule's budget.
     const acted = outcomes.filter((d) => d.result !== undefined && COOLS_DOWN.has(d.result));
@@ -151,13 +178,8 @@ export class PolicyEngine {
     if (spec === this.spec)
       for (const [rule, n] of Object.entries(evaluation.candidates))
         this.metrics.candidates.set({ rule }, n);
-    const stoppedBefore = new Set(this.last?.blastRadius);
-    for (const rule of evaluation.blastRadius) {
-      this.metrics.blastRadius.inc({ rule });
-      // Once per episode; the counter and the audit lines carry every cycle.
-      if (!stoppedBefore.has(rule))
-        this.log.warn({ rule }, "policy rule would act on too many sandboxes: acting on none");
-    }
+    for (const rule of evaluation.blastRadius) this.metrics.blastRadius.inc({ rule });
+    this.summarize(spec, outcomes, evaluation.blastRadius);
     this.metrics.lastRun.set(now / 1000);
     const durationMs = this.o.clock.now() - now;
     this.metrics.runSeconds.set(durationMs / 1000);
@@ -169,8 +191,34 @@ export class PolicyEngine {
       blastRadius: evaluation.blastRadius,
       logReads: stats.reads,
       durationMs,
+      budgetMs,
+      overBudget,
     };
     return this.last;
+  }
+
+  /**
+   * One line per rule that decided anything without acting (pending, skipped_*): the counts by
+   * result. With one line per action and per notice, a run logs at most actions + notices +
+   * rules + 1 lines, however many sandboxes each rule passes over.
+   */
+  private summarize(spec: PolicySpec, outcomes: readonly PolicyOutcome[], stopped: string[]): void {
+    const byRule = new Map<string, Record<string, number>>();
+    for (const o of outcomes) {
+      if (loggedAlone(o)) continue;
+      const counts = byRule.get(o.rule) ?? {};
+      const result = o.result ?? "pending";
+      counts[result] = (counts[result] ?? 0) + 1;
+      byRule.set(o.rule, counts);
+    }
+    for (const rule of spec.rules) {
+      const counts = byRule.get(rule.name);
+      if (!counts) continue;
+      const line = { audit: true, rule: rule.name, action: rule.action, skipped: counts };
+      if (stopped.includes(rule.name))
+        this.log.warn(line, "policy rule would act on too many sandboxes: acting on none");
+      else this.log.info(line, "policy rule summary");
+    }
   }
 
   /** The plan for /status: the latest run's decisions, actions first. */
@@ -194,6 +242,8 @@ export class PolicyEngine {
       blastRadius: r.blastRadius,
       logReads: r.logReads,
       durationSeconds: r.durationMs / 1000,
+      timeBudgetSeconds: r.budgetMs / 1000,
+      overTimeBudget: r.overBudget,
       rules,
       decisions: r.outcomes.length,
       plan: plan.map(describe),
@@ -230,6 +280,7 @@ export class PolicyEngine {
     evaluation: Evaluation,
     spec: PolicySpec,
     snapshotAt: number,
+    until: number,
   ): Promise<PolicyOutcome[]> {
     const rules = new Map(spec.rules.map((r) => [r.name, r]));
     const ctx = {
@@ -248,6 +299,8 @@ export class PolicyEngine {
         outcome = { ...d, result: "skipped_changed", detail: "rules reloaded during the run" };
       else if (!d.dryRun && ctx.now() - snapshotAt > spec.maxSnapshotAgeMs)
         outcome = { ...d, result: "skipped_stale", detail: "snapshot grew too old during the run" };
+      else if (ctx.now() >= until)
+        outcome = { ...d, result: "skipped_time_budget", detail: "the run's time budget is spent" };
       else outcome = { ...d, ...(await applyDecision(d, rules.get(d.rule) as PolicyRule, ctx)) };
       out.push(outcome);
       this.audit(outcome);
@@ -255,18 +308,28 @@ export class PolicyEngine {
     return out;
   }
 
+  /** Counts every decision; logs the ones that stand alone (actions attempted, notices). */
   private audit(o: PolicyOutcome): void {
+    if (o.result !== undefined)
+      this.metrics.decisions.inc({ rule: o.rule, action: o.action, result: o.result });
+    if (!loggedAlone(o)) return;
     const line = { audit: true, ...describe(o) };
-    if (o.result === undefined) {
-      // The notice period is announced where operators look; the other pending ones are noise.
-      if (o.notice) this.log.info(line, "policy notice");
-      else this.log.debug(line, "policy decision");
-      return;
-    }
-    this.metrics.decisions.inc({ rule: o.rule, action: o.action, result: o.result });
-    if (o.result === "failed") this.log.warn(line, "policy decision");
+    if (o.result === undefined) this.log.info(line, "policy notice");
+    else if (o.result === "failed") this.log.warn(line, "policy decision");
     else this.log.info(line, "policy decision");
   }
+}
+
+/** Results logged one line each: what was attempted. Everything else goes in the rule summary. */
+const ATTEMPTED: ReadonlySet<PolicyResult | undefined> = new Set<PolicyResult | undefined>([
+  "dry_run",
+  "done",
+  "failed",
+]);
+
+/** An action attempted, or a notice: its own audit line. */
+function loggedAlone(o: PolicyOutcome): boolean {
+  return ATTEMPTED.has(o.result) || (o.result === undefined && o.notice === true);
 }
 
 /** One decision as /status and the audit line show it. */

@@ -16,7 +16,8 @@ export type PolicyResult =
   | "skipped_gone"
   | "skipped_changed"
   | "skipped_stale"
-  | "skipped_unverified";
+  | "skipped_unverified"
+  | "skipped_time_budget";
 
 /** The management calls the executor makes: one read and the two mutations. */
 export interface PolicyPlatform {

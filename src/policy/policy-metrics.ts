@@ -9,6 +9,7 @@ export class PolicyMetrics {
   readonly decisions: Counter<"rule" | "action" | "result">;
   readonly lastRun: Gauge;
   readonly runSeconds: Gauge;
+  readonly runsCut: Counter;
   readonly blocked: Counter<"reason">;
   readonly blastRadius: Counter<"rule">;
   readonly activityReads: Counter<"result">;
@@ -37,6 +38,11 @@ export class PolicyMetrics {
     this.runSeconds = new Gauge({
       name: `${ns}_policy_run_duration_seconds`,
       help: "Wall time of the last policy run: idle-signal reads, evaluation and actions.",
+      registers,
+    });
+    this.runsCut = new Counter({
+      name: `${ns}_policy_runs_over_time_budget_total`,
+      help: "Policy runs stopped (no more reads or actions) because they took longer than policy.maxRunTime.",
       registers,
     });
     this.blocked = new Counter({

@@ -569,3 +569,84 @@ rules:
     expect(metric(await scrape(e), 'sandbox_policy_dry_run{rule="idle"}')).toBeUndefined();
   });
 });
+
+describe("the policy at fleet scale", () => {
+  it("stops reading and acting when a run spends its time budget, and says so", async () => {
+    const p = await platform();
+    for (let i = 0; i < 10; i++) p.add(2 * 60 * MIN);
+    // Each log read costs a second of the shared fake clock.
+    const dispatcher = new Agent().compose((dispatch) => (opts, handler) => {
+      if (String(opts.path).includes("/logs")) p.clock.advance(1_000);
+      return dispatch(opts, handler);
+    });
+    const rules = `${IDLE_RULE()}\nmaxRunTimeMs: 3s\nactivity: { concurrency: 1 }\n`;
+    const { exporter: e, audit } = await exporter(p, rules, [], dispatcher);
+    await e.runCycle();
+    expect(p.sim.counters.get(LOGS)).toBe(3);
+    const s = (await (await fetch(`${e.server.url}/status`)).json()) as {
+      policy: { overTimeBudget: boolean; timeBudgetSeconds: number; logReads: number };
+    };
+    expect(s.policy).toMatchObject({ overTimeBudget: true, timeBudgetSeconds: 3, logReads: 3 });
+    expect(metric(await scrape(e), "sandbox_policy_runs_over_time_budget_total")).toBe(1);
+    // Unread sandboxes are unknown, so not idle: no decision on them at all.
+    expect(audit.filter((l) => l.sandbox !== undefined)).toEqual([]);
+  });
+
+  it("logs one line per action attempted and one summary per rule, however many it skips", async () => {
+    const p = await platform();
+    for (let i = 0; i < 20; i++) p.add(2 * 60 * MIN);
+    const rules = `${IDLE_RULE()}\nconsecutiveCycles: 1\nmaxActionsPerCycle: 2\n`;
+    const { exporter: e, audit } = await exporter(p, rules);
+    for (let cycle = 0; cycle < 3; cycle++) {
+      const before = audit.length;
+      await e.runCycle();
+      p.clock.advance(10_000);
+      const lines = audit.slice(before);
+      // 2 actions + 1 rule: <= actions + notices + rules + 1.
+      expect(lines.filter((l) => l.result === "dry_run")).toHaveLength(2);
+      const summary = lines.filter((l) => l.msg === "policy rule summary");
+      // The 18 not acted on: over the limit, and from the second run on the ones acted on before.
+      expect(summary).toEqual([
+        expect.objectContaining({
+          rule: "idle",
+          skipped:
+            cycle === 0
+              ? { skipped_limit: 18 }
+              : { skipped_cooldown: 2 * cycle, skipped_limit: 18 - 2 * cycle },
+        }),
+      ]);
+      expect(lines).toHaveLength(3);
+    }
+    // Every decision is still counted.
+    const m = await scrape(e);
+    expect(
+      metric(
+        m,
+        'sandbox_policy_decisions_total{rule="idle",action="pause",result="skipped_limit"}',
+      ),
+    ).toBe(18 + 16 + 14);
+  });
+
+  it("completes polls on time while a slow policy run is in flight", async () => {
+    const p = await platform();
+    p.add(2 * 60 * MIN);
+    p.add(2 * 60 * MIN);
+    const { exporter: e } = await exporter(p, IDLE_RULE());
+    p.sim.faults.route(LOGS, { latencyMs: 1_500 });
+    await e.poller.tick();
+    await e.poller.walkDone();
+    // The first walk's snapshot went to the policy, whose log reads take 1.5 s each...
+    expect(e.policy?.lastRun).toBeUndefined();
+    // ...and a second poll neither waits for it nor is skipped.
+    await e.poller.tick();
+    await e.poller.walkDone();
+    expect(e.policy?.lastRun).toBeUndefined();
+    const m = await scrape(e);
+    expect(metric(m, "sandbox_exporter_poll_cycles_total")).toBe(2);
+    expect(metric(m, "sandbox_exporter_poll_skipped_ticks_total")).toBe(0);
+    // The run in flight ends; the newest snapshot offered meanwhile runs after it.
+    await e.runCycle();
+    expect(e.policy?.lastRun?.cycle).toBe(3);
+    expect(e.policy?.lastRun?.logReads).toBe(2);
+  });
+});
