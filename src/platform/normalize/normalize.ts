@@ -1,6 +1,6 @@
-// Raw platform JSON -> domain types, accepting every common spelling (DESIGN.md "Tolerating the
-// unknown"). The work lives in normalize-*.ts and its state in a Normalizer; this module is the
-// one entry point callers import.
+// Raw platform JSON -> domain types, accepting every common spelling (docs/architecture.md,
+// "Tolerance rules"). The work lives in the other files of this folder and its state in a
+// Normalizer; this module is the one entry point callers import.
 export { normalizeHealth, normalizeOverview, UNKNOWN_HEALTH } from "./cluster.js";
 export { EMPTY_NUMBERS, EMPTY_STRINGS } from "./collect.js";
 export { FIELD_NAMES, type FieldMap, SPELLINGS } from "./fields.js";
