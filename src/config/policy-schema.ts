@@ -105,6 +105,10 @@ const ActivitySchema = z.strictObject({
   runtimeField: text.min(1, { error: "a runtime field name" }).optional(),
   /** Log reads in flight at once. */
   concurrency: int(1, 256).default(8),
+  /** Idle-signal reads one run may make, the blast-radius sample included. */
+  maxReadsPerRun: int(1).default(500),
+  /** Candidates of each idle rule read at random to estimate its idle share (blast radius). */
+  sampleSize: int(1, 10_000).default(100),
 });
 
 const rules = z.array(PolicyRuleSchema, { error: "a list of rules" }).superRefine((rs, ctx) => {

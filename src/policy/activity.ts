@@ -23,9 +23,6 @@ export type LogReader = (
   q: { limit: number; direction: string },
 ) => Promise<Page<LogEntry>>;
 
-/** A read that never started (time budget spent): unknown, so never idle, and not cached. */
-const UNREAD: Activity = { at: undefined, source: "none" };
-
 interface CacheEntry extends Activity {
   startedAt: number | undefined;
 }
@@ -37,6 +34,8 @@ export interface ActivityStats {
   cacheHits: number;
   /** Sandboxes left unread because the run's time budget was spent. */
   unread: number;
+  /** Sandboxes not read because enough were known idle, or maxReadsPerRun was reached. */
+  deferred: number;
   firstError?: string;
 }
 
@@ -67,44 +66,92 @@ export class ActivityTracker {
   }
 
   /**
-   * Last activity of each sandbox in `wanted` (id -> the shortest idleFor asked of it). A cached
-   * value that is still younger than that idleFor is reused: newer log lines could only make it
-   * younger. Entries of sandboxes not asked about are dropped.
+   * Last activity of each sandbox in `wanted` (sandbox -> the shortest idleFor asked of it), read
+   * only as far as it can lead to an action. A cached value is reused, active or idle: newer log
+   * lines could only make it younger, and the executor reads a sandbox again before acting on it.
+   * `sample` is read fresh whatever the cache holds (the blast-radius estimate must see the signal
+   * as it is now). The others, never read yet, are read oldest first (by start time) until
+   * `enough` sandboxes are known idle, `maxReadsPerRun` reads were made, or `budget.until` passed;
+   * the rest stay unknown this run, and unknown is never idle. Entries not asked about are dropped.
    */
   async lastActivity(
     wanted: ReadonlyMap<Sandbox, number>,
     now: number,
-    /** Past this (epoch ms, read from `clock`) no read starts: the rest stay unknown, so not idle. */
-    budget: { until: number; clock: () => number } = { until: Infinity, clock: () => now },
-  ): Promise<{ activity: Map<string, number | undefined>; stats: ActivityStats }> {
-    const stats: ActivityStats = { reads: 0, errors: 0, cacheHits: 0, unread: 0 };
+    opts: {
+      sample?: ReadonlySet<Sandbox>;
+      /** Idle sandboxes worth knowing this run (the actions it may take). */
+      enough?: number;
+      /** Past `until` (epoch ms, read from `clock`) no read starts. */
+      until?: number;
+      clock?: () => number;
+    } = {},
+  ): Promise<{ activity: Map<string, Activity>; stats: ActivityStats }> {
+    const stats: ActivityStats = { reads: 0, errors: 0, cacheHits: 0, unread: 0, deferred: 0 };
+    const clock = opts.clock ?? (() => now);
+    const until = opts.until ?? Number.POSITIVE_INFINITY;
+    const enough = opts.enough ?? Number.POSITIVE_INFINITY;
+    const sample = opts.sample ?? new Set<Sandbox>();
     const generation = this.generation;
     const next = new Map<string, CacheEntry>();
-    const toRead: Sandbox[] = [];
+    const unknown: Sandbox[] = [];
+    let idle = 0;
     for (const [s, idleFor] of wanted) {
       const hit = this.cache.get(s.id);
-      if (hit && hit.startedAt === s.startedAt && hit.at !== undefined && now - hit.at < idleFor) {
+      if (hit && hit.startedAt === s.startedAt && hit.at !== undefined && !sample.has(s)) {
         stats.cacheHits++;
         next.set(s.id, hit);
-      } else toRead.push(s);
+        if (now - hit.at >= idleFor) idle++;
+      } else if (!sample.has(s)) unknown.push(s);
     }
-    const before = this.requests;
-    const read = await mapLimit(toRead, this.options.concurrency, (s) =>
-      budget.clock() < budget.until ? this.readOne(s) : Promise.resolve(UNREAD),
-    );
-    stats.reads = this.requests - before;
-    toRead.forEach((s, i) => {
-      const a = read[i] as Activity;
-      if (a === UNREAD) stats.unread++;
-      else if (a.source === "error") {
-        stats.errors++;
-        stats.firstError ??= a.error;
-      } else next.set(s.id, { ...a, startedAt: s.startedAt });
-    });
+    // Oldest first: the likeliest to be idle, and the ones a limit should reach first.
+    unknown.sort((a, b) => (a.startedAt ?? Infinity) - (b.startedAt ?? Infinity));
+    const maxReads = this.options.maxReadsPerRun;
+    const batch = this.options.concurrency;
+    const queue = [...[...sample].filter((s) => wanted.has(s)), ...unknown];
+    const sampled = queue.length - unknown.length;
+    let at = 0;
+    // Bounded by the queue: every pass takes at least one sandbox off it or stops.
+    while (at < queue.length) {
+      if (clock() >= until) {
+        stats.unread += queue.length - at;
+        break;
+      }
+      if (at >= sampled && (idle >= enough || stats.reads >= maxReads)) {
+        stats.deferred += queue.length - at;
+        break;
+      }
+      const room = at < sampled ? sampled - at : Math.min(batch, maxReads - stats.reads);
+      const part = queue.slice(at, at + Math.max(1, Math.min(batch, room)));
+      at += part.length;
+      const before = this.requests;
+      const read = await mapLimit(part, batch, (s) => this.readOne(s));
+      stats.reads += this.requests - before;
+      part.forEach((s, i) => {
+        const a = read[i] as Activity;
+        if (a.source === "error") {
+          stats.errors++;
+          stats.firstError ??= a.error;
+          return;
+        }
+        next.set(s.id, { ...a, startedAt: s.startedAt });
+        const idleFor = wanted.get(s) as number;
+        if (a.at !== undefined && now - a.at >= idleFor) idle++;
+      });
+    }
     if (generation === this.generation) this.cache = next;
-    const activity = new Map<string, number | undefined>();
-    for (const s of wanted.keys()) activity.set(s.id, next.get(s.id)?.at);
+    const activity = new Map<string, Activity>();
+    for (const s of wanted.keys()) {
+      const a = next.get(s.id);
+      if (a) activity.set(s.id, a);
+    }
     return { activity, stats };
+  }
+
+  /** A fresh read before acting; what it finds replaces the cached value (not an error). */
+  async recheck(s: Sandbox): Promise<Activity> {
+    const a = await this.readOne(s);
+    if (a.source !== "error") this.cache.set(s.id, { ...a, startedAt: s.startedAt });
+    return a;
   }
 
   /** A fresh read for one sandbox (the executor's re-check before acting); never cached. */

@@ -6,17 +6,25 @@ import type { PolicyRule, PolicySpec } from "../config/policy-schema.js";
 import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { ownShard } from "../util/shard.js";
-import { ActivityTracker, type LogReader } from "./activity.js";
+import { type Activity, ActivityTracker, type LogReader } from "./activity.js";
 import {
   EMPTY_MEMORY,
   type Evaluation,
   evaluatePolicy,
+  type IdleEstimate,
   type PolicyDecision,
   type PolicyMemory,
   recordActions,
 } from "./evaluate.js";
 import { applyDecision, type PolicyPlatform, type PolicyResult } from "./executor.js";
-import { cheapMatch, type StateSets } from "./match.js";
+import {
+  ageHolds,
+  cheapMatch,
+  idleHolds,
+  isProtected,
+  type StateSets,
+  selectorMatch,
+} from "./match.js";
 import { PolicyMetrics } from "./policy-metrics.js";
 
 /** Results that start a sandbox's cooldown: every attempt, not only the successful ones. */
@@ -44,6 +52,8 @@ export interface PolicyEngineOptions {
   states: { running: readonly string[] };
   /** A run's time budget when the spec sets none (the poll interval). */
   defaultRunTimeMs: number;
+  /** Picks the blast-radius samples; default Math.random. */
+  random?: () => number;
 }
 
 /** One decision with what came of it. */
@@ -68,6 +78,8 @@ export interface PolicyRun {
   budgetMs: number;
   /** The budget ran out: reads or actions were left undone. */
   overBudget: boolean;
+  /** Per idle rule, the blast-radius sample and what it found. */
+  estimates: Record<string, IdleEstimate>;
 }
 
 /** The policy engine: call `run` after each poll cycle with its snapshot. */
@@ -129,6 +141,7 @@ export class PolicyEngine {
         durationMs: 0,
         budgetMs: 0,
         overBudget: false,
+        estimates: {},
       };
       return this.last;
     }
@@ -138,11 +151,19 @@ export class PolicyEngine {
     const clock = () => this.o.clock.now();
     const { index, total } = this.o.shard;
     const own = ownShard(snapshot.sandboxes ?? [], index, total);
-    const { activity, stats } = await this.activity.lastActivity(this.idleAsked(own, now), now, {
+    const samples = this.samples(own, now);
+    const sample = new Set([...samples.values()].flat());
+    const read = await this.activity.lastActivity(this.idleAsked(own, now), now, {
+      sample,
+      enough: spec.maxActionsPerCycle,
       until,
       clock,
     });
+    const { stats } = read;
     this.metrics.observeActivity(stats);
+    const activity = new Map<string, number | undefined>();
+    for (const [id, a] of read.activity) activity.set(id, a.at);
+    const estimates = this.estimate(samples, read.activity, now);
     const evaluation = evaluatePolicy({
       sandboxes: own,
       activity,
@@ -150,6 +171,7 @@ export class PolicyEngine {
       states: this.states,
       memory: this.memory,
       now,
+      estimates,
     });
     const outcomes = await this.apply(evaluation, spec, snapshot.startedAt, until);
     const overBudget = stats.unread > 0 || outcomes.some((o) => o.result === "skipped_time_budget");
@@ -193,8 +215,63 @@ export class PolicyEngine {
       durationMs,
       budgetMs,
       overBudget,
+      estimates: Object.fromEntries(estimates),
     };
     return this.last;
+  }
+
+  /**
+   * Per idle rule, a random sample of the sandboxes it looks at (selected, not protected), read
+   * fresh: the blast-radius guard needs the idle share without reading every candidate.
+   */
+  private samples(own: readonly Sandbox[], now: number): Map<string, Sandbox[]> {
+    const out = new Map<string, Sandbox[]>();
+    const size = this.spec.activity.sampleSize;
+    const random = this.o.random ?? Math.random;
+    for (const rule of this.spec.rules) {
+      if (rule.idleFor === undefined) continue;
+      const looked = own.filter(
+        (s) =>
+          selectorMatch(rule, s, this.states) &&
+          !isProtected(s.metadata, this.spec.protectLabel, now),
+      );
+      // A partial Fisher-Yates shuffle: the first `size` places hold a uniform sample.
+      const n = Math.min(size, looked.length);
+      for (let i = 0; i < n; i++) {
+        const j = i + Math.floor(random() * (looked.length - i));
+        [looked[i], looked[j]] = [looked[j] as Sandbox, looked[i] as Sandbox];
+      }
+      out.set(rule.name, looked.slice(0, n));
+    }
+    return out;
+  }
+
+  /**
+   * The idle share of each sample and the upper bound of its 95 % Wilson interval. A sampled
+   * sandbox whose read failed counts as idle here: a failing signal must stop a rule, not hide.
+   */
+  private estimate(
+    samples: ReadonlyMap<string, Sandbox[]>,
+    activity: ReadonlyMap<string, Activity>,
+    now: number,
+  ): Map<string, IdleEstimate> {
+    const out = new Map<string, IdleEstimate>();
+    for (const rule of this.spec.rules) {
+      const sample = samples.get(rule.name);
+      if (!sample || sample.length === 0) continue;
+      let idle = 0;
+      for (const s of sample) {
+        const a = activity.get(s.id);
+        if (!ageHolds(rule, s, now)) continue;
+        if (a === undefined || idleHolds(rule, a.at, now)) idle++;
+      }
+      out.set(rule.name, {
+        sampled: sample.length,
+        idle,
+        upperPercent: wilsonUpper(idle, sample.length) * 100,
+      });
+    }
+    return out;
   }
 
   /**
@@ -230,6 +307,7 @@ export class PolicyEngine {
       action: rule.action,
       dryRun: rule.dryRun ?? spec.dryRun,
       candidates: r?.candidates[rule.name] ?? 0,
+      ...(r?.estimates[rule.name] ? { sample: r.estimates[rule.name] } : {}),
     }));
     if (!r) return { lastRun: null, rules, plan: [] };
     const order = (o: PolicyOutcome): number =>
@@ -344,4 +422,15 @@ function describe(o: PolicyOutcome): Record<string, unknown> {
     result: o.result ?? "pending",
     reason: o.detail ? `${o.reason}; ${o.detail}` : o.reason,
   };
+}
+
+/** Upper bound of the 95 % Wilson score interval of `k` successes in `n` trials. */
+export function wilsonUpper(k: number, n: number): number {
+  if (n === 0) return 1;
+  const z = 1.959964;
+  const p = k / n;
+  const z2n = (z * z) / n;
+  const centre = p + z2n / 2;
+  const spread = z * Math.sqrt((p * (1 - p)) / n + z2n / (4 * n));
+  return Math.min(1, (centre + spread) / (1 + z2n));
 }

@@ -46,6 +46,16 @@ export interface EvaluationInput {
   states: StateSets;
   memory: PolicyMemory;
   now: number;
+  /** Per idle rule: its idle share estimated from a random sample read fresh (see engine). */
+  estimates?: ReadonlyMap<string, IdleEstimate>;
+}
+
+/** A rule's idle share estimated from a random sample of the sandboxes it looks at. */
+export interface IdleEstimate {
+  sampled: number;
+  idle: number;
+  /** Upper bound of the 95 % Wilson interval of the share, in percent. */
+  upperPercent: number;
 }
 
 export interface Evaluation {
@@ -115,12 +125,16 @@ export function evaluatePolicy(input: EvaluationInput): Evaluation {
       const prev = memory.streaks.get(key);
       streaks.set(key, { count: (prev?.count ?? 0) + 1, since: prev?.since ?? now });
     }
-    if (
-      looked >= spec.minSandboxesForMatchPercent &&
-      qualifying.length * 100 > spec.maxMatchPercent * looked
-    ) {
+    // The share found idle is a lower bound when not every candidate was read; the sample's upper
+    // bound covers the ones that were not.
+    const est = input.estimates?.get(rule.name);
+    const overFound = qualifying.length * 100 > spec.maxMatchPercent * looked;
+    const overEstimate = est !== undefined && est.upperPercent > spec.maxMatchPercent;
+    if (looked >= spec.minSandboxesForMatchPercent && (overFound || overEstimate)) {
       blastRadius.push(rule.name);
-      const why = `rule would act on ${qualifying.length} of ${looked} matching sandboxes, over maxMatchPercent ${spec.maxMatchPercent}%`;
+      const why = overFound
+        ? `rule would act on ${qualifying.length} of ${looked} matching sandboxes, over maxMatchPercent ${spec.maxMatchPercent}%`
+        : `${est?.idle} of ${est?.sampled} sampled sandboxes idle: up to ${est?.upperPercent.toFixed(1)}% of ${looked}, over maxMatchPercent ${spec.maxMatchPercent}%`;
       for (const q of qualifying) decide(q.sandbox, "skipped_blast_radius", `${q.why}; ${why}`);
       continue;
     }

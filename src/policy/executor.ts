@@ -66,7 +66,7 @@ export async function applyDecision(
   if (isProtected(fresh.metadata, ctx.spec.protectLabel, now))
     return { result: "skipped_changed", detail: "protected since the snapshot" };
   if (rule.idleFor !== undefined) {
-    const a = await ctx.activity.readOne(fresh);
+    const a = await ctx.activity.recheck(fresh);
     if (a.source === "error")
       return { result: "skipped_unverified", detail: `activity re-read failed: ${a.error}` };
     if (!idleHolds(rule, a.at, now)) {

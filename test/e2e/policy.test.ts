@@ -353,24 +353,62 @@ rules:
     expect(plan.find((d) => d.sandbox === guarded)?.reason).toMatch(/protected since the snapshot/);
   });
 
-  it("reads the idle signal only where it can matter: a warm cache skips sandboxes that cannot be idle yet", async () => {
+  it("reads each candidate once, then only the blast-radius sample: a warm cache answers the rest", async () => {
     const p = await platform();
     for (let i = 0; i < 20; i++) p.add(i * MIN); // active 0..19 minutes ago
     p.add(5 * 60 * MIN, { state: "paused" }); // a paused one is never read
-    const { exporter: e } = await exporter(p, IDLE_RULE());
+    const { exporter: e } = await exporter(p, `${IDLE_RULE()}\nactivity: { sampleSize: 1 }\n`);
     await e.runCycle();
+    // None is idle yet, so every unknown one was read looking for one that could be acted on.
     expect(p.sim.counters.get(LOGS)).toBe(20);
     p.clock.advance(5 * MIN);
     await e.runCycle();
-    // Only those whose last activity is now at least 30 minutes old could be idle: none.
-    expect(p.sim.counters.get(LOGS)).toBe(20);
+    // Known ones are not read again; only the sample is read fresh.
+    expect(p.sim.counters.get(LOGS)).toBe(21);
     p.clock.advance(6 * MIN);
     await e.runCycle();
-    // 11+ minutes on, the ones active 19..20 minutes before the start need a fresh look.
-    expect(p.sim.counters.get(LOGS)).toBe(20 + 1);
+    // Cached values that now look idle are not re-read either: the executor reads before acting.
+    expect(p.sim.counters.get(LOGS)).toBe(22);
     const m = await scrape(e);
-    expect(metric(m, "sandbox_policy_activity_cache_hits_total")).toBe(20 + 19);
-    expect(metric(m, 'sandbox_policy_activity_reads_total{result="ok"}')).toBe(21);
+    expect(metric(m, "sandbox_policy_activity_cache_hits_total")).toBe(19 + 19);
+    expect(metric(m, 'sandbox_policy_activity_reads_total{result="ok"}')).toBe(22);
+  });
+
+  it("reads lazily, oldest first, only until it knows enough idle sandboxes to fill the run's actions", async () => {
+    const p = await platform();
+    for (let i = 0; i < 100; i++) p.add(2 * 60 * MIN);
+    const rules = `${IDLE_RULE()}\nmaxActionsPerCycle: 3\nactivity: { sampleSize: 5 }\n`;
+    const { exporter: e } = await exporter(p, rules);
+    await e.runCycle();
+    // The 5 sampled are read fresh; they are idle, so 3 actions' worth is known: no more reads.
+    expect(p.sim.counters.get(LOGS)).toBe(5);
+    const s = (await (await fetch(`${e.server.url}/status`)).json()) as {
+      policy: { rules: Array<{ sample?: { sampled: number; idle: number } }> };
+    };
+    expect(s.policy.rules[0]?.sample).toMatchObject({ sampled: 5, idle: 5 });
+  });
+
+  it("stops a rule by its sampled idle share without reading every candidate", async () => {
+    const p = await platform();
+    for (let i = 0; i < 200; i++) p.add(2 * 60 * MIN);
+    const rules = IDLE_RULE()
+      .replace("maxMatchPercent: 100", "maxMatchPercent: 50\nconsecutiveCycles: 1")
+      .concat("\nmaxActionsPerCycle: 2\nactivity: { sampleSize: 50 }\n");
+    const { exporter: e } = await exporter(p, rules, ["--policy-dry-run=false"]);
+    await e.runCycle();
+    // 50 reads of 200: the sample, all idle. Found idle: 50 of 200 (25 %), under the limit;
+    // the sample says up to 100 %: the rule acts on none.
+    expect(p.sim.counters.get(LOGS)).toBe(50);
+    expect(p.sim.counters.mutating()).toBe(0);
+    const m = await scrape(e);
+    expect(metric(m, 'sandbox_policy_blast_radius_stops_total{rule="idle"}')).toBe(1);
+    const s = (await (await fetch(`${e.server.url}/status`)).json()) as {
+      policy: {
+        rules: Array<{ sample?: { sampled: number; idle: number; upperPercent: number } }>;
+      };
+    };
+    expect(s.policy.rules[0]?.sample).toMatchObject({ sampled: 50, idle: 50 });
+    expect(s.policy.rules[0]?.sample?.upperPercent).toBeGreaterThan(90);
   });
 
   it("stops a rule that would act on more than maxMatchPercent of what it looked at", async () => {

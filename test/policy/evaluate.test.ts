@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type PolicyRule, PolicyRuleSchema, policySpec } from "../../src/config/policy-schema.js";
 import type { Sandbox } from "../../src/platform/types.js";
+import { wilsonUpper } from "../../src/policy/engine.js";
 import { EMPTY_MEMORY, evaluatePolicy, type PolicyMemory } from "../../src/policy/evaluate.js";
 import { cheapMatch, idleHolds, isProtected } from "../../src/policy/match.js";
 
@@ -165,5 +166,15 @@ describe("evaluatePolicy", () => {
       ),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("wilsonUpper", () => {
+  it("bounds the share from above at 95 %, tighter as the sample grows", () => {
+    expect(wilsonUpper(50, 50)).toBeCloseTo(1, 12);
+    expect(wilsonUpper(0, 100)).toBeCloseTo(0.037, 3);
+    expect(wilsonUpper(10, 100)).toBeCloseTo(0.174, 3);
+    expect(wilsonUpper(100, 1000)).toBeCloseTo(0.1203, 3);
+    expect(wilsonUpper(0, 0)).toBe(1);
   });
 });
