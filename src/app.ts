@@ -1,7 +1,7 @@
 // Wires config -> platform client -> poller -> metrics and policy -> server.
 import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
-import type { Dispatcher } from "undici";
+import { Agent, type Dispatcher } from "undici";
 import { Poller } from "./collect/poller.js";
 import type { Snapshot } from "./collect/snapshot.js";
 import { loadPolicySpec } from "./config/policy-file.js";
@@ -121,6 +121,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       );
     },
   });
+  const webhookAgent = config.policy.webhook ? new Agent() : undefined;
   const policy = initialSpec
     ? new PolicyEngine({
         spec: initialSpec,
@@ -132,6 +133,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
         shard: config.shard,
         states: config.states,
         defaultRunTimeMs: pollIntervalMs,
+        ...policyWebhook(config, secrets, webhookAgent),
       })
     : undefined;
   const policyLoop = policy
@@ -240,8 +242,31 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       await schedule.stop();
       await poller.walkDone();
       await policyLoop?.idle();
+      // Deliveries still queued or hanging are given up: a webhook must not hold the shutdown.
+      await webhookAgent?.destroy();
       await server.close();
       await control.close();
+    },
+  };
+}
+
+/** The policy webhook's settings, its secret header read from its file (and scrubbed like a key). */
+function policyWebhook(
+  config: Config,
+  secrets: Secrets,
+  dispatcher: Dispatcher | undefined,
+): { webhook?: NonNullable<ConstructorParameters<typeof PolicyEngine>[0]["webhook"]> } {
+  const w = config.policy.webhook;
+  if (!w || !dispatcher) return {};
+  const value = w.headerValueFile ? readFileSync(w.headerValueFile, "utf8").trim() : undefined;
+  secrets.add(value);
+  return {
+    webhook: {
+      url: w.url,
+      ...(value ? { header: { name: w.headerName, value } } : {}),
+      timeoutMs: w.timeoutMs,
+      retries: w.retries,
+      dispatcher,
     },
   };
 }

@@ -142,10 +142,33 @@ const policyFields = {
 export const PolicyFileSchema = z.strictObject(policyFields);
 export type PolicyFile = z.output<typeof PolicyFileSchema>;
 
+/** Where notices and actions are posted as JSON (kube-janitor style owner warnings). */
+const WebhookSchema = z.strictObject({
+  url: text.refine(
+    (s) => {
+      try {
+        return ["http:", "https:"].includes(new URL(s).protocol);
+      } catch {
+        return false;
+      }
+    },
+    { error: "an http(s) URL" },
+  ),
+  /** Header sent with every delivery, its value read from `headerValueFile` (a secret). */
+  headerName: text
+    .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { error: "an HTTP header name" })
+    .default("Authorization"),
+  headerValueFile: text.min(1, { error: "a file path" }).optional(),
+  timeoutMs: duration().default(5_000),
+  /** Extra attempts of a failed delivery, with backoff; deliveries are never awaited by a run. */
+  retries: int(0, 10).default(3),
+});
+
 /** The config's `policy:` section. */
 export const PolicySectionSchema = z
   .strictObject({
     ...policyFields,
+    webhook: WebhookSchema.optional(),
     /** Default: on when a rule file or inline rules are given. */
     enabled: bool.optional(),
     file: text.min(1, { error: "a file path" }).optional(),

@@ -26,6 +26,7 @@ import {
   selectorMatch,
 } from "./match.js";
 import { PolicyMetrics } from "./policy-metrics.js";
+import { PolicyWebhook, type WebhookOptions } from "./webhook.js";
 
 /** Results that start a sandbox's cooldown: every attempt, not only the successful ones. */
 const COOLS_DOWN: ReadonlySet<PolicyResult> = new Set<PolicyResult>([
@@ -54,6 +55,8 @@ export interface PolicyEngineOptions {
   defaultRunTimeMs: number;
   /** Picks the blast-radius samples; default Math.random. */
   random?: () => number;
+  /** Posts each notice and action attempted (see PolicyWebhook). */
+  webhook?: Omit<WebhookOptions, "onResult">;
 }
 
 /** One decision with what came of it. */
@@ -92,6 +95,7 @@ export class PolicyEngine {
   private readonly activity: ActivityTracker;
   private readonly metrics: PolicyMetrics;
   private readonly log: Logger;
+  private readonly webhook: PolicyWebhook | undefined;
 
   constructor(private readonly o: PolicyEngineOptions) {
     this.spec = o.spec;
@@ -104,6 +108,18 @@ export class PolicyEngine {
     this.metrics = new PolicyMetrics(o.registry, o.namespace);
     this.metrics.setRules(o.spec);
     this.log = o.logger.child({ component: "policy" });
+    const webhook = o.webhook;
+    this.webhook = webhook
+      ? new PolicyWebhook({
+          ...webhook,
+          onResult: (result) => this.metrics.webhook.inc({ result }),
+        })
+      : undefined;
+  }
+
+  /** Resolves when every queued webhook delivery was made or given up (tests, shutdown). */
+  async webhookIdle(): Promise<void> {
+    await this.webhook?.idle();
   }
 
   /** Replaces the rules (reload); streaks and cooldowns of rules that remain are kept. */
@@ -392,6 +408,16 @@ export class PolicyEngine {
       this.metrics.decisions.inc({ rule: o.rule, action: o.action, result: o.result });
     if (!loggedAlone(o)) return;
     const line = { audit: true, ...describe(o) };
+    this.webhook?.send({
+      rule: o.rule,
+      sandbox: o.sandboxId,
+      template: o.templateId,
+      action: o.action,
+      dryRun: o.dryRun,
+      result: o.result ?? "notice",
+      reason: o.detail ? `${o.reason}; ${o.detail}` : o.reason,
+      at: new Date(this.o.clock.now()).toISOString(),
+    });
     if (o.result === undefined) this.log.info(line, "policy notice");
     else if (o.result === "failed") this.log.warn(line, "policy decision");
     else this.log.info(line, "policy decision");

@@ -10,6 +10,7 @@ export class PolicyMetrics {
   readonly lastRun: Gauge;
   readonly runSeconds: Gauge;
   readonly runsCut: Counter;
+  readonly webhook: Counter<"result">;
   readonly blocked: Counter<"reason">;
   readonly blastRadius: Counter<"rule">;
   readonly activityReads: Counter<"result">;
@@ -38,6 +39,12 @@ export class PolicyMetrics {
     this.runSeconds = new Gauge({
       name: `${ns}_policy_run_duration_seconds`,
       help: "Wall time of the last policy run: idle-signal reads, evaluation and actions.",
+      registers,
+    });
+    this.webhook = new Counter({
+      name: `${ns}_policy_webhook_deliveries_total`,
+      help: "Policy notices and actions posted to policy.webhook.url: ok, failed (after its retries) or dropped (queue full).",
+      labelNames: ["result"],
       registers,
     });
     this.runsCut = new Counter({

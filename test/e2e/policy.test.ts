@@ -1,4 +1,9 @@
 // The policy engine against the simulator over loopback, on a fake clock shared by both.
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { Agent, type Dispatcher } from "undici";
@@ -88,6 +93,7 @@ async function exporter(
         ...extra,
       ],
       env: { SANDBOX_API_URL: p.sim.apiUrl, SANDBOX_DOMAIN: p.sim.domain },
+      readFile: (path) => readFileSync(path, "utf8"),
     }).config;
   const config = load();
   const reloadArgv: string[] = [];
@@ -688,3 +694,91 @@ describe("the policy at fleet scale", () => {
     expect(e.policy?.lastRun?.logReads).toBe(2);
   });
 });
+
+describe("the policy webhook", () => {
+  async function receiver(answer: (n: number) => number | "hang") {
+    const got: Array<{ body: Record<string, unknown>; auth: string | undefined }> = [];
+    let n = 0;
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const a = answer(++n);
+        if (a === "hang") return; // never answers; the client's timeout ends it
+        if (a === 200)
+          got.push({
+            body: JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown>,
+            auth: req.headers.authorization,
+          });
+        res.writeHead(a).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { port } = server.address() as AddressInfo;
+    return {
+      url: `http://127.0.0.1:${port}/hook`,
+      got,
+      attempts: () => n,
+      close: () => new Promise<void>((r) => server.close(() => r())),
+    };
+  }
+
+  it("posts each action with its secret header, retrying a failing endpoint", async () => {
+    const hook = await receiver((n) => (n <= 2 ? 500 : 200));
+    const p = await platform();
+    p.add(2 * 60 * MIN);
+    const secretFile = join(mkdtempSync(join(tmpdir(), "hook-")), "token");
+    writeFileSync(secretFile, "Bearer hook-secret-123\n");
+    const rules = `${IDLE_RULE()}\nconsecutiveCycles: 1\n`;
+    const { exporter: e } = await exporter(p, rules, [
+      "--config",
+      writeConfig({ policy: { webhook: { url: hook.url, headerValueFile: secretFile } } }),
+    ]);
+    await e.runCycle();
+    await e.policy?.webhookIdle();
+    expect(hook.attempts()).toBe(3);
+    expect(hook.got).toEqual([
+      {
+        auth: "Bearer hook-secret-123",
+        body: expect.objectContaining({
+          rule: "idle",
+          action: "pause",
+          dryRun: true,
+          result: "dry_run",
+        }),
+      },
+    ]);
+    const m = await scrape(e);
+    expect(metric(m, 'sandbox_policy_webhook_deliveries_total{result="ok"}')).toBe(1);
+    expect(m).not.toContain("hook-secret-123");
+    await hook.close();
+  });
+
+  it("never holds a run back: a hanging endpoint fails its deliveries on its own time", async () => {
+    const hook = await receiver(() => "hang");
+    const p = await platform();
+    p.add(2 * 60 * MIN);
+    const rules = `${IDLE_RULE()}\nconsecutiveCycles: 1\n`;
+    const { exporter: e } = await exporter(p, rules, [
+      "--config",
+      writeConfig({ policy: { webhook: { url: hook.url, timeoutMs: 200, retries: 1 } } }),
+    ]);
+    await e.runCycle();
+    // The run is over while its delivery still waits for an answer.
+    expect(e.policy?.lastRun?.outcomes.map((o) => o.result)).toEqual(["dry_run"]);
+    const failed = 'sandbox_policy_webhook_deliveries_total{result="failed"}';
+    expect(metric(await scrape(e), failed)).toBeUndefined();
+    await e.policy?.webhookIdle();
+    // One attempt and one retry, each cut by the 200 ms timeout.
+    expect(hook.attempts()).toBe(2);
+    expect(metric(await scrape(e), failed)).toBe(1);
+    await hook.close();
+  });
+});
+
+/** A config file holding `doc` (JSON is YAML), for settings that have no flag. */
+function writeConfig(doc: unknown): string {
+  const file = join(mkdtempSync(join(tmpdir(), "policy-config-")), "config.json");
+  writeFileSync(file, JSON.stringify(doc));
+  return file;
+}
