@@ -16,7 +16,6 @@ import { Prober } from "./probe/prober.js";
 import { type RunningServer, startServer } from "./server/server.js";
 import { statusReport } from "./server/status.js";
 import type { Clock } from "./util/clock.js";
-import { intervalOf } from "./util/duration.js";
 import { startSchedule, tickInterval } from "./util/schedule.js";
 import { Secrets } from "./util/secrets.js";
 import { VERSION } from "./version.js";
@@ -59,7 +58,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   const readFile = deps.readFile ?? ((path: string) => readFileSync(path, "utf8"));
   // Read before anything starts: a bad rule file stops the start, naming the rule and field.
   const initialSpec = config.policy.enabled ? loadPolicySpec(config.policy, readFile) : undefined;
-  const pollIntervalMs = tickInterval(config.poll.schedule, intervalOf);
+  const pollIntervalMs = tickInterval(config.poll.schedule);
   // One set of secrets for every text that leaves the process: errors, labels, the log.
   const secrets = deps.secrets ?? new Secrets();
   secrets.add(config.platform.apiKey);
@@ -173,7 +172,6 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   const onError = (err: unknown): void => logger.error({ err: String(err) }, "poll cycle failed");
   const schedule = startSchedule(
     deps.manual ? undefined : config.poll.schedule,
-    intervalOf,
     cycle,
     onSkip,
     onError,
@@ -220,7 +218,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   if (!deps.manual) void schedule.trigger();
   if (prober && !deps.manual) await prober.start();
   logger.info(
-    { url: server.url, schedule: config.poll.schedule, shard: config.shard },
+    { url: server.url, schedule: config.poll.schedule.text, shard: config.shard },
     "sandbox-exporter listening",
   );
   return {
@@ -313,7 +311,7 @@ function newProber(
     instance: probe.instance,
     template: probe.template,
     filePath: probe.filePath,
-    ...(probe.command ? { command: probe.command } : {}),
+    command: probe.command,
     schedule: deps.manual ? null : probe.schedule,
     phaseTimeoutMs: probe.phaseTimeoutMs,
     totalTimeoutMs: probe.timeoutMs,

@@ -55,7 +55,7 @@ export async function walkPages<T>(
       if (pages >= maxPages) {
         throw new PagingError(
           "ERR_PAGING_CEILING",
-          `more than ${maxPages} pages (the configured ceiling)`,
+          `more than ${maxPages} pages (the configured ceiling; raise poll.maxPages, flag --max-pages, for a larger fleet)`,
           pages,
         );
       }

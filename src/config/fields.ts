@@ -2,8 +2,6 @@
 import { z } from "zod";
 import { DURATION_FORMS, MAX_TIMER_MS, parseDuration } from "../util/duration.js";
 
-export { MAX_TIMER_MS };
-
 /** An integer in [min, max] with one message for every way it can be wrong. */
 export function int(min: number, max?: number) {
   const error = max === undefined ? `an integer >= ${min}` : `an integer from ${min} to ${max}`;
@@ -32,7 +30,7 @@ export function duration(max = MAX_TIMER_MS) {
   });
 }
 
-export function tryDuration(v: string | number): number | undefined {
+function tryDuration(v: string | number): number | undefined {
   try {
     return parseDuration(v);
   } catch {

@@ -1,6 +1,7 @@
 // Command-line flags (node:util parseArgs) and the --help text generated from the settings table.
 import { parseArgs } from "node:util";
 import { formatDuration } from "../util/duration.js";
+import { isScheduleSpec } from "../util/schedule.js";
 import type { ConfigProblem } from "./errors.js";
 import { ConfigSchema } from "./schema.js";
 import { SETTINGS, type Setting, type SettingKind } from "./settings.js";
@@ -155,5 +156,6 @@ export function helpText(): string {
 
 function showDefault(kind: SettingKind, def: unknown): string {
   if (kind === "duration" && typeof def === "number") return formatDuration(def);
+  if (isScheduleSpec(def)) return def.text;
   return typeof def === "string" ? def : JSON.stringify(def);
 }

@@ -1,6 +1,7 @@
 // Builds the Config from defaults, the --config file, flags and the environment (lowest precedence
 // first, as the platform contract orders them) and maps every schema problem back to its source.
 import type { z } from "zod";
+import { isScheduleSpec } from "../util/schedule.js";
 import { FILE_PATH, readConfigFile } from "./config-file.js";
 import { ConfigError, type ConfigProblem, type Source, showValue } from "./errors.js";
 import { CONFIG_FILE_ENV, parseFlags } from "./flags.js";
@@ -41,6 +42,8 @@ const API_KEY = ["platform", "apiKey"];
 const API_KEY_FILE = ["platform", "apiKeyFile"];
 const API_URL = ["platform", "apiUrl"];
 const ENV_PROXY = ["platform", "envProxy"];
+/** Facts the loader derives, never settings: a config file naming one names an unknown key. */
+const DERIVED = [ENV_PROXY];
 /** The proxy variables undici's EnvHttpProxyAgent reads (lower case wins, as in curl). */
 const PROXY_VARIABLES = ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"];
 
@@ -75,7 +78,16 @@ export function loadConfig(input: ConfigInput): LoadedConfig {
   } else if (configFile !== undefined) {
     const file = readConfigFile(configFile, readFile);
     problems.push(...file.problems);
-    for (const v of file.values) set(v.keys, v.value, "file", v.origin);
+    for (const v of file.values) {
+      if (!isDerived(v.keys)) set(v.keys, v.value, "file", v.origin);
+      else
+        problems.push({
+          path: v.path,
+          source: "file",
+          origin: v.origin,
+          expected: unknown(v.keys),
+        });
+    }
   }
   for (const { setting, raw: text, origin } of flags.values)
     set(setting.path.split("."), fromText(setting.kind, text), "flag", origin);
@@ -184,10 +196,7 @@ function problemsOf(
   return targets.map((keys) => {
     const path = keys.join(".");
     const { source, origin } = originOf(keys, entries);
-    const expected =
-      issue.code === "unrecognized_keys"
-        ? `a known setting (see --help)${suggestion(keys)}`
-        : issue.message;
+    const expected = issue.code === "unrecognized_keys" ? unknown(keys) : issue.message;
     const received =
       issue.code === "unrecognized_keys" ? undefined : showValue(path, getIn(raw, keys));
     return { path, source, origin, expected, received };
@@ -209,6 +218,16 @@ function originOf(keys: string[], entries: Map<string, Entry>): { source: Source
 
 const KNOWN = ConfigSchema.parse({}) as unknown as Record<string, Record<string, unknown>>;
 
+/** Whether these keys are (or lie inside) a derived fact. */
+function isDerived(keys: readonly string[]): boolean {
+  return DERIVED.some((d) => d.every((k, i) => keys[i] === k));
+}
+
+/** The "expected" phrase for an unknown key, with a hint when a known one is close. */
+function unknown(keys: string[]): string {
+  return `a known setting (see --help)${suggestion(keys)}`;
+}
+
 /**
  * `; did you mean poll.pageLimit?` for a key that differs from a known one only in case, - and _,
  * or a missing `Ms` suffix.
@@ -229,15 +248,24 @@ function suggestion(keys: string[]): string {
         : [];
   const last = (keys.length === 1 ? section : key) ?? "";
   // Durations are stored in ms, so `maxBackoff` is most likely `maxBackoffMs`.
-  const hit = names.find((n) => squash(n) === squash(last) || squash(n) === `${squash(last)}ms`);
+  const hit = names.find(
+    (n) =>
+      !isDerived([...keys.slice(0, -1), n]) &&
+      (squash(n) === squash(last) || squash(n) === `${squash(last)}ms`),
+  );
   return hit ? `; did you mean ${[...keys.slice(0, -1), hit].join(".")}?` : "";
 }
 
-/** Dotted path of every leaf of the config (lists are leaves) -> its source. */
+/** Dotted path of every leaf of the config (lists and schedules are leaves) -> its source. */
 function sourcesOf(config: Config, entries: Map<string, Entry>): Record<string, Source> {
   const out: Record<string, Source> = {};
   const walk = (node: unknown, keys: string[]): void => {
-    if (typeof node === "object" && node !== null && !Array.isArray(node)) {
+    if (
+      typeof node === "object" &&
+      node !== null &&
+      !Array.isArray(node) &&
+      !isScheduleSpec(node)
+    ) {
       for (const [k, v] of Object.entries(node)) walk(v, [...keys, k]);
       return;
     }

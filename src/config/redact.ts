@@ -1,19 +1,18 @@
 // Secrets in configuration: which settings hold one, and a copy of the config safe to print or log.
+import { isSecretKey } from "../util/secrets.js";
 import type { Config } from "./schema.js";
 
 const MASK = "***";
-/** Key names that hold a secret value (not a path to one: `apiKeyFile` is fine to show). */
-const SECRET_KEY = /(?:apikey|password|passwd|secret|token|credentials?)$/i;
-/** Maps whose every value is secret-derived (user -> password hash). */
-const SECRET_MAPS = ["server.basicAuthUsers"];
 /** Maps of platform field names: `accessToken: envdAccessToken` names a field, it is no secret. */
 const NAME_MAPS = ["fieldMap"];
 
-/** True when the value at this dotted path must never be shown. */
+/**
+ * True when the value at this dotted path must never be shown: a key on the way is secret by the
+ * secrets rule (`platform.apiKey`, all of `server.basicAuthUsers`; not `platform.apiKeyFile`).
+ */
 export function isSecretPath(path: string): boolean {
-  if (SECRET_MAPS.some((m) => path.startsWith(`${m}.`))) return true;
   if (NAME_MAPS.some((m) => path.startsWith(`${m}.`))) return false;
-  return path.split(".").some((key) => SECRET_KEY.test(key));
+  return path.split(".").some(isSecretKey);
 }
 
 /** A deep copy safe to print: every secret string shown as "***" (an empty one stays empty). */

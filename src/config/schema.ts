@@ -1,25 +1,24 @@
 // The one configuration schema: the seed's client fields plus the exporter's own settings.
 // Each schema's error text is the "expected ..." phrase of a ConfigProblem.
 import { isIP } from "node:net";
-import { Cron } from "croner";
 import { z } from "zod";
-import { bool, duration, int, list, MAX_TIMER_MS, oneOf, text, tryDuration } from "./fields.js";
+import {
+  parseSchedule,
+  SCHEDULE_FORMS,
+  ScheduleError,
+  type ScheduleSpec,
+} from "../util/schedule.js";
+import { bool, duration, int, list, oneOf, text } from "./fields.js";
 import { PolicySectionSchema } from "./policy-schema.js";
 
-/** An interval of whole seconds ("15s"; croner counts intervals in seconds) or a cron expression. */
-const schedule = text.superRefine((spec, ctx) => {
-  const ms = tryDuration(spec);
-  const expected =
-    "an interval of whole seconds like 15s, or a cron expression like */15 * * * * *";
-  if (ms !== undefined) {
-    if (ms < 1000 || ms % 1000 !== 0 || ms > MAX_TIMER_MS)
-      ctx.addIssue({ code: "custom", message: `${expected} (intervals from 1s to 24d)` });
-    return;
-  }
+/** An interval of whole seconds ("15s") or a cron expression, parsed once into a ScheduleSpec. */
+const schedule = text.transform((spec, ctx): ScheduleSpec => {
   try {
-    new Cron(spec, { paused: true }).stop();
+    return parseSchedule(spec);
   } catch (err) {
-    ctx.addIssue({ code: "custom", message: `${expected} (${(err as Error).message})` });
+    if (!(err instanceof ScheduleError)) throw err;
+    ctx.addIssue({ code: "custom", message: `${SCHEDULE_FORMS} (${err.detail})`, input: spec });
+    return z.NEVER;
   }
 });
 
@@ -100,8 +99,9 @@ const PlatformSchema = z.strictObject({
   agentPort: int(1, 65_535).default(49_983),
   retries: int(0, 10).default(2),
   /**
-   * Set by the loader when HTTP_PROXY or HTTPS_PROXY (either case) is set: the control channel then
-   * goes through undici's EnvHttpProxyAgent, which reads those and NO_PROXY; else a plain Agent.
+   * Derived, not a setting: the loader sets it when HTTP_PROXY or HTTPS_PROXY (either case) is set,
+   * and refuses it in a config file. The control channel then goes through undici's
+   * EnvHttpProxyAgent, which reads those and NO_PROXY; else a plain Agent.
    */
   envProxy: z.boolean().default(false),
 });
@@ -133,9 +133,10 @@ const ServerSchema = z
   });
 
 const PollSchema = z.strictObject({
-  schedule: schedule.default("15s"),
+  schedule: schedule.prefault("15s"),
   pageLimit: int(1, 10_000).default(100),
-  maxPages: int(1).default(10_000),
+  /** A guard against endless paging, far above any fleet (repeated or empty-page tokens end a walk too). */
+  maxPages: int(1).default(100_000),
   /** Passed as the list's state= filter. */
   state: text.optional(),
   /** Passed as the list's metadata= filter. */
@@ -188,10 +189,9 @@ const StatesSchema = z.strictObject({
   paused: list.default(["paused", "suspended"]),
 });
 
-/** Loose: the probe issue adds its own settings here. */
-const ProbeSchema = z.looseObject({
+const ProbeSchema = z.strictObject({
   enabled: bool.default(false),
-  schedule: schedule.default("60s"),
+  schedule: schedule.prefault("60s"),
   template: text.min(1, { error: "a template id" }).default("base"),
   timeoutMs: duration().default(60_000),
   /** Deadline of each phase, within timeoutMs. */
@@ -199,7 +199,9 @@ const ProbeSchema = z.looseObject({
   /** Tags probe sandboxes `sandbox-exporter/probe=<instance>` for the orphan sweep. */
   instance: text.min(1, { error: "a non-empty instance name" }).default("default"),
   /** The command run in the sandbox; `{nonce}` is replaced by the expected output. */
-  command: text.includes("{nonce}", { error: "a command containing {nonce}" }).optional(),
+  command: text
+    .includes("{nonce}", { error: "a command containing {nonce}" })
+    .default("echo {nonce}"),
   filePath: text.min(1, { error: "a file path" }).default("/tmp/sandbox-exporter-probe.txt"),
 });
 

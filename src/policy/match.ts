@@ -2,6 +2,10 @@
 import type { MetadataSelector, PolicyRule, PolicySpec } from "../config/policy-schema.js";
 import type { Sandbox } from "../platform/types.js";
 import { PROBE_TAG_KEY } from "../platform/types.js";
+import { epochMs, parseIsoTime } from "../util/time.js";
+
+// activity.ts reads its epoch numbers through here.
+export { epochMs };
 
 /** What the policy needs to know about state names. */
 export interface StateSets {
@@ -47,19 +51,14 @@ export function isProtected(
   return v.toLowerCase() !== "false";
 }
 
-/** Epoch ms from ISO-8601 text or epoch seconds/milliseconds; undefined when it does not parse. */
+/**
+ * Epoch ms from ISO-8601 text (a time without a zone is UTC) or an epoch number in s, ms, us or
+ * ns; undefined when it does not parse.
+ */
 export function parseTime(text: string): number | undefined {
   const t = text.trim();
   if (/^\d+(\.\d+)?$/.test(t)) return epochMs(Number(t));
-  if (!/^\d{4}-\d{2}-\d{2}/.test(t)) return undefined;
-  const ms = Date.parse(t);
-  return Number.isNaN(ms) ? undefined : ms;
-}
-
-/** Epoch seconds or milliseconds (told apart by size) as milliseconds. */
-export function epochMs(n: number): number | undefined {
-  if (!Number.isFinite(n) || n <= 0) return undefined;
-  return n < 1e11 ? n * 1000 : n;
+  return parseIsoTime(t);
 }
 
 /**

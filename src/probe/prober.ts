@@ -3,9 +3,8 @@ import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Registry } from "prom-client";
 import { type Clock, systemClock } from "../util/clock.js";
-import { intervalOf } from "../util/duration.js";
 import { ExporterError } from "../util/errors.js";
-import { type Schedule, startSchedule } from "../util/schedule.js";
+import { type Schedule, type ScheduleSpec, startSchedule } from "../util/schedule.js";
 import { type FailureEntry, FailureLog } from "./failure-log.js";
 import { probeTag, sweepOrphans } from "./orphan-sweep.js";
 import type { ProbeControl, ProbeData, ProbePhase, ProbeSettings } from "./phase.js";
@@ -14,18 +13,10 @@ import { type ProbeRouteHandler, probeHandler } from "./probe-handler.js";
 import { ProbeMetrics } from "./probe-metrics.js";
 import { type ProbeResult, type RunnerLimits, runProbe } from "./runner.js";
 
-const DEFAULTS = {
-  instance: "default",
-  template: "base",
-  command: "echo {nonce}",
-  filePath: "/tmp/sandbox-exporter-probe.txt",
-  schedule: "60s",
-  phaseTimeoutMs: 20_000,
-  totalTimeoutMs: 60_000,
-  sweepEveryRuns: 10,
-  onDemandMinIntervalMs: 10_000,
-  failureHistory: 20,
-};
+// Defaults of the options no setting exposes (the others come from the config schema).
+const SWEEP_EVERY_RUNS = 10;
+const ON_DEMAND_MIN_INTERVAL_MS = 10_000;
+const FAILURE_HISTORY = 20;
 /** The sandbox outlives the probe's own limit by this much before the platform reaps it. */
 const TTL_MARGIN_S = 60;
 const NONCE_BYTES = 8;
@@ -48,21 +39,21 @@ export interface ProberOptions {
   /** Monotonic ms for timings; default performance.now. */
   monotonic?: () => number;
   logger?: ProbeLogger;
-  /** Metric name prefix; default "sandbox". */
-  namespace?: string;
+  /** Metric name prefix. */
+  namespace: string;
   /** false: start() does nothing (no schedule, no sweep). Default true. */
   enabled?: boolean;
   /** Value of the `sandbox-exporter/probe` metadata tag; the sweep only touches its own. */
-  instance?: string;
-  template?: string;
-  /** Shell command of exec; must contain `{nonce}`. Default `echo {nonce}`. */
-  command?: string;
-  filePath?: string;
-  /** Interval ("60s") or cron expression; null runs probes only through runOnce and /probe. */
-  schedule?: string | null;
-  phaseTimeoutMs?: number;
+  instance: string;
+  template: string;
+  /** Shell command of exec; must contain `{nonce}`. */
+  command: string;
+  filePath: string;
+  /** When probes run; null runs them only through runOnce and /probe. */
+  schedule: ScheduleSpec | null;
+  phaseTimeoutMs: number;
   phaseTimeouts?: Partial<Record<ProbePhase, number>>;
-  totalTimeoutMs?: number;
+  totalTimeoutMs: number;
   /** Time to live asked for at create; default total timeout + 60 s. */
   sandboxTtlS?: number;
   keepaliveIntervalS?: number;
@@ -131,28 +122,27 @@ export class Prober {
   constructor(private readonly o: ProberOptions) {
     this.clock = o.clock ?? systemClock;
     this.monotonic = o.monotonic ?? (() => performance.now());
-    this.namespace = o.namespace ?? "sandbox";
-    this.instance = o.instance ?? DEFAULTS.instance;
-    const command = o.command ?? DEFAULTS.command;
+    this.namespace = o.namespace;
+    this.instance = o.instance;
+    const { command, totalTimeoutMs } = o;
     if (!command.includes("{nonce}"))
       throw new ProbeConfigError(`probe command must contain {nonce}: ${command}`);
-    const totalTimeoutMs = o.totalTimeoutMs ?? DEFAULTS.totalTimeoutMs;
     if (!(totalTimeoutMs > 0)) throw new ProbeConfigError("probe total timeout must be positive");
     this.limits = {
-      phaseTimeoutMs: o.phaseTimeoutMs ?? DEFAULTS.phaseTimeoutMs,
+      phaseTimeoutMs: o.phaseTimeoutMs,
       totalTimeoutMs,
       ...(o.phaseTimeouts ? { phaseTimeouts: o.phaseTimeouts } : {}),
     };
     this.settings = {
-      template: o.template ?? DEFAULTS.template,
+      template: o.template,
       command,
-      filePath: o.filePath ?? DEFAULTS.filePath,
+      filePath: o.filePath,
       metadata: probeTag(this.instance),
       sandboxTtlS: o.sandboxTtlS ?? Math.ceil(totalTimeoutMs / 1000) + TTL_MARGIN_S,
       ...(o.keepaliveIntervalS !== undefined ? { keepaliveIntervalS: o.keepaliveIntervalS } : {}),
     };
     this.metrics = new ProbeMetrics(o.registry, { namespace: this.namespace });
-    this.failures = new FailureLog(o.failureHistory ?? DEFAULTS.failureHistory);
+    this.failures = new FailureLog(o.failureHistory ?? FAILURE_HISTORY);
   }
 
   /** Sweeps orphans, then starts the schedule (and the first probe unless runAtStart is false). */
@@ -161,10 +151,8 @@ export class Prober {
     this.started = true;
     await this.exclusive((signal) => this.sweep(signal));
     if (this.stopped) return;
-    const spec = this.o.schedule === undefined ? DEFAULTS.schedule : this.o.schedule;
     this.schedule = startSchedule(
-      spec ?? undefined,
-      intervalOf,
+      this.o.schedule ?? undefined,
       async () => {
         await this.runOnce();
       },
@@ -190,7 +178,7 @@ export class Prober {
     }
     return this.exclusive(async (signal) => {
       this.runs++;
-      const every = this.o.sweepEveryRuns ?? DEFAULTS.sweepEveryRuns;
+      const every = this.o.sweepEveryRuns ?? SWEEP_EVERY_RUNS;
       if (every > 0 && this.runs % every === 0) await this.sweep(signal);
       const result = await this.probe(signal, "schedule");
       this.metrics.record(result);
@@ -217,7 +205,7 @@ export class Prober {
     return {
       enabled: this.o.enabled !== false,
       instance: this.instance,
-      schedule: this.o.schedule === undefined ? DEFAULTS.schedule : this.o.schedule,
+      schedule: this.o.schedule?.text ?? null,
       inFlight: this.current !== undefined,
       runs: this.runs,
       skipped: this.skipped,
@@ -242,7 +230,7 @@ export class Prober {
       "/probe": probeHandler({
         run: () => this.runOnDemand(),
         clock: this.clock,
-        minIntervalMs: this.o.onDemandMinIntervalMs ?? DEFAULTS.onDemandMinIntervalMs,
+        minIntervalMs: this.o.onDemandMinIntervalMs ?? ON_DEMAND_MIN_INTERVAL_MS,
         namespace: this.namespace,
       }),
     };

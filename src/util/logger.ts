@@ -1,23 +1,17 @@
 // The one pino logger factory; redaction is declared once here.
 import { type DestinationStream, type Logger, type LoggerOptions, pino } from "pino";
 import pretty from "pino-pretty";
-import type { Secrets } from "./secrets.js";
+import { SECRET_FIELD_NAMES, type Secrets } from "./secrets.js";
 
-/** Paths never written to a log line, wherever a caller puts them. */
-export const REDACT_PATHS = [
-  "apiKey",
-  "*.apiKey",
-  "*.*.apiKey",
-  "accessToken",
-  "*.accessToken",
-  "password",
-  "*.password",
-  "bearerToken",
-  "*.bearerToken",
-  "headers.authorization",
-  'headers["x-api-key"]',
-  'headers["x-access-token"]',
-];
+/**
+ * Paths never written to a log line, wherever a caller puts them (up to two levels down): every
+ * secret field name the secrets rule knows, e.g. `apiKey`, `*.password`, `*.*["x-api-key"]`.
+ */
+export const REDACT_PATHS: readonly string[] = SECRET_FIELD_NAMES.flatMap((name) => {
+  const key = /^[A-Za-z_$][\w$]*$/.test(name) ? name : `[${JSON.stringify(name)}]`;
+  const step = key.startsWith("[") ? "" : ".";
+  return [key, `*${step}${key}`, `*.*${step}${key}`];
+});
 
 /**
  * Builds the process logger: JSON by default, human-readable with format "pretty". With `secrets`,
@@ -32,7 +26,7 @@ export function createLogger(
 ): Logger {
   const options: LoggerOptions = {
     level,
-    redact: { paths: REDACT_PATHS, censor: "***" },
+    redact: { paths: [...REDACT_PATHS], censor: "***" },
     base: { name: "sandbox-exporter" },
     ...(secrets ? scrubbing(secrets) : {}),
   };

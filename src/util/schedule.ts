@@ -1,5 +1,55 @@
-// Runs a task on a croner schedule (an interval like "15s" or a cron expression), never overlapping.
+// Schedules: parsed once from "15s" or a cron expression, then run on croner, never overlapping.
 import { Cron } from "croner";
+import { intervalOf, MAX_TIMER_MS } from "./duration.js";
+import { ExporterError } from "./errors.js";
+
+/**
+ * A parsed schedule: an interval of whole seconds, or a cron expression with seconds. `text` is the
+ * schedule as written (for a cron expression, the expression itself), for logs and /status.
+ */
+export type ScheduleSpec =
+  | { kind: "interval"; ms: number; text: string }
+  | { kind: "cron"; text: string };
+
+/** What a schedule setting accepts, for error messages. */
+export const SCHEDULE_FORMS =
+  "an interval of whole seconds like 15s, or a cron expression like */15 * * * * *";
+
+/** Text that is no schedule; `detail` says why (the interval's range, or croner's message). */
+export class ScheduleError extends ExporterError {
+  constructor(
+    readonly input: string,
+    readonly detail: string,
+  ) {
+    super("ERR_SCHEDULE", `expected ${SCHEDULE_FORMS} (${detail}), got ${JSON.stringify(input)}`);
+  }
+}
+
+/** Parses a schedule; throws ScheduleError for a bad interval or cron expression. */
+export function parseSchedule(text: string): ScheduleSpec {
+  const ms = intervalOf(text);
+  if (ms !== undefined) {
+    // croner counts intervals in whole seconds.
+    if (ms < 1000 || ms % 1000 !== 0 || ms > MAX_TIMER_MS)
+      throw new ScheduleError(text, "intervals from 1s to 24d");
+    return { kind: "interval", ms, text };
+  }
+  try {
+    new Cron(text, { paused: true }).stop();
+  } catch (err) {
+    throw new ScheduleError(text, (err as Error).message);
+  }
+  return { kind: "cron", text };
+}
+
+/** True for a value parseSchedule made (a schedule is one value, not a mapping of settings). */
+export function isScheduleSpec(v: unknown): v is ScheduleSpec {
+  if (typeof v !== "object" || v === null) return false;
+  const kind = (v as { kind?: unknown }).kind;
+  return (
+    (kind === "interval" || kind === "cron") && typeof (v as { text?: unknown }).text === "string"
+  );
+}
 
 /** A running schedule. */
 export interface Schedule {
@@ -9,16 +59,12 @@ export interface Schedule {
   stop(): Promise<void>;
 }
 
-/** Interval in ms when `spec` is a duration, undefined when it is a cron expression. */
-export type IntervalParser = (spec: string) => number | undefined;
-
 /**
  * Starts `task` on `spec` (no timer when `spec` is undefined: runs happen only on trigger);
  * ticks that find the previous run still going call `onSkip` instead.
  */
 export function startSchedule(
-  spec: string | undefined,
-  parseInterval: IntervalParser,
+  spec: ScheduleSpec | undefined,
   task: () => Promise<void>,
   onSkip: () => void,
   onError: (err: unknown) => void,
@@ -38,7 +84,7 @@ export function startSchedule(
       });
     return inFlight;
   };
-  const job = spec === undefined ? undefined : cronFor(spec, parseInterval(spec), run);
+  const job = spec === undefined ? undefined : cronFor(spec, run);
   return {
     trigger: run,
     async stop() {
@@ -52,23 +98,22 @@ export function startSchedule(
  * The time between two ticks of `spec`: the interval itself, or for a cron expression the gap
  * between its next two runs (what staleness and backoff are measured in).
  */
-export function tickInterval(spec: string, parseInterval: IntervalParser): number {
-  const ms = parseInterval(spec);
-  if (ms !== undefined) return ms;
-  const [a, b] = new Cron(spec, { paused: true }).nextRuns(2);
+export function tickInterval(spec: ScheduleSpec): number {
+  if (spec.kind === "interval") return spec.ms;
+  const [a, b] = new Cron(spec.text, { paused: true }).nextRuns(2);
   return a && b ? b.getTime() - a.getTime() : 60_000;
 }
 
 /** A croner job for a cron expression, or for an interval (croner counts those in whole seconds). */
-function cronFor(spec: string, intervalMs: number | undefined, run: () => Promise<void>): Cron {
+function cronFor(spec: ScheduleSpec, run: () => Promise<void>): Cron {
   const tick = (): void => {
     void run();
   };
-  return intervalMs === undefined
-    ? new Cron(spec, { unref: false }, tick)
+  return spec.kind === "cron"
+    ? new Cron(spec.text, { unref: false }, tick)
     : new Cron(
         "* * * * * *",
-        { interval: Math.max(1, Math.round(intervalMs / 1000)), unref: false },
+        { interval: Math.max(1, Math.round(spec.ms / 1000)), unref: false },
         tick,
       );
 }

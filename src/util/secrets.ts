@@ -1,4 +1,5 @@
-// The secret values this process holds, and the one function that removes them from text.
+// What a secret looks like: which key names hold one, the secret values this process holds, and
+// the one function that removes those values from text.
 
 /** What a secret is replaced with. */
 export const REDACTED = "[REDACTED]";
@@ -10,6 +11,60 @@ const MAX_TRANSIENT = 256;
 const MAX_ERROR_DEPTH = 4;
 /** Marks left by code that cuts a long text to an excerpt. */
 const CUT_MARKS = /\.\.\.|…/g;
+
+/** Words that make a key name secret wherever they appear in it (`apiKey`, `x-access-token`, `auth`). */
+const SECRET_WORDS = new Set([
+  "token",
+  "secret",
+  "password",
+  "passwd",
+  "key",
+  "apikey",
+  "auth",
+  "authorization",
+  "cookie",
+  "credential",
+  "credentials",
+  "private",
+]);
+/**
+ * A last word that makes the name say where or how a secret is used rather than hold it: the
+ * paths `apiKeyFile` and `bearerTokenFile`, the header name `authHeader`, the enum `authStyle`.
+ */
+const REFERENCE_WORDS = new Set(["file", "path", "header", "style"]);
+
+/**
+ * Whether a field or key of this name holds a secret: one of its words (camelCase, snake_case or
+ * kebab-case) is a secret word, and its last word does not make it a reference to one. The one
+ * rule for log fields, configuration shown to operators and platform fields kept as labels.
+ */
+export function isSecretKey(name: string): boolean {
+  const words = name
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w !== "");
+  const last = words[words.length - 1];
+  if (last === undefined || REFERENCE_WORDS.has(last)) return false;
+  return words.some((w) => SECRET_WORDS.has(w));
+}
+
+/**
+ * Field names the logger redacts: it cannot apply a rule, only paths. Each secret word as a whole
+ * name, and the compound spellings this code itself writes (log fields, request headers); each is
+ * secret by isSecretKey (a test holds it).
+ */
+export const SECRET_FIELD_NAMES: readonly string[] = [
+  ...SECRET_WORDS,
+  "apiKey",
+  "api_key",
+  "accessToken",
+  "access_token",
+  "bearerToken",
+  "x-api-key",
+  "x-access-token",
+];
 
 /**
  * Secret values (API key, admin token, agent access tokens) and `scrub`, which replaces each of

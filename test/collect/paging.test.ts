@@ -52,6 +52,21 @@ describe("walkPages", () => {
     expect(p.calls()).toBe(3);
   });
 
+  it("ends the walk at the page ceiling, naming the setting to raise", async () => {
+    const p = pages([
+      { items: [1], nextToken: "a" },
+      { items: [2], nextToken: "b" },
+      { items: [3], nextToken: "c" },
+    ]);
+    const err = await walkPages(p.fetch, 2).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PagingError);
+    expect(err).toMatchObject({ code: "ERR_PAGING_CEILING", page: 2 });
+    expect((err as PagingError).message).toBe(
+      "more than 2 pages (the configured ceiling; raise poll.maxPages, flag --max-pages, for a larger fleet)",
+    );
+    expect(p.calls()).toBe(2);
+  });
+
   it("ends the walk on an empty page that still carries a token", async () => {
     const p = pages([{ items: [], nextToken: "a" }]);
     await expect(walkPages(p.fetch, 100)).rejects.toMatchObject({ code: "ERR_PAGING_EMPTY_PAGE" });

@@ -18,8 +18,10 @@ beforeAll(async () => {
     apiUrl: sim.apiUrl,
     apiKey: "",
     authStyle: "x-api-key",
+    authHeader: "X-API-Key",
     timeoutMs: 5_000,
     retries: 0,
+    envProxy: false,
     clock,
     dispatcher: new Agent(),
   });

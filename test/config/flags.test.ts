@@ -66,6 +66,14 @@ describe("helpText", () => {
   it("shows defaults, durations the way they are written", () => {
     expect(text).toMatch(/--timeout DURATION +SANDBOX_TIMEOUT .*\[default: 10s\]/);
     expect(text).toMatch(/--page-limit N +SANDBOX_EXPORTER_PAGE_LIMIT .*\[default: 100\]/);
+    expect(text).toMatch(/--max-pages N +SANDBOX_EXPORTER_MAX_PAGES .*\[default: 100000\]/);
+    // Schedules are parsed values; --help shows them as written.
+    expect(text).toMatch(
+      /--poll-schedule VALUE +SANDBOX_EXPORTER_POLL_SCHEDULE .*\[default: 15s\]/,
+    );
+    expect(text).toMatch(
+      /--probe-schedule VALUE +SANDBOX_EXPORTER_PROBE_SCHEDULE .*\[default: 60s\]/,
+    );
     expect(text).toMatch(/--probe\[=BOOL\] +SANDBOX_EXPORTER_PROBE_ENABLED .*\[default: false\]/);
   });
 

@@ -157,7 +157,7 @@ describe("loadConfig: other settings", () => {
       file,
     );
     expect(r.config.poll.pageLimit).toBe(20);
-    expect(r.config.poll.schedule).toBe("30s");
+    expect(r.config.poll.schedule).toEqual({ kind: "interval", ms: 30_000, text: "30s" });
     expect(r.config.log.level).toBe("error");
     expect(r.sources).toMatchObject({
       "poll.pageLimit": "flag",
@@ -177,7 +177,10 @@ describe("loadConfig: other settings", () => {
     });
     const { config } = load(["--config", "c.json"], {}, { "c.json": json });
     expect(config.platform.timeoutMs).toBe(2_500);
-    expect(config.poll).toMatchObject({ schedule: "*/30 * * * * *", nodeDetails: true });
+    expect(config.poll).toMatchObject({
+      schedule: { kind: "cron", text: "*/30 * * * * *" },
+      nodeDetails: true,
+    });
     expect(config.metrics.metadataLabels).toEqual(["team", "env"]);
     expect(config.fieldMap.sandbox).toEqual({ id: "sandbox_uuid" });
     expect(config.states).toEqual({ running: ["up"], paused: ["paused", "suspended"] });
@@ -191,7 +194,7 @@ describe("loadConfig: other settings", () => {
       "  tlsCertFile: /tls/crt",
       "  tlsKeyFile: /tls/key",
       "shard: {index: 1, total: 3}",
-      "probe: {enabled: true, schedule: 2m, futureSetting: 1}",
+      "probe: {enabled: true, schedule: 2m, phaseTimeoutMs: 5s}",
       "policy: {file: /etc/p.yaml, dryRun: false}",
       "platform: {authStyle: bearer, agentPort: 50000, retries: 0}",
       "",
@@ -200,9 +203,57 @@ describe("loadConfig: other settings", () => {
     expect(config.server.listen).toBe("[::1]:9464");
     expect(config.server.basicAuthUsers).toEqual({ alice: "ab".repeat(32) });
     expect(config.shard).toEqual({ index: 1, total: 3 });
-    expect(config.probe).toMatchObject({ enabled: true, schedule: "2m", futureSetting: 1 });
+    expect(config.probe).toMatchObject({
+      enabled: true,
+      schedule: { kind: "interval", ms: 120_000, text: "2m" },
+      phaseTimeoutMs: 5_000,
+    });
     expect(config.policy).toMatchObject({ file: "/etc/p.yaml", dryRun: false, enabled: true });
     expect(config.platform).toMatchObject({ authStyle: "bearer", agentPort: 50_000, retries: 0 });
+  });
+
+  it("refuses unknown keys in the probe section as in every other, with the hint", () => {
+    const err = problemsOf(
+      ["--config", "c.yaml"],
+      {},
+      { "c.yaml": "probe: {futureSetting: 1, phaseTimeout: 5s}\n" },
+    );
+    expect(err.format().split("\n").sort()).toEqual([
+      "probe.futureSetting (file c.yaml:probe.futureSetting): expected a known setting (see --help)",
+      "probe.phaseTimeout (file c.yaml:probe.phaseTimeout): expected a known setting (see --help); did you mean probe.phaseTimeoutMs?",
+    ]);
+  });
+
+  it("refuses platform.envProxy in a config file: it is derived from the environment, not set", () => {
+    const err = problemsOf(
+      ["--config", "c.yaml"],
+      {},
+      { "c.yaml": "platform: {envProxy: true, timeoutMs: 5s}\n" },
+    );
+    expect(err.format()).toBe(
+      "platform.envProxy (file c.yaml:platform.envProxy): expected a known setting (see --help)",
+    );
+    const nested = problemsOf(
+      ["--config", "c.yaml"],
+      {},
+      { "c.yaml": "platform: {envProxy: {a: 1}}\n" },
+    );
+    expect(nested.format()).toBe(
+      "platform.envProxy.a (file c.yaml:platform.envProxy.a): expected a known setting (see --help)",
+    );
+    const derived = load([], { HTTPS_PROXY: "http://proxy.internal:3128" });
+    expect(derived.config.platform.envProxy).toBe(true);
+  });
+
+  it("parses both schedules once, into intervals or cron expressions", () => {
+    const { config } = load(["--poll-schedule", "*/5 * * * * *"], {
+      SANDBOX_EXPORTER_PROBE_SCHEDULE: "2m",
+    });
+    expect(config.poll.schedule).toEqual({ kind: "cron", text: "*/5 * * * * *" });
+    expect(config.probe.schedule).toEqual({ kind: "interval", ms: 120_000, text: "2m" });
+    const defaults = load([]).config;
+    expect(defaults.poll.schedule).toEqual({ kind: "interval", ms: 15_000, text: "15s" });
+    expect(defaults.probe.schedule).toEqual({ kind: "interval", ms: 60_000, text: "60s" });
   });
 
   it("treats emptied YAML keys as unset", () => {
@@ -375,6 +426,16 @@ describe("loadConfig: settings other parts consume", () => {
     expect(config.poll.confirmDropRatio).toBe(0.5);
     expect(config.poll.maxBackoffMs).toBe(300_000);
     expect(sources["poll.maxBackoffMs"]).toBe("default");
+    // 10,000 pages of 100 was exactly 1,000,000 sandboxes: one more failed every walk.
+    expect(config.poll.maxPages).toBe(100_000);
+    expect(config.probe).toMatchObject({
+      command: "echo {nonce}",
+      filePath: "/tmp/sandbox-exporter-probe.txt",
+      phaseTimeoutMs: 20_000,
+      timeoutMs: 60_000,
+      instance: "default",
+      template: "base",
+    });
   });
 
   it("takes each from a flag, the environment and the file", () => {
@@ -538,6 +599,13 @@ describe("loadConfig: problems name the field, its source and what was expected"
       {},
       {},
       'poll.schedule (flag --poll-schedule): expected an interval of whole seconds like 15s, or a cron expression like */15 * * * * * (CronPattern: Invalid value for minute: 61), got "61 * * * *"',
+    ],
+    [
+      "a bad probe cron expression",
+      ["--probe-schedule", "* * * * * * * *"],
+      {},
+      {},
+      "probe.schedule (flag --probe-schedule): expected an interval of whole seconds like 15s, or a cron expression like */15 * * * * * (",
     ],
     [
       "a sub-second interval",

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/load.js";
 import { isSecretPath, redactConfig } from "../../src/config/redact.js";
+import type { Config } from "../../src/config/schema.js";
 
 const HASH = "ab".repeat(32);
 
@@ -11,13 +12,16 @@ describe("redactConfig", () => {
     readFile: () =>
       [
         `server: {basicAuthUsers: {alice: "${HASH}"}, bearerTokenFile: /run/token}`,
-        "probe: {accessToken: probe-token-value}",
         "fieldMap: {sandbox: {accessToken: envdAccessToken}}",
         "platform: {apiKeyFile: /run/key-path}",
       ].join("\n"),
   });
   // The key file content comes from the same readFile; set the key from env to win over it.
-  const red = redactConfig(config);
+  // No section takes unknown keys, so a token-valued setting a later version may add is put in by hand.
+  const red = redactConfig({
+    ...config,
+    probe: { ...config.probe, accessToken: "probe-token-value" },
+  } as Config);
 
   it("shows the API key as *** and leaves the original untouched", () => {
     expect(red.platform.apiKey).toBe("***");
@@ -51,8 +55,24 @@ describe("isSecretPath", () => {
     ["platform.apiKeyFile", false],
     ["server.bearerTokenFile", false],
     ["platform.authHeader", false],
+    ["platform.authStyle", false],
+    ["server.tlsKeyFile", false],
+    ["probe.accessToken", true],
+    ["probe.sessionCookie", true],
     ["fieldMap.sandbox.accessToken", false],
   ])("%s -> %s", (path, secret) => {
     expect(isSecretPath(path)).toBe(secret);
+  });
+
+  it("calls no setting secret but the API key (the basic-auth users are a map of hashes)", () => {
+    const { config } = loadConfig({ argv: [], env: {} });
+    const leaves: string[] = [];
+    const walk = (node: unknown, path: string): void => {
+      if (typeof node !== "object" || node === null || Array.isArray(node)) leaves.push(path);
+      else for (const [k, v] of Object.entries(node)) walk(v, path ? `${path}.${k}` : k);
+    };
+    walk(config, "");
+    expect(leaves.filter(isSecretPath)).toEqual(["platform.apiKey"]);
+    expect(isSecretPath("server.basicAuthUsers.alice")).toBe(true);
   });
 });

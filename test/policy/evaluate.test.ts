@@ -1,10 +1,10 @@
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PolicyRule, PolicyRuleSchema, policySpec } from "../../src/config/policy-schema.js";
 import type { Sandbox } from "../../src/platform/types.js";
 import { wilsonUpper } from "../../src/policy/engine.js";
 import { EMPTY_MEMORY, evaluatePolicy, type PolicyMemory } from "../../src/policy/evaluate.js";
-import { cheapMatch, idleHolds, isProtected } from "../../src/policy/match.js";
+import { cheapMatch, idleHolds, isProtected, parseTime } from "../../src/policy/match.js";
 
 const NOW = Date.parse("2026-11-23T12:00:00Z");
 const MIN = 60_000;
@@ -37,6 +37,44 @@ describe("protection", () => {
     expect(at("until=next tuesday")).toBe(true);
     expect(at("yes please")).toBe(true);
     expect(isProtected({}, PROTECT, NOW)).toBe(false);
+  });
+});
+
+describe("protection times", () => {
+  const savedTz = process.env.TZ;
+  beforeAll(() => {
+    // Far from UTC: reading a zone-less time as local time would move it by five hours.
+    process.env.TZ = "America/New_York";
+  });
+  afterAll(() => {
+    if (savedTz === undefined) delete process.env.TZ;
+    else process.env.TZ = savedTz;
+  });
+
+  it("reads an until= time without a zone as UTC", () => {
+    const at = (v: string, now: number) => isProtected({ [PROTECT.key]: v }, PROTECT, now);
+    expect(parseTime("2026-11-23T12:00:00")).toBe(NOW);
+    expect(at("until=2026-11-23T12:00:00", NOW - 1)).toBe(true);
+    expect(at("until=2026-11-23T12:00:00", NOW)).toBe(false);
+    expect(at("until=2026-11-23", NOW)).toBe(false);
+  });
+
+  it("reads until= epoch numbers in seconds, milliseconds, micro- and nanoseconds", () => {
+    for (const n of [NOW / 1000, NOW, NOW * 1000, NOW * 1_000_000]) {
+      expect(parseTime(String(n)), String(n)).toBe(NOW);
+      expect(isProtected({ [PROTECT.key]: `until=${n}` }, PROTECT, NOW - 1)).toBe(true);
+      expect(isProtected({ [PROTECT.key]: `until=${n}` }, PROTECT, NOW)).toBe(false);
+    }
+  });
+
+  it.each([
+    "until=",
+    "until=0",
+    "until=2026-11-23T12:00:",
+    "until=2026-02-30T25:00:00Z",
+    "until=-5",
+  ])("keeps protecting when %j does not read as a time", (v) => {
+    expect(isProtected({ [PROTECT.key]: v }, PROTECT, NOW + 365 * 24 * 60 * MIN)).toBe(true);
   });
 });
 

@@ -5,6 +5,7 @@ import type { TimedEvent } from "../../src/platform/data/data.js";
 import type { ProbeData } from "../../src/probe/phase.js";
 import type { ProbeRouteHandler } from "../../src/probe/probe-handler.js";
 import { ProbeConfigError } from "../../src/probe/prober.js";
+import { parseSchedule } from "../../src/util/schedule.js";
 import { type ProbeBed, probeBed, proberFor, probeSandboxes, seriesValue } from "./setup.js";
 
 let bed: ProbeBed;
@@ -90,6 +91,12 @@ describe("Prober", () => {
 
   it("refuses a command without {nonce}", () => {
     expect(() => proberFor(bed, { command: "echo hello" })).toThrow(ProbeConfigError);
+  });
+
+  it("shows its schedule in status() as written", () => {
+    expect(proberFor(bed).prober.status().schedule).toBeNull();
+    const { prober } = proberFor(bed, { schedule: parseSchedule("*/20 * * * * *") });
+    expect(prober.status().schedule).toBe("*/20 * * * * *");
   });
 
   it("does nothing on start when disabled", async () => {

@@ -30,8 +30,10 @@ export async function probeBed(): Promise<ProbeBed> {
     apiUrl: sim.apiUrl,
     apiKey: "",
     authStyle: "x-api-key",
+    authHeader: "X-API-Key",
     timeoutMs: 5_000,
     retries: 0,
+    envProxy: false,
     clock,
     dispatcher: new Agent(),
   });
@@ -40,6 +42,7 @@ export async function probeBed(): Promise<ProbeBed> {
     proxyScheme: "http",
     proxyNodeIp: "127.0.0.1",
     proxyPortHttp: sim.dataPort,
+    agentPort: 49_983,
     timeoutMs: 5_000,
   });
   const template = sim.state.templates.find((t) => t.status === "ready")!.templateID;
@@ -68,8 +71,11 @@ export function proberFor(
     data: bed.data,
     registry,
     clock: bed.clock,
+    namespace: "sandbox",
     instance: INSTANCE,
     template: bed.template,
+    command: "echo {nonce}",
+    filePath: "/tmp/sandbox-exporter-probe.txt",
     schedule: null,
     runAtStart: false,
     phaseTimeoutMs: 5_000,

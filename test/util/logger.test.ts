@@ -1,7 +1,7 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createLogger } from "../../src/util/logger.js";
-import { Secrets } from "../../src/util/secrets.js";
+import { createLogger, REDACT_PATHS } from "../../src/util/logger.js";
+import { SECRET_FIELD_NAMES, Secrets } from "../../src/util/secrets.js";
 
 const KEY = "sk-live-0123456789abcdef";
 
@@ -43,5 +43,29 @@ describe("createLogger with secrets", () => {
     log.info({ circular }, `message with ${KEY}`);
     expect(lines).toHaveLength(1);
     expect(lines[0]).not.toContain(KEY);
+  });
+});
+
+describe("createLogger redaction", () => {
+  it("redacts every secret field name of the secrets rule, up to two levels down", () => {
+    const { stream, lines } = capture();
+    const log = createLogger("info", "json", stream);
+    const fields = Object.fromEntries(SECRET_FIELD_NAMES.map((n) => [n, `v-${n}`]));
+    log.info({ ...fields, headers: { ...fields }, req: { headers: { ...fields } } }, "m");
+    const line = lines[0] as string;
+    for (const name of SECRET_FIELD_NAMES) expect(line, name).not.toContain(`v-${name}`);
+    expect(JSON.parse(line).headers["x-api-key"]).toBe("***");
+  });
+
+  it("takes its paths from the secrets rule, and only those", () => {
+    expect(REDACT_PATHS).toHaveLength(SECRET_FIELD_NAMES.length * 3);
+    expect(REDACT_PATHS).toContain("*.*.apiKey");
+    expect(REDACT_PATHS).toContain('*["x-api-key"]');
+    const { stream, lines } = capture();
+    createLogger("info", "json", stream).info({ apiKeyFile: "/run/key", authStyle: "bearer" }, "m");
+    expect(JSON.parse(lines[0] as string)).toMatchObject({
+      apiKeyFile: "/run/key",
+      authStyle: "bearer",
+    });
   });
 });

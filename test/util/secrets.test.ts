@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { REDACTED, Secrets } from "../../src/util/secrets.js";
+import { isSecretKey, REDACTED, SECRET_FIELD_NAMES, Secrets } from "../../src/util/secrets.js";
 
 const KEY = "k-live/9f+Q=key&more";
 
@@ -109,5 +109,53 @@ describe("Secrets.scrubError", () => {
     expect(() => s.scrubError(err)).not.toThrow();
     expect(bytes.toString()).toBe(KEY);
     expect(s.scrubError("not an error")).toBe("not an error");
+  });
+});
+
+describe("isSecretKey", () => {
+  it.each([
+    "apiKey",
+    "api_key",
+    "APIKey",
+    "X-API-Key",
+    "apikey",
+    "accessToken",
+    "envd_access_token",
+    "join_token",
+    "secretRef",
+    "client_secret",
+    "password",
+    "db_passwd",
+    "auth",
+    "basicAuthUsers",
+    "Authorization",
+    "Set-Cookie",
+    "credentials",
+    "privateKeyPem",
+    "ssh_key_id",
+  ])("%s holds a secret", (name) => {
+    expect(isSecretKey(name)).toBe(true);
+  });
+
+  it.each([
+    // Where a secret is, or how it is sent: not the secret itself.
+    "apiKeyFile",
+    "bearerTokenFile",
+    "tls_key_file",
+    "tokenPath",
+    "authHeader",
+    "authStyle",
+    // Words that only contain a secret word.
+    "monkey",
+    "keyboard_layout",
+    "tokenizer",
+    "cpu_count",
+    "",
+  ])("%j does not", (name) => {
+    expect(isSecretKey(name)).toBe(false);
+  });
+
+  it("calls every field name the logger redacts secret", () => {
+    for (const name of SECRET_FIELD_NAMES) expect(isSecretKey(name), name).toBe(true);
   });
 });

@@ -25,7 +25,6 @@ export const API_PREFIX = "/sandboxapi/v1";
 const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 const BACKOFF_BASE_MS = 100;
 const BACKOFF_CAP_MS = 2_000;
-const DEFAULT_AUTH_HEADER = "X-API-Key";
 
 /** One finished request attempt, for metrics. */
 export interface RequestInfo {
@@ -43,8 +42,8 @@ export interface ControlOptions {
   apiUrl: string;
   apiKey: string;
   authStyle: "x-api-key" | "bearer";
-  /** Header carrying the key in the "x-api-key" style; default X-API-Key. */
-  authHeader?: string;
+  /** Header carrying the key in the "x-api-key" style. */
+  authHeader: string;
   timeoutMs: number;
   /** Extra attempts of an idempotent GET after a retryable failure. */
   retries: number;
@@ -55,8 +54,8 @@ export interface ControlOptions {
    * visible at 1,000 pages a cycle that buys nothing when no proxy is set.
    */
   dispatcher?: Dispatcher;
-  /** A proxy variable is set (the config loader tells); default true. */
-  envProxy?: boolean;
+  /** A proxy variable is set (the config loader tells); unused when `dispatcher` is given. */
+  envProxy: boolean;
   clock?: Clock;
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
@@ -107,8 +106,7 @@ export class ControlTransport {
 
   constructor(private readonly o: ControlOptions) {
     this.ownsDispatcher = !o.dispatcher;
-    this.dispatcher =
-      o.dispatcher ?? (o.envProxy === false ? new Agent() : new EnvHttpProxyAgent());
+    this.dispatcher = o.dispatcher ?? (o.envProxy ? new EnvHttpProxyAgent() : new Agent());
     this.clock = o.clock ?? systemClock;
     this.base = o.apiUrl.replace(/\/+$/, "");
     this.secrets = o.secrets ?? new Secrets();
@@ -117,7 +115,7 @@ export class ControlTransport {
       ? {}
       : o.authStyle === "bearer"
         ? { authorization: `Bearer ${o.apiKey}` }
-        : { [(o.authHeader || DEFAULT_AUTH_HEADER).toLowerCase()]: o.apiKey };
+        : { [o.authHeader.toLowerCase()]: o.apiKey };
   }
 
   /**

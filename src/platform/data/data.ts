@@ -27,8 +27,6 @@ import {
 
 export { DataPlaneError } from "../http-errors.js";
 
-/** Port of the in-sandbox agent (E2B envd). */
-export const DEFAULT_AGENT_PORT = 49983;
 const DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024;
 /** An error body is only read this far; the excerpt is shorter still. */
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
@@ -44,8 +42,8 @@ export interface DataOptions {
   proxyNodeIp: string;
   /** Port of the data-plane proxy; 0 = the scheme's default port. */
   proxyPortHttp: number;
-  /** Default 49983. */
-  agentPort?: number;
+  /** Port of the in-sandbox agent (E2B envd), part of its host name. */
+  agentPort: number;
   timeoutMs: number;
   /** Monotonic milliseconds for stream timings; default performance.now. */
   monotonic?: () => number;
@@ -105,12 +103,10 @@ export class DataClient {
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
   private readonly monotonic: () => number;
-  private readonly agentPort: number;
   private readonly secrets: Secrets;
 
   constructor(private readonly o: DataOptions) {
     this.monotonic = o.monotonic ?? (() => performance.now());
-    this.agentPort = o.agentPort ?? DEFAULT_AGENT_PORT;
     this.secrets = o.secrets ?? new Secrets();
     this.ownsDispatcher = !o.dispatcher;
     // Never EnvHttpProxyAgent nor the global dispatcher: the data plane is reached directly even
@@ -122,7 +118,7 @@ export class DataClient {
   origin(sb: SandboxRef): string {
     const port = this.o.proxyPortHttp && !this.o.proxyNodeIp ? `:${this.o.proxyPortHttp}` : "";
     const domain = sb.domain || this.o.sandboxDomain;
-    return `${this.o.proxyScheme}://${this.agentPort}-${sb.id}.${domain}${port}`;
+    return `${this.o.proxyScheme}://${this.o.agentPort}-${sb.id}.${domain}${port}`;
   }
 
   /** Starts a process and yields its events as they arrive; the stream must end with end-of-stream. */

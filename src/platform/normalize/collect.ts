@@ -1,14 +1,14 @@
 // Fields nobody mapped: numbers -> numeric maps (metrics), short strings -> info (labels).
+
+import { isSecretKey } from "../../util/secrets.js";
+import { epochMs, looksLikeIsoTime, parseIsoTime } from "../../util/time.js";
 import type { FieldTable } from "./fields.js";
-import { looksLikeIsoTime, looseKey, parseIsoTime, snakeCase } from "./values.js";
+import { looseKey, snakeCase } from "./values.js";
 
 type Json = Record<string, unknown>;
 
 /** Longest string kept as an info label value; longer text is not label material. */
 const INFO_MAX_CHARS = 128;
-/** Keys whose values must never become labels (house rule: no secret in a label). */
-const SECRET_KEY =
-  /(^|_)(token|secret|password|passwd|credentials?|key|api_key|auth|authorization|cookie|private)(_|$)/;
 
 /** What a key means to collectFields. */
 export interface KeyInfo {
@@ -39,7 +39,8 @@ export class KeyNames {
 
 function makeKeyInfo(key: string): KeyInfo {
   const name = snakeCase(key);
-  return { name, at: name.endsWith("_at"), secret: SECRET_KEY.test(name) };
+  // No secret in a label: a key the secrets rule calls secret keeps only its numbers.
+  return { name, at: name.endsWith("_at"), secret: isSecretKey(name) };
 }
 
 /**
@@ -173,7 +174,7 @@ function put(
     if (!Number.isFinite(v)) return numeric;
     const out = numeric ?? {};
     // Numbers under an `_at` key are epoch times only when plausibly so (after 2001).
-    if (at && v >= 1e9) out[`${name}_timestamp_seconds`] = secondsOf(v);
+    if (at && v >= 1e9) out[`${name}_timestamp_seconds`] = (epochMs(v) as number) / 1000;
     else out[name] = v;
     return out;
   }
@@ -196,12 +197,4 @@ function put(
   }
   if (info && v.length <= INFO_MAX_CHARS) info[name] = v;
   return numeric;
-}
-
-/** Epoch seconds of an epoch number in s, ms, us or ns (same magnitude rule as epochMs). */
-function secondsOf(n: number): number {
-  if (n < 1e11) return n;
-  if (n < 1e14) return n / 1e3;
-  if (n < 1e17) return n / 1e6;
-  return n / 1e9;
 }

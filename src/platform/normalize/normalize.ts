@@ -17,9 +17,4 @@ export {
   normalizeSandbox,
   normalizeTemplate,
 } from "./records.js";
-export {
-  NormalizeError,
-  parseIsoTime,
-  sanitizeLabelName,
-  snakeCase,
-} from "./values.js";
+export { NormalizeError, sanitizeLabelName, snakeCase } from "./values.js";

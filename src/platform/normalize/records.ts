@@ -1,15 +1,14 @@
 // One platform record -> one domain object: sandboxes (the hot path), nodes, templates, log entries.
 
+import { epochMs, parseIsoTime } from "../../util/time.js";
 import type { LogEntry, PlatformNode, Sandbox, Template } from "../types.js";
 import { collectFields, EMPTY_NUMBERS, EMPTY_STRINGS, remember, shareIfSame } from "./collect.js";
 import { type FieldSpec, type FieldTable, keyOf } from "./fields.js";
 import type { Normalizer } from "./normalizer.js";
 import {
   asRecord,
-  epochMs,
   isRecord,
   NormalizeError,
-  parseIsoTime,
   readCpuCount,
   readMemoryMB,
   readNumber,

@@ -28,8 +28,10 @@ function client(extra: Partial<ControlOptions> = {}, sleeps: number[] = []): Con
     apiUrl: sim.apiUrl,
     apiKey: KEY,
     authStyle: "x-api-key",
+    authHeader: "X-API-Key",
     timeoutMs: 2_000,
     retries: 2,
+    envProxy: false,
     dispatcher,
     random: () => 0.5,
     sleep: async (ms) => {
@@ -381,26 +383,27 @@ describe("ControlClient through an HTTP proxy", () => {
     expect(sim.counters.total()).toBe(5);
   });
 
-  it("goes through HTTP_PROXY by default, and straight to the platform when no proxy is set", async () => {
+  it("goes through HTTP_PROXY when the loader saw a proxy variable, and straight to the platform when not", async () => {
     const proxy = await startProxy();
     closers.push(() => proxy.close());
     const saved = process.env.HTTP_PROXY;
     process.env.HTTP_PROXY = proxy.url;
     try {
       // Their own dispatchers, as the daemon's: none injected.
-      const own = (envProxy?: boolean) => {
+      const own = (envProxy: boolean) => {
         const c = new ControlClient({
           apiUrl: sim.apiUrl,
           apiKey: KEY,
           authStyle: "x-api-key",
+          authHeader: "X-API-Key",
           timeoutMs: 2_000,
           retries: 0,
-          ...(envProxy === undefined ? {} : { envProxy }),
+          envProxy,
         });
         closers.push(() => c.close());
         return c;
       };
-      const viaEnv = own();
+      const viaEnv = own(true);
       const direct = own(false);
       await viaEnv.listNodes();
       expect(proxy.requests).toHaveLength(1);
@@ -503,6 +506,7 @@ describe("ControlClient normalizers", () => {
       apiUrl: url,
       apiKey: KEY,
       authStyle: "x-api-key",
+      authHeader: "X-API-Key",
       timeoutMs: 2_000,
       retries: 0,
       envProxy: false,

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   deferList,
   type FieldMap,
@@ -12,11 +12,11 @@ import {
   normalizeOverview,
   normalizeSandbox,
   normalizeTemplate,
-  parseIsoTime,
   sanitizeLabelName,
   snakeCase,
 } from "../../../src/platform/normalize/normalize.js";
 import type { Sandbox } from "../../../src/platform/types.js";
+import { parseIsoTime } from "../../../src/util/time.js";
 
 interface Fixture {
   headers: Record<string, string>;
@@ -258,6 +258,31 @@ describe("normalizeSandbox and normalizeList over sandbox pages", () => {
   });
 });
 
+describe("times without a zone, in a process whose local zone is not UTC", () => {
+  const savedTz = process.env.TZ;
+  beforeAll(() => {
+    process.env.TZ = "America/New_York";
+  });
+  afterAll(() => {
+    if (savedTz === undefined) delete process.env.TZ;
+    else process.env.TZ = savedTz;
+  });
+
+  it("reads mapped and unmapped zone-less ISO times as UTC", () => {
+    expect(new Date(2026, 2, 1, 10).getTimezoneOffset()).not.toBe(0);
+    const at = Date.UTC(2026, 2, 1, 10);
+    const sb = normalizeSandbox(n, {
+      id: "a",
+      startedAt: "2026-03-01T10:00:00",
+      endAt: "2026-03-01 10:00",
+      lastActivityAt: "2026-03-01T10:00:00",
+    });
+    expect(sb.startedAt).toBe(at);
+    expect(sb.endAt).toBe(at);
+    expect(sb.extra).toEqual({ last_activity_at_timestamp_seconds: at / 1000 });
+  });
+});
+
 describe("shared sandbox fields", () => {
   it("shares one frozen metadata map and template id between equal sandboxes, never between different ones", () => {
     const rec = (id: string, metadata: Record<string, string>) => ({
@@ -363,6 +388,22 @@ describe("normalizeNode", () => {
     });
     expect(JSON.stringify(node)).not.toMatch(/t0k|"k"|"s"|"p"/);
     expect(node.info).toEqual({ labels_zone: "a" });
+  });
+
+  it("keeps from labels exactly the fields the secrets rule calls secret", () => {
+    const node = normalizeNode(n, {
+      nodeID: "n",
+      apikey: "glued",
+      sessionCookie: "c",
+      privateKeyPem: "-----BEGIN",
+      keyFile: "/etc/node/key.pem",
+      authStyle: "mtls",
+      tokenTtl: 30,
+    });
+    expect(JSON.stringify(node)).not.toMatch(/glued|"c"|BEGIN/);
+    // Where a secret is or how it is used is no secret; a number is never one.
+    expect(node.info).toEqual({ key_file: "/etc/node/key.pem", auth_style: "mtls" });
+    expect(node.numeric).toEqual({ token_ttl: 30 });
   });
 
   it("follows the field map, where a replaced spelling is just another field", () => {
