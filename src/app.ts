@@ -8,7 +8,9 @@ import { loadPolicySpec } from "./config/policy-file.js";
 import { policySpec } from "./config/policy-schema.js";
 import type { Config } from "./config/schema.js";
 import { ExporterMetrics, negotiateFormat } from "./metrics/exporter-metrics.js";
+import { registerLimiterMetrics } from "./metrics/limiter-metrics.js";
 import { ControlClient } from "./platform/control/control.js";
+import { RequestLimiter } from "./platform/control/limiter.js";
 import { DataClient } from "./platform/data/data.js";
 import { PolicyEngine } from "./policy/engine.js";
 import { PolicyLoop } from "./policy/policy-loop.js";
@@ -76,6 +78,16 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     logger,
     scrub: (text) => secrets.scrub(text),
   });
+  // One request budget for poll, probes and policy together, served in that order.
+  const limiter: RequestLimiter = new RequestLimiter({
+    ratePerSecond: config.platform.maxRequestsPerSecond,
+    burst: config.platform.requestBurst,
+    now: () => performance.now(),
+    onGrant: (caller, waitedMs) => limiterMetrics.granted(caller, waitedMs),
+  });
+  const limiterMetrics = registerLimiterMetrics(metrics.registry, config.metrics.namespace, (c) =>
+    limiter.waiting(c),
+  );
   const control = new ControlClient({
     apiUrl: config.platform.apiUrl,
     apiKey: config.platform.apiKey,
@@ -88,12 +100,14 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     clock,
     onRequest: (info) => metrics.observeRequest(info),
     onBadBody: (endpoint, method) => metrics.badBody(endpoint, method),
+    limiter,
+    maxRetryAfterMs: config.platform.maxRetryAfterMs,
     secrets,
     ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
   });
   // Each reader owns its normalizer: what one's records teach the field tables is its own.
   const poller = new Poller({
-    reader: control.withOwnNormalizer(),
+    reader: control.withOwnNormalizer("poll"),
     clock,
     pageLimit: config.poll.pageLimit,
     maxPages: config.poll.maxPages,
@@ -124,7 +138,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   const policy = initialSpec
     ? new PolicyEngine({
         spec: initialSpec,
-        platform: control.withOwnNormalizer(),
+        platform: control.withOwnNormalizer("policy"),
         clock,
         logger,
         registry: metrics.registry,
@@ -197,7 +211,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     }
   };
   const prober = config.probe.enabled
-    ? newProber(config, control.withOwnNormalizer(), secrets, metrics, deps)
+    ? newProber(config, control.withOwnNormalizer("probe"), secrets, metrics, deps)
     : undefined;
   const server = await startServer(config.server.listen, {
     render: (format, gzip) => metrics.render(format, gzip),

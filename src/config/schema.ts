@@ -98,6 +98,15 @@ const PlatformSchema = z.strictObject({
   authHeader: headerName.default("X-API-Key"),
   agentPort: int(1, 65_535).default(49_983),
   retries: int(0, 10).default(2),
+  /** Requests per second to the management API, from every part of the daemon together. */
+  maxRequestsPerSecond: z
+    .number({ error: "a number above 0" })
+    .gt(0, { error: "a number above 0" })
+    .default(50),
+  /** Requests that may go at once after a quiet spell. */
+  requestBurst: int(1, 10_000).default(20),
+  /** Longest Retry-After of a 429 or 503 that is honoured as asked; a longer one waits this long. */
+  maxRetryAfterMs: duration().default(60_000),
   /**
    * Derived, not a setting: the loader sets it when HTTP_PROXY or HTTPS_PROXY (either case) is set,
    * and refuses it in a config file. The control channel then goes through undici's

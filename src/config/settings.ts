@@ -142,6 +142,27 @@ export const SETTINGS: readonly Setting[] = [
     help: "retries of idempotent GETs",
   },
   {
+    path: "platform.maxRequestsPerSecond",
+    env: `${X}MAX_REQUESTS_PER_SECOND`,
+    flag: "max-requests-per-second",
+    kind: "number",
+    help: "requests per second to the management API, poll, probes and policy together",
+  },
+  {
+    path: "platform.requestBurst",
+    env: `${X}REQUEST_BURST`,
+    flag: "request-burst",
+    kind: "int",
+    help: "requests that may go at once after a quiet spell",
+  },
+  {
+    path: "platform.maxRetryAfterMs",
+    env: `${X}MAX_RETRY_AFTER`,
+    flag: "max-retry-after",
+    kind: "duration",
+    help: "longest Retry-After of a 429 or 503 that is waited as asked",
+  },
+  {
     path: "server.listen",
     env: `${X}LISTEN`,
     flag: "listen",

@@ -144,7 +144,12 @@ export class BodyTooLargeError extends Error {
 
 /** The metrics reason label of an error. */
 export function errorReason(err: unknown): string {
-  if (err instanceof PlatformHttpError) return err.status >= 500 ? "http_5xx" : "http_4xx";
+  if (err instanceof PlatformHttpError) {
+    // The platform asked us to slow down: not a fault of the request, counted apart.
+    if (err.status === 429 || (err.status === 503 && err.retryAfterMs !== undefined))
+      return "rate_limited";
+    return err.status >= 500 ? "http_5xx" : "http_4xx";
+  }
   if (err instanceof PlatformNotFoundError) return "not_found";
   if (err instanceof PlatformTimeoutError) return "timeout";
   if (err instanceof PlatformNetworkError) return "network";

@@ -23,6 +23,7 @@ import type {
   Sandbox,
   Template,
 } from "../types.js";
+import type { Caller } from "./limiter.js";
 import { type Call, type ControlOptions, ControlTransport, type Reply } from "./transport.js";
 
 export {
@@ -69,6 +70,8 @@ export class ControlClient {
   constructor(
     private readonly o: ControlOptions,
     transport?: ControlTransport,
+    /** Whose request budget its calls take from the shared limiter. */
+    private readonly caller: Caller = "poll",
   ) {
     this.transport = transport ?? new ControlTransport(o);
     this.ownsTransport = transport === undefined;
@@ -80,8 +83,8 @@ export class ControlClient {
    * Normalizer: what one caller's records teach its tables cannot change another caller's reads.
    * Closing it closes nothing; the dispatcher goes with this client.
    */
-  withOwnNormalizer(): ControlClient {
-    return new ControlClient(this.o, this.transport);
+  withOwnNormalizer(caller: Caller = this.caller): ControlClient {
+    return new ControlClient(this.o, this.transport, caller);
   }
 
   /** GET /health: any status is an answer (up or down); only no answer is an error. */
@@ -242,7 +245,7 @@ export class ControlClient {
   }
 
   private send(call: Call): Promise<Reply> {
-    return this.transport.send(call);
+    return this.transport.send(call, this.caller);
   }
 
   private page<T>(r: Reply, endpoint: string, item: (raw: unknown, path: string) => T): Page<T> {

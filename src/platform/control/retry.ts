@@ -11,14 +11,19 @@ export interface Backoff {
 
 /**
  * "Full jitter" delay before retry number `attempt` (1-based): uniform in [0, min(cap, base*2^(n-1))).
- * A Retry-After raises it to at least that long, but never past the cap.
+ * A Retry-After raises it to at least that long, up to `retryAfterCapMs` (default the backoff cap).
  */
-export function backoffDelay(attempt: number, b: Backoff, retryAfterMs?: number): number {
+export function backoffDelay(
+  attempt: number,
+  b: Backoff,
+  retryAfterMs?: number,
+  retryAfterCapMs = b.capMs,
+): number {
   const ceiling = Math.min(b.capMs, b.baseMs * 2 ** Math.max(0, attempt - 1));
   const jittered = Math.floor(b.random() * ceiling);
   return retryAfterMs === undefined
     ? jittered
-    : Math.min(b.capMs, Math.max(jittered, retryAfterMs));
+    : Math.min(Math.max(b.capMs, retryAfterCapMs), Math.max(jittered, retryAfterMs));
 }
 
 /** Retry-After in ms (delta seconds or an HTTP date relative to `now`); undefined when absent or unreadable. */

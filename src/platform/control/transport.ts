@@ -1,5 +1,6 @@
 // The wire under the control channel: one request with retries, typed errors, metrics, and the
 // one point where every error of the channel is scrubbed of secrets.
+
 import { setTimeout as sleepTimer } from "node:timers/promises";
 import { Agent, type Dispatcher, EnvHttpProxyAgent, request } from "undici";
 import { type Clock, systemClock } from "../../util/clock.js";
@@ -18,6 +19,7 @@ import {
   readCapped,
 } from "../http-errors.js";
 import type { FieldMap } from "../normalize/normalize.js";
+import type { Caller, RequestLimiter } from "./limiter.js";
 import { backoffDelay, isRetryable, parseRetryAfter } from "./retry.js";
 
 /** Management paths live below this prefix of the base URL. */
@@ -62,6 +64,10 @@ export interface ControlOptions {
   /** Bound on one response body; default 32 MiB. */
   maxBodyBytes?: number;
   onRequest?: (info: RequestInfo) => void;
+  /** The daemon's one request budget (see RequestLimiter); none: no limit. */
+  limiter?: RequestLimiter;
+  /** Cap of an honoured Retry-After; default: the retry backoff's cap (2 s). */
+  maxRetryAfterMs?: number;
   /** A 2xx answer whose body was not of the expected shape (counted as a bad_body error). */
   onBadBody?: (endpoint: string, method: string) => void;
   /**
@@ -131,8 +137,13 @@ export class ControlTransport {
     this.o.onBadBody?.(endpoint, method);
   }
 
-  /** One logical call: GETs are retried with backoff; mutating calls are attempted exactly once. */
-  async send(call: Call): Promise<Reply> {
+  /**
+   * One logical call: GETs are retried with backoff; mutating calls are attempted exactly once.
+   * Every attempt waits for a token of the shared limiter first. A 429 or 503 with Retry-After
+   * holds the limiter, so the whole daemon waits what the platform asked (up to
+   * maxRetryAfterMs), not only this request.
+   */
+  async send(call: Call, caller: Caller = "poll"): Promise<Reply> {
     const attempts = call.method === "GET" ? 1 + Math.max(0, this.o.retries) : 1;
     const backoff = {
       baseMs: BACKOFF_BASE_MS,
@@ -143,11 +154,15 @@ export class ControlTransport {
     // Bounded by `attempts`: every iteration either returns, throws, or counts one attempt.
     for (let attempt = 1; ; attempt++) {
       try {
+        await this.o.limiter?.acquire(caller);
         return await this.once(call);
       } catch (err) {
+        const asked = askedToWait(err, this.o.maxRetryAfterMs);
+        if (asked !== undefined) this.o.limiter?.holdOff(asked);
         if (attempt >= attempts || !isRetryable(err)) throw this.scrubbed(err);
-        const after = err instanceof PlatformHttpError ? err.retryAfterMs : undefined;
-        await sleep(backoffDelay(attempt, backoff, after));
+        // With a limiter the hold delays the next attempt (and everyone's); without, this sleep.
+        const own = this.o.limiter ? undefined : asked;
+        await sleep(backoffDelay(attempt, backoff, own, this.o.maxRetryAfterMs));
       }
     }
   }
@@ -245,4 +260,14 @@ function header(
 ): string | undefined {
   const v = h[name];
   return Array.isArray(v) ? v[0] : v;
+}
+
+/**
+ * How long the platform asked everyone to wait: the Retry-After of a 429 or 503, capped.
+ * Undefined for any other failure.
+ */
+function askedToWait(err: unknown, capMs: number | undefined): number | undefined {
+  if (!(err instanceof PlatformHttpError) || err.retryAfterMs === undefined) return undefined;
+  if (err.status !== 429 && err.status !== 503) return undefined;
+  return Math.min(err.retryAfterMs, capMs ?? BACKOFF_CAP_MS);
 }

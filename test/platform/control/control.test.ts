@@ -7,6 +7,7 @@ import {
   type ControlOptions,
   type RequestInfo,
 } from "../../../src/platform/control/control.js";
+import { RequestLimiter } from "../../../src/platform/control/limiter.js";
 import { backoffDelay, parseRetryAfter } from "../../../src/platform/control/retry.js";
 import {
   errorReason,
@@ -668,5 +669,80 @@ describe("ControlClient never lets the key out in an error", () => {
     expect(err.message).toMatch(
       /^GET \/sandboxes\/\{id\}: sandbox: expected a sandbox object, got string "upstream says: x-api-key=\[REDACTED\]; basic=\[REDACTED\]=?; \[REDACTED\]p+\.\.\."$/,
     );
+  });
+});
+
+describe("one request budget for the whole daemon", () => {
+  /** A limiter on fake time whose waits are recorded, and the grants it made. */
+  function budget() {
+    let t = 0;
+    const waits: number[] = [];
+    const grants: Array<[string, number]> = [];
+    const limiter = new RequestLimiter({
+      ratePerSecond: 1_000,
+      burst: 10,
+      now: () => t,
+      sleep: async (ms) => {
+        await Promise.resolve();
+        waits.push(ms);
+        t += ms;
+      },
+      onGrant: (caller, waited) => grants.push([caller, waited]),
+    });
+    return { limiter, waits, grants };
+  }
+
+  it("makes every caller's next request wait the 3 s a 429 asked for, and counts it as rate_limited", async () => {
+    let first = true;
+    const url = await serve((req, res) => {
+      if (first && req.url?.includes("/nodes")) {
+        first = false;
+        res.writeHead(429, { "retry-after": "3", "content-type": "application/json" });
+        res.end('{"message":"slow down"}');
+        return;
+      }
+      res.writeHead(200, { "content-type": "application/json" }).end("[]");
+    });
+    const { limiter, waits, grants } = budget();
+    const reasons: Array<string | undefined> = [];
+    const poll = client({
+      apiUrl: url,
+      retries: 0,
+      limiter,
+      maxRetryAfterMs: 60_000,
+      onRequest: (i) => reasons.push(i.error),
+    });
+    await expect(poll.listNodes()).rejects.toBeInstanceOf(PlatformHttpError);
+    expect(reasons).toEqual(["rate_limited"]);
+    // Another caller, another endpoint: it waits too.
+    await poll.withOwnNormalizer("policy").listTemplates();
+    expect(waits.reduce((a, b) => a + b, 0)).toBe(3_000);
+    expect(grants).toEqual([
+      ["poll", 0],
+      ["policy", 3_000],
+    ]);
+  });
+
+  it("retries a GET after the hold, and caps a Retry-After at maxRetryAfterMs, not the 2 s backoff cap", async () => {
+    let n = 0;
+    const url = await serve((_req, res) => {
+      if (++n === 1) {
+        res.writeHead(503, { "retry-after": "3600" }).end();
+        return;
+      }
+      res.writeHead(200, { "content-type": "application/json" }).end("[]");
+    });
+    const { limiter, waits } = budget();
+    const c = client({ apiUrl: url, retries: 1, limiter, maxRetryAfterMs: 10_000 });
+    expect(await c.listNodes()).toEqual([]);
+    expect(n).toBe(2);
+    expect(waits.reduce((a, b) => a + b, 0)).toBe(10_000);
+  });
+
+  it("without a limiter, sleeps a Retry-After itself, capped by maxRetryAfterMs", () => {
+    const b = { baseMs: 100, capMs: 2_000, random: () => 0 };
+    expect(backoffDelay(1, b, 5_000)).toBe(2_000);
+    expect(backoffDelay(1, b, 5_000, 60_000)).toBe(5_000);
+    expect(backoffDelay(1, b, 90_000, 60_000)).toBe(60_000);
   });
 });
