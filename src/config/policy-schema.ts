@@ -109,6 +109,19 @@ const ActivitySchema = z.strictObject({
   maxReadsPerRun: int(1).default(500),
   /** Candidates of each idle rule read at random to estimate its idle share (blast radius). */
   sampleSize: int(1, 10_000).default(100),
+  /**
+   * Resource usage as a second idle signal (E2B's GET /sandboxes/metrics): a sandbox is idle only
+   * when its logs say so and its CPU stayed under `cpuBelowPercent`; usage it cannot read is busy.
+   */
+  usage: z
+    .strictObject({
+      cpuBelowPercent: z
+        .number({ error: "a percentage above 0 and at most 100" })
+        .gt(0, { error: "a percentage above 0 and at most 100" })
+        .max(100, { error: "a percentage above 0 and at most 100" })
+        .default(2),
+    })
+    .optional(),
 });
 
 const rules = z.array(PolicyRuleSchema, { error: "a list of rules" }).superRefine((rs, ctx) => {

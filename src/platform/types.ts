@@ -81,3 +81,15 @@ export type ProcessEvent =
 
 /** Metadata key marking a probe sandbox; its value is the exporter instance. */
 export const PROBE_TAG_KEY = "sandbox-exporter/probe";
+
+/** Resource use of a sandbox at one moment (E2B's SandboxMetric). */
+export interface SandboxUsage {
+  /** Epoch ms of the sample. */
+  at: number;
+  cpuPct: number;
+  cpuCount: number | undefined;
+  memUsedBytes: number | undefined;
+  memTotalBytes: number | undefined;
+  diskUsedBytes: number | undefined;
+  diskTotalBytes: number | undefined;
+}

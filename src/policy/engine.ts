@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { Snapshot } from "../collect/snapshot.js";
 import type { PolicyRule, PolicySpec } from "../config/policy-schema.js";
-import type { Sandbox } from "../platform/types.js";
+import type { Sandbox, SandboxUsage } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { ownShard } from "../util/shard.js";
 import { type Activity, ActivityTracker, type LogReader } from "./activity.js";
@@ -35,6 +35,9 @@ const COOLS_DOWN: ReadonlySet<PolicyResult> = new Set<PolicyResult>([
   "failed",
   "skipped_unverified",
 ]);
+
+/** Ids per GET /sandboxes/metrics: E2B's limit. */
+const USAGE_BATCH = 100;
 
 /** Entries of the plan shown on /status; the counts cover all of them. */
 const PLAN_ENTRIES = 200;
@@ -169,7 +172,8 @@ export class PolicyEngine {
     const own = ownShard(snapshot.sandboxes ?? [], index, total);
     const samples = this.samples(own, now);
     const sample = new Set([...samples.values()].flat());
-    const read = await this.activity.lastActivity(this.idleAsked(own, now), now, {
+    const asked = this.idleAsked(own, now);
+    const read = await this.activity.lastActivity(asked, now, {
       sample,
       enough: spec.maxActionsPerCycle,
       until,
@@ -179,7 +183,10 @@ export class PolicyEngine {
     this.metrics.observeActivity(stats);
     const activity = new Map<string, number | undefined>();
     for (const [id, a] of read.activity) activity.set(id, a.at);
-    const estimates = this.estimate(samples, read.activity, now);
+    const busy = spec.activity.usage
+      ? await this.usageCheck(asked, activity, sample, spec, now, { until, clock })
+      : undefined;
+    const estimates = this.estimate(samples, read.activity, now, busy?.busy);
     const evaluation = evaluatePolicy({
       sandboxes: own,
       activity,
@@ -263,6 +270,68 @@ export class PolicyEngine {
   }
 
   /**
+   * The usage signal: of the sandboxes idle by their logs, the sample and then the oldest are
+   * checked with batched reads of GET /sandboxes/metrics until as many are idle by CPU too as the
+   * run may act on. In `activity` (edited in place) a sandbox busy by CPU is active now, and one
+   * idle by its logs whose usage was not read, or could not be, is unknown: never idle. Returns
+   * the ids found busy.
+   */
+  private async usageCheck(
+    asked: ReadonlyMap<Sandbox, number>,
+    activity: Map<string, number | undefined>,
+    sample: ReadonlySet<Sandbox>,
+    spec: PolicySpec,
+    now: number,
+    budget: { until: number; clock: () => number },
+  ): Promise<{ busy: Set<string> }> {
+    const below = spec.activity.usage?.cpuBelowPercent ?? 0;
+    const idleByLogs: Sandbox[] = [];
+    for (const [s, idleFor] of asked) {
+      const at = activity.get(s.id);
+      if (at !== undefined && now - at >= idleFor) idleByLogs.push(s);
+    }
+    // The sample first (the estimate needs it), then the longest idle.
+    idleByLogs.sort(
+      (a, b) =>
+        Number(sample.has(b)) - Number(sample.has(a)) ||
+        (activity.get(a.id) ?? 0) - (activity.get(b.id) ?? 0),
+    );
+    const busy = new Set<string>();
+    const checked = new Set<string>();
+    let idleByBoth = 0;
+    let requests = 0;
+    let errors = 0;
+    for (let at = 0; at < idleByLogs.length; at += USAGE_BATCH) {
+      const part = idleByLogs.slice(at, at + USAGE_BATCH);
+      const sampled = part.some((s) => sample.has(s));
+      if (!sampled && idleByBoth >= spec.maxActionsPerCycle) break;
+      if (requests >= spec.activity.maxReadsPerRun || budget.clock() >= budget.until) break;
+      requests++;
+      let usage: Map<string, SandboxUsage>;
+      try {
+        usage = await this.o.platform.sandboxUsage(part.map((s) => s.id));
+      } catch {
+        errors++;
+        continue;
+      }
+      for (const s of part) {
+        const u = usage.get(s.id);
+        if (u === undefined) continue;
+        checked.add(s.id);
+        if (u.cpuPct >= below) busy.add(s.id);
+        else idleByBoth++;
+      }
+    }
+    for (const s of idleByLogs) {
+      if (busy.has(s.id)) activity.set(s.id, now);
+      else if (!checked.has(s.id)) activity.set(s.id, undefined);
+    }
+    this.metrics.usageReads.inc({ result: "ok" }, requests - errors);
+    this.metrics.usageReads.inc({ result: "error" }, errors);
+    return { busy };
+  }
+
+  /**
    * The idle share of each sample and the upper bound of its 95 % Wilson interval. A sampled
    * sandbox whose read failed counts as idle here: a failing signal must stop a rule, not hide.
    */
@@ -270,6 +339,7 @@ export class PolicyEngine {
     samples: ReadonlyMap<string, Sandbox[]>,
     activity: ReadonlyMap<string, Activity>,
     now: number,
+    busyByUsage: ReadonlySet<string> = new Set(),
   ): Map<string, IdleEstimate> {
     const out = new Map<string, IdleEstimate>();
     for (const rule of this.spec.rules) {
@@ -278,7 +348,7 @@ export class PolicyEngine {
       let idle = 0;
       for (const s of sample) {
         const a = activity.get(s.id);
-        if (!ageHolds(rule, s, now)) continue;
+        if (!ageHolds(rule, s, now) || busyByUsage.has(s.id)) continue;
         if (a === undefined || idleHolds(rule, a.at, now)) idle++;
       }
       out.set(rule.name, {

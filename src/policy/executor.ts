@@ -1,7 +1,7 @@
 // Applies the evaluator's decisions: re-reads each sandbox, re-checks the rule, then acts once.
 import type { PolicyRule, PolicySpec } from "../config/policy-schema.js";
 import { PlatformNotFoundError } from "../platform/http-errors.js";
-import type { Sandbox } from "../platform/types.js";
+import type { Sandbox, SandboxUsage } from "../platform/types.js";
 import { formatDuration } from "../util/duration.js";
 import type { ActivityTracker } from "./activity.js";
 import type { DecisionOutcome, PolicyDecision } from "./evaluate.js";
@@ -19,12 +19,17 @@ export type PolicyResult =
   | "skipped_unverified"
   | "skipped_time_budget";
 
-/** The management calls the executor makes: one read and the two mutations. */
+/** The management calls the executor makes: reads of the sandbox and its usage, two mutations. */
 export interface PolicyPlatform {
   getSandbox(id: string): Promise<Sandbox>;
   pauseSandbox(id: string): Promise<void>;
   deleteSandbox(id: string): Promise<void>;
+  sandboxUsage(ids: readonly string[]): Promise<Map<string, SandboxUsage>>;
+  sandboxUsageHistory(id: string, startS: number, endS: number): Promise<SandboxUsage[]>;
 }
+
+/** A usage history must start within this of the idleFor window's start to cover it. */
+const USAGE_COVER_SLACK_MS = 60_000;
 
 export interface ExecutorContext {
   platform: PolicyPlatform;
@@ -73,6 +78,11 @@ export async function applyDecision(
       const ago = a.at === undefined ? "unknown" : `${formatDuration(now - a.at)} ago`;
       return { result: "skipped_changed", detail: `active since the snapshot (last ${ago})` };
     }
+    const usage = ctx.spec.activity.usage;
+    if (usage) {
+      const busy = await busyByUsage(ctx, fresh.id, rule.idleFor, usage.cpuBelowPercent, now);
+      if (busy) return busy;
+    }
   }
   try {
     if (rule.action === "pause") await ctx.platform.pauseSandbox(fresh.id);
@@ -82,6 +92,38 @@ export async function applyDecision(
     if (err instanceof PlatformNotFoundError) return { result: "skipped_gone" };
     return { result: "failed", detail: message(err) };
   }
+}
+
+/**
+ * Whether the CPU history over the whole idleFor says busy (or cannot tell): undefined when it
+ * stayed under the threshold throughout.
+ */
+async function busyByUsage(
+  ctx: ExecutorContext,
+  id: string,
+  idleFor: number,
+  belowPct: number,
+  now: number,
+): Promise<ActionOutcome | undefined> {
+  let history: SandboxUsage[];
+  try {
+    history = await ctx.platform.sandboxUsageHistory(id, (now - idleFor) / 1000, now / 1000);
+  } catch (err) {
+    return { result: "skipped_unverified", detail: `usage history unreadable: ${message(err)}` };
+  }
+  const first = history[0];
+  if (first === undefined || first.at > now - idleFor + USAGE_COVER_SLACK_MS)
+    return {
+      result: "skipped_unverified",
+      detail: `usage history does not cover idleFor ${formatDuration(idleFor)}`,
+    };
+  const peak = Math.max(...history.map((u) => u.cpuPct));
+  if (peak >= belowPct)
+    return {
+      result: "skipped_changed",
+      detail: `busy by CPU: ${peak}% within idleFor (threshold ${belowPct}%)`,
+    };
+  return undefined;
 }
 
 function message(err: unknown): string {

@@ -11,6 +11,7 @@ export class PolicyMetrics {
   readonly runSeconds: Gauge;
   readonly runsCut: Counter;
   readonly webhook: Counter<"result">;
+  readonly usageReads: Counter<"result">;
   readonly blocked: Counter<"reason">;
   readonly blastRadius: Counter<"rule">;
   readonly activityReads: Counter<"result">;
@@ -44,6 +45,12 @@ export class PolicyMetrics {
     this.webhook = new Counter({
       name: `${ns}_policy_webhook_deliveries_total`,
       help: "Policy notices and actions posted to policy.webhook.url: ok, failed (after its retries) or dropped (queue full).",
+      labelNames: ["result"],
+      registers,
+    });
+    this.usageReads = new Counter({
+      name: `${ns}_policy_usage_reads_total`,
+      help: "Batched reads of sandbox resource usage (GET /sandboxes/metrics) for the idle signal, ok or error.",
       labelNames: ["result"],
       registers,
     });

@@ -93,7 +93,7 @@ export function generateSandbox(
   templates: readonly SimTemplate[],
   nodes: readonly SimNode[],
   now: number,
-): Required<Omit<SandboxInit, "domain" | "accessToken" | "logs" | "files">> {
+): Required<Omit<SandboxInit, "domain" | "accessToken" | "cpuPct" | "logs" | "files">> {
   const template = rng.pick(templates);
   const startedAt = Math.floor((now - rng.int(60, 3 * 86_400) * 1000) / 1000) * 1000;
   return {

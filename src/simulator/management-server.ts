@@ -7,6 +7,7 @@ import { listSandboxes } from "./list-sandboxes.js";
 import { matchRoute, type RouteDef } from "./router.js";
 import { sandboxLogs } from "./sandbox-logs.js";
 import { sandboxRoutes } from "./sandbox-routes.js";
+import { usageRoutes } from "./usage-routes.js";
 
 /** Path prefix of the management API. */
 export const API_PREFIX = "/sandboxapi/v1";
@@ -15,6 +16,8 @@ const ROUTES: RouteDef<ApiHandler>[] = [
   ...clusterRoutes,
   { method: "GET", template: "/v2/sandboxes", handler: listSandboxes },
   { method: "GET", template: "/v2/sandboxes/{id}/logs", handler: sandboxLogs },
+  // Before /sandboxes/{id}, which would take "metrics" for an id.
+  ...usageRoutes,
   ...sandboxRoutes,
 ];
 

@@ -29,6 +29,8 @@ export interface SandboxInit {
   nodeID?: string;
   /** When set, the data plane requires `X-Access-Token` with this value. */
   accessToken?: string;
+  /** CPU use in percent while running; default from the id (one in ten busy, see usage-routes). */
+  cpuPct?: number;
   logs?: SimLogEntry[];
   files?: Map<string, Buffer>;
 }
@@ -62,13 +64,16 @@ export class SimSandbox {
   envdVersion: string;
   nodeID: string;
   accessToken: string | undefined;
+  cpuPct: number | undefined;
   private logList: SimLogEntry[] | undefined;
   private fileMap: Map<string, Buffer> | undefined;
   private readonly logSeed: number;
   private readonly logCount: number;
 
   constructor(
-    init: Required<Omit<SandboxInit, "alias" | "domain" | "accessToken" | "logs" | "files">> &
+    init: Required<
+      Omit<SandboxInit, "alias" | "domain" | "accessToken" | "cpuPct" | "logs" | "files">
+    > &
       SandboxInit,
     logSeed: number,
     logCount: number,
@@ -88,6 +93,7 @@ export class SimSandbox {
     this.envdVersion = init.envdVersion;
     this.nodeID = init.nodeID;
     this.accessToken = init.accessToken;
+    this.cpuPct = init.cpuPct;
     this.logList = init.logs;
     this.fileMap = init.files;
     this.logSeed = logSeed;

@@ -782,3 +782,52 @@ function writeConfig(doc: unknown): string {
   writeFileSync(file, JSON.stringify(doc));
   return file;
 }
+
+describe("resource usage as an idle signal", () => {
+  const USAGE_RULE = `${IDLE_RULE()}\nconsecutiveCycles: 1\nactivity: { usage: { cpuBelowPercent: 2 } }\n`;
+
+  it("never makes a candidate of a sandbox busy on the CPU, however old its logs", async () => {
+    const p = await platform();
+    const quiet = p.add(2 * 60 * MIN, { cpuPct: 0.5 });
+    const busy = p.add(2 * 60 * MIN, { cpuPct: 80 });
+    const { exporter: e, audit } = await exporter(p, USAGE_RULE);
+    await e.runCycle();
+    const acted = audit.filter((l) => l.result === "dry_run").map((l) => l.sandbox);
+    expect(acted).toEqual([quiet]);
+    expect(acted).not.toContain(busy);
+    const m = await scrape(e);
+    expect(metric(m, 'sandbox_policy_candidates{rule="idle"}')).toBe(1);
+    expect(metric(m, 'sandbox_policy_usage_reads_total{result="ok"}')).toBe(1);
+  });
+
+  it("finds nothing idle when usage cannot be read", async () => {
+    const p = await platform();
+    p.add(2 * 60 * MIN, { cpuPct: 0.5 });
+    const { exporter: e, audit } = await exporter(p, USAGE_RULE);
+    p.sim.faults.route("GET /sandboxes/metrics", { status: 500 });
+    await e.runCycle();
+    expect(audit.filter((l) => l.sandbox !== undefined)).toEqual([]);
+    const m = await scrape(e);
+    expect(metric(m, 'sandbox_policy_candidates{rule="idle"}')).toBe(0);
+    expect(metric(m, 'sandbox_policy_usage_reads_total{result="error"}')).toBeGreaterThanOrEqual(1);
+  });
+
+  it("acts only after the CPU history over the whole idleFor confirms it, and not when it cannot be read", async () => {
+    const p = await platform();
+    const a = p.add(2 * 60 * MIN, { cpuPct: 0.5 });
+    const { exporter: e } = await exporter(p, USAGE_RULE, ["--policy-dry-run=false"]);
+    p.sim.faults.route("GET /sandboxes/{id}/metrics", { status: 500 });
+    await e.runCycle();
+    expect(p.sim.counters.mutating()).toBe(0);
+    expect(e.policy?.lastRun?.outcomes).toEqual([
+      expect.objectContaining({ sandboxId: a, result: "skipped_unverified" }),
+    ]);
+    p.sim.faults.clear();
+    p.clock.advance(2 * 60 * MIN); // past the cooldown of the unverified attempt
+    await e.runCycle();
+    expect(e.policy?.lastRun?.outcomes).toEqual([
+      expect.objectContaining({ sandboxId: a, result: "done" }),
+    ]);
+    expect(p.sim.counters.get(PAUSE)).toBe(1);
+  });
+});

@@ -13,6 +13,8 @@ import {
   normalizeOverview,
   normalizeSandbox,
   normalizeTemplate,
+  normalizeUsageList,
+  normalizeUsageMap,
 } from "../normalize/normalize.js";
 import type {
   ClusterOverview,
@@ -21,6 +23,7 @@ import type {
   Page,
   PlatformNode,
   Sandbox,
+  SandboxUsage,
   Template,
 } from "../types.js";
 import type { Caller } from "./limiter.js";
@@ -192,6 +195,30 @@ export class ControlClient {
       deferList(n, r.body, r.headers, (raw, p) => normalizeSandbox(n, raw, p, slim)),
     );
     return { ...d, items: () => this.decode(e, "GET", () => d.items()) };
+  }
+
+  /** GET /sandboxes/metrics?sandbox_ids=...: the latest usage sample of each (at most 100 ids). */
+  async sandboxUsage(ids: readonly string[]): Promise<Map<string, SandboxUsage>> {
+    const e = "/sandboxes/metrics";
+    const r = await this.send({
+      method: "GET",
+      path: e,
+      endpoint: e,
+      query: { sandbox_ids: ids.join(",") },
+    });
+    return this.decode(e, "GET", () => normalizeUsageMap(r.body));
+  }
+
+  /** GET /sandboxes/{id}/metrics?start=&end= (Unix seconds): its samples, oldest first. */
+  async sandboxUsageHistory(id: string, startS: number, endS: number): Promise<SandboxUsage[]> {
+    const e = "/sandboxes/{id}/metrics";
+    const r = await this.send({
+      method: "GET",
+      path: `/sandboxes/${enc(id)}/metrics`,
+      endpoint: e,
+      query: { start: Math.floor(startS), end: Math.ceil(endS) },
+    });
+    return this.decode(e, "GET", () => normalizeUsageList(r.body));
   }
 
   /** GET /v2/sandboxes/{id}/logs: one page. */

@@ -17,4 +17,5 @@ export {
   normalizeSandbox,
   normalizeTemplate,
 } from "./records.js";
+export { normalizeUsageList, normalizeUsageMap } from "./usage.js";
 export { NormalizeError, sanitizeLabelName, snakeCase } from "./values.js";
