@@ -102,6 +102,9 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     onBadBody: (endpoint, method) => metrics.badBody(endpoint, method),
     limiter,
     maxRetryAfterMs: config.platform.maxRetryAfterMs,
+    apiPrefix: config.platform.apiPrefix,
+    flavor: config.platform.flavor,
+    ...adminToken(config),
     secrets,
     ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
   });
@@ -121,6 +124,19 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     compactSandboxes: !config.metrics.perSandboxMetrics && initialSpec === undefined,
     intervalMs: pollIntervalMs,
     confirmDropRatio: config.poll.confirmDropRatio,
+    capabilityRecheckMs: config.poll.capabilityRecheckMs,
+    onPageLimit: (from, to) =>
+      logger.warn(
+        { from, to },
+        "the platform refused the page size: walking with the smaller one from now on (set poll.pageLimit to it)",
+      ),
+    onSupport: (collector, supported, error) =>
+      logger.info(
+        { collector, ...(error ? { answer: error.message } : {}) },
+        supported
+          ? "collector supported again: the platform now serves its endpoint"
+          : "collector unsupported by this platform: not polled, re-checked at poll.capabilityRecheck",
+      ),
     maxBackoffMs: config.poll.maxBackoffMs,
     onSnapshot: (snapshot) => published(snapshot),
     onError: (err) => onError(err),
@@ -260,6 +276,14 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       await control.close();
     },
   };
+}
+
+/** The admin token from its file (E2B's X-Admin-Token for /nodes); read once at start. */
+function adminToken(config: Config): { adminToken?: string } {
+  const file = config.platform.adminTokenFile;
+  if (!file) return {};
+  const token = readFileSync(file, "utf8").trim();
+  return token ? { adminToken: token } : {};
 }
 
 /** The policy webhook's settings, its secret header read from its file (and scrubbed like a key). */

@@ -1,6 +1,7 @@
 // One poll cycle: every collector runs on its own; failures keep the last good data, marked stale.
 
 import { setTimeout as sleep } from "node:timers/promises";
+import { PlatformHttpError, PlatformNotFoundError } from "../platform/http-errors.js";
 import type { DeferredPage } from "../platform/normalize/normalize.js";
 import type {
   ClusterOverview,
@@ -66,6 +67,16 @@ export interface PollerOptions {
   onSnapshot?: (snapshot: Snapshot) => Promise<void> | void;
   /** A snapshot handler failed after a walk that outlived its tick (a tick's own failure rejects). */
   onError?: (err: unknown) => void;
+  /** Slow re-check of a collector found unsupported. */
+  capabilityRecheckMs: number;
+  /** A collector was found unsupported (with the answer that said so), or supported again. */
+  onSupport?: (
+    collector: CollectorName,
+    supported: boolean,
+    error?: { code: string; message: string },
+  ) => void;
+  /** The platform refused the page size: walks use `to` from now on. */
+  onPageLimit?: (from: number, to: number) => void;
   /** A walk fell by more than confirmDropRatio; the second walk confirmed the drop or not. */
   onDrop?: (confirmed: boolean) => void;
 }
@@ -77,6 +88,8 @@ interface Outcome<T> {
   startedAt: number;
   durationMs: number;
   error?: { code: string; message: string };
+  /** The endpoint answered 404, 405 or 403: the platform does not serve it (to us). */
+  unsupportedAnswer?: boolean;
 }
 
 /** The small collectors: one request or a few each, refreshed every tick whatever the walk does. */
@@ -99,10 +112,18 @@ export class Poller {
   private ticking = false;
   private walkFailures = 0;
   private nextWalkAt = 0;
+  /** The page size in use: poll.pageLimit until the platform refused it. */
+  private pageLimit: number;
+  /** Collectors found unsupported, and when each is read again. */
+  private readonly unsupported = new Map<SmallName, { recheckAt: number }>();
+  /** Collectors that succeeded once: an error of theirs is a failure, never "unsupported". */
+  private readonly supported = new Set<CollectorName>();
   /** Sandboxes of the last complete walk, for the drop check. */
   private lastCompleteCount: number | undefined;
 
-  constructor(private readonly options: PollerOptions) {}
+  constructor(private readonly options: PollerOptions) {
+    this.pageLimit = options.pageLimit;
+  }
 
   /** The latest completed snapshot, if any cycle has finished. */
   get latest(): Snapshot | undefined {
@@ -137,7 +158,10 @@ export class Poller {
       await Promise.all(
         SMALL.map(async (name) => {
           const read = reads[name];
-          if (read) this.outcomes[name] = await this.attempt(read);
+          if (!read || this.stillUnsupported(name)) return;
+          const outcome = await this.attempt(read);
+          this.outcomes[name] = outcome;
+          this.learnSupport(name, outcome);
         }),
       );
       // One snapshot per tick when the walk keeps up; a slow walk publishes on its own later.
@@ -228,12 +252,50 @@ export class Poller {
     await this.options.onSnapshot?.(snapshot);
   }
 
+  /** An unsupported collector is left alone until its re-check is due. */
+  private stillUnsupported(name: SmallName): boolean {
+    const u = this.unsupported.get(name);
+    return u !== undefined && this.options.clock.now() < u.recheckAt;
+  }
+
+  /**
+   * A collector whose endpoint answers 404, 405 or 403 before it ever succeeded is unsupported
+   * by this platform (E2B has no /cluster/overview; /nodes is for admins): it is re-checked at
+   * a slow interval instead of failing every tick. A success makes it supported again.
+   */
+  private learnSupport(name: SmallName, outcome: Outcome<unknown>): void {
+    const was = this.unsupported.has(name);
+    if (outcome.ok) {
+      this.supported.add(name);
+      if (was) {
+        this.unsupported.delete(name);
+        this.options.onSupport?.(name, true);
+      }
+      return;
+    }
+    if (!outcome.unsupportedAnswer || this.supported.has(name)) return;
+    const recheckAt = this.options.clock.now() + this.options.capabilityRecheckMs;
+    this.unsupported.set(name, { recheckAt });
+    if (!was) this.options.onSupport?.(name, false, outcome.error);
+  }
+
   private status(
     name: CollectorName,
     outcome: Outcome<unknown> | undefined,
     prev: CollectorStatus | undefined,
     now: number,
   ): CollectorStatus {
+    if (this.unsupported.has(name as SmallName))
+      return {
+        name,
+        success: false,
+        stale: false,
+        unsupported: true,
+        lastAttemptAt: outcome?.startedAt ?? now,
+        durationMs: outcome?.durationMs ?? 0,
+        requests: outcome?.requests ?? 0,
+        ...(outcome?.error ? { error: outcome.error } : {}),
+      };
     const runs =
       name === "sandboxes" ||
       this.options.clusterWide ||
@@ -299,6 +361,9 @@ export class Poller {
         startedAt,
         durationMs: this.options.clock.now() - startedAt,
         error: describeError(err),
+        unsupportedAnswer:
+          err instanceof PlatformNotFoundError ||
+          (err instanceof PlatformHttpError && (err.status === 403 || err.status === 405)),
       };
     }
   }
@@ -355,8 +420,25 @@ export class Poller {
     return walk;
   }
 
+  /**
+   * A walk; when the platform refuses the page size of its first page with a 400 (E2B caps it at
+   * 100), the size is lowered once to what the answer names (else 100, else half), remembered,
+   * and the walk made again.
+   */
   private async walkOnce(): Promise<{ value: SandboxList; requests: number }> {
-    const { reader, pageLimit, maxPages, state, metadata } = this.options;
+    try {
+      return await this.walkWith(this.pageLimit);
+    } catch (err) {
+      const lower = smallerPageLimit(err, this.pageLimit);
+      if (lower === undefined) throw err;
+      this.options.onPageLimit?.(this.pageLimit, lower);
+      this.pageLimit = lower;
+      return this.walkWith(lower);
+    }
+  }
+
+  private async walkWith(pageLimit: number): Promise<{ value: SandboxList; requests: number }> {
+    const { reader, maxPages, state, metadata } = this.options;
     const slim = this.options.compactSandboxes === true;
     const fetchPage = (nextToken: string | undefined) =>
       reader.listSandboxPage(
@@ -422,4 +504,21 @@ export function describeError(err: unknown): { code: string; message: string } {
     };
   }
   return { code: "ERR_UNKNOWN", message: String(err) };
+}
+
+/** A limit the platform named in a 400 ("limit must be <= 100", "maximum 100", "at most 100"). */
+const NAMED_LIMIT =
+  /(?:<=|at most|maximum(?: of| is)?|max(?:imum)?:?|up to|less than or equal to)\s*(\d{1,6})/i;
+
+/**
+ * The smaller page size to try when `err` is the platform refusing the first page's size (a 400
+ * of GET /v2/sandboxes); undefined for any other failure or when no smaller size is left.
+ */
+export function smallerPageLimit(err: unknown, current: number): number | undefined {
+  if (!(err instanceof PlatformHttpError) || err.status !== 400) return undefined;
+  // Only an answer about the page size: another 400 (a bad token) must not shrink every walk.
+  if (err.endpoint !== "/v2/sandboxes" || !/limit/i.test(err.bodyExcerpt)) return undefined;
+  const named = NAMED_LIMIT.exec(err.bodyExcerpt);
+  const to = named ? Number(named[1]) : current > 100 ? 100 : Math.floor(current / 2);
+  return to >= 1 && to < current ? to : undefined;
 }

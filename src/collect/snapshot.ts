@@ -15,6 +15,8 @@ export interface CollectorStatus {
   stale: boolean;
   /** True when this instance does not run the collector (cluster-wide data comes from shard 0). */
   skipped?: boolean;
+  /** True when the platform does not serve the collector's endpoint (404/405/403 before any success). */
+  unsupported?: boolean;
   /** Epoch ms the latest attempt started. */
   lastAttemptAt: number;
   /** Epoch ms of the latest successful attempt, if any. */

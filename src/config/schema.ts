@@ -83,7 +83,24 @@ const metadataKey = text.regex(/[A-Za-z0-9]/, {
   error: "a metadata key with at least one letter or digit",
 });
 
+/**
+ * What each kind of platform presets; a setting given explicitly wins. E2B's hosted API serves the
+ * management paths at the root of its base URL and rejects page limits above 100.
+ */
+export const FLAVORS = {
+  sandboxapi: { apiPrefix: "/sandboxapi/v1", maxPageLimit: 10_000 },
+  e2b: { apiPrefix: "", maxPageLimit: 100 },
+} as const;
+
 const PlatformSchema = z.strictObject({
+  /** Which platform: presets apiPrefix, the page-limit ceiling, filters' encoding, the resume call. */
+  flavor: oneOf(["sandboxapi", "e2b"]).default("sandboxapi"),
+  /** Path of the management API below apiUrl; default from the flavor. */
+  apiPrefix: text
+    .regex(/^(\/[^/?#\s]+)*$/, { error: 'empty, or a path like "/sandboxapi/v1"' })
+    .optional(),
+  /** File holding the X-Admin-Token E2B asks for on /nodes (a secret, never a flag value). */
+  adminTokenFile: text.min(1, { error: "a file path" }).optional(),
   apiUrl: apiUrl.default(""),
   apiKey: apiKey.default(""),
   apiKeyFile: text.min(1, { error: "a file path" }).optional(),
@@ -154,6 +171,8 @@ const PollSchema = z.strictObject({
   templateDetails: bool.default(false),
   /** A walk whose sandbox count falls by more than this share of the last complete walk is walked again. */
   confirmDropRatio: ratio.default(0.5),
+  /** How often a collector the platform does not serve (404/405/403) is tried again. */
+  capabilityRecheckMs: duration().default(600_000),
   /** Ceiling of the backoff between failed sandbox walks. */
   maxBackoffMs: duration().default(300_000),
 });
@@ -220,18 +239,28 @@ const LogSchema = z.strictObject({
 });
 
 /** The whole configuration; parsing `{}` gives every default. */
-export const ConfigSchema = z.strictObject({
-  platform: PlatformSchema.prefault({}),
-  server: ServerSchema.prefault({}),
-  poll: PollSchema.prefault({}),
-  metrics: MetricsSchema.prefault({}),
-  shard: ShardSchema.prefault({}),
-  fieldMap: FieldMapSchema.prefault({}),
-  states: StatesSchema.prefault({}),
-  probe: ProbeSchema.prefault({}),
-  policy: PolicySectionSchema.prefault({}),
-  log: LogSchema.prefault({}),
-});
+export const ConfigSchema = z
+  .strictObject({
+    platform: PlatformSchema.prefault({}),
+    server: ServerSchema.prefault({}),
+    poll: PollSchema.prefault({}),
+    metrics: MetricsSchema.prefault({}),
+    shard: ShardSchema.prefault({}),
+    fieldMap: FieldMapSchema.prefault({}),
+    states: StatesSchema.prefault({}),
+    probe: ProbeSchema.prefault({}),
+    policy: PolicySectionSchema.prefault({}),
+    log: LogSchema.prefault({}),
+  })
+  .transform((c) => {
+    // The flavor's presets, where no setting said otherwise.
+    const f = FLAVORS[c.platform.flavor];
+    return {
+      ...c,
+      platform: { ...c.platform, apiPrefix: c.platform.apiPrefix ?? f.apiPrefix },
+      poll: { ...c.poll, pageLimit: Math.min(c.poll.pageLimit, f.maxPageLimit) },
+    };
+  });
 
 /** The validated configuration every other module receives (defaults filled in). */
 export type Config = z.infer<typeof ConfigSchema>;

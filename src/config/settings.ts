@@ -60,6 +60,27 @@ export const SETTINGS: readonly Setting[] = [
     help: "management API base URL (without /sandboxapi/v1)",
   },
   {
+    path: "platform.flavor",
+    env: `${X}FLAVOR`,
+    flag: "flavor",
+    kind: "string",
+    help: "sandboxapi or e2b (E2B's hosted API: no prefix, pages of at most 100, its filter forms, connect to resume)",
+  },
+  {
+    path: "platform.apiPrefix",
+    env: `${X}API_PREFIX`,
+    flag: "api-prefix",
+    kind: "string",
+    help: "path of the management API below the base URL (default /sandboxapi/v1, empty for e2b)",
+  },
+  {
+    path: "platform.adminTokenFile",
+    env: `${X}ADMIN_TOKEN_FILE`,
+    flag: "admin-token-file",
+    kind: "string",
+    help: "file holding the X-Admin-Token sent to the node endpoints",
+  },
+  {
     path: "platform.apiKey",
     env: "SANDBOX_API_KEY",
     seed: "ApiKey",
@@ -226,6 +247,13 @@ export const SETTINGS: readonly Setting[] = [
     flag: "confirm-drop-ratio",
     kind: "number",
     help: "a walk whose sandbox count falls by more than this share is confirmed by a second walk",
+  },
+  {
+    path: "poll.capabilityRecheckMs",
+    env: `${X}CAPABILITY_RECHECK`,
+    flag: "capability-recheck",
+    kind: "duration",
+    help: "how often a collector the platform does not serve (404/405/403) is tried again",
   },
   {
     path: "poll.maxBackoffMs",

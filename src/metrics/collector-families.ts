@@ -24,10 +24,17 @@ export function collectorFamilies(ns: string, s: Snapshot): Family[] {
     "gauge",
     "Unix time the collector last succeeded.",
   );
+  const supported = new Family(
+    `${ns}_exporter_collector_supported`,
+    "gauge",
+    "1 when the platform serves the collector's endpoint; 0 when it answered 404, 405 or 403 before any success (re-checked every poll.capabilityRecheck). An unsupported collector exports no success or stale series.",
+  );
   for (const name of COLLECTORS) {
     const c = s.collectors[name];
     if (c.skipped) continue;
     const l = labels([["collector", name]]);
+    supported.add(l, c.unsupported ? 0 : 1);
+    if (c.unsupported) continue;
     duration.add(l, c.durationMs / 1000);
     success.add(l, c.success ? 1 : 0);
     stale.add(l, c.stale ? 1 : 0);
@@ -38,5 +45,5 @@ export function collectorFamilies(ns: string, s: Snapshot): Family[] {
     "gauge",
     "Unix time the last poll cycle finished.",
   ).add("", s.finishedAt / 1000);
-  return [duration, success, stale, last, cycle];
+  return [duration, success, stale, last, supported, cycle];
 }

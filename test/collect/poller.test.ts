@@ -1,8 +1,9 @@
 import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { Poller, type PollerOptions } from "../../src/collect/poller.js";
+import { Poller, type PollerOptions, smallerPageLimit } from "../../src/collect/poller.js";
 import type { Snapshot } from "../../src/collect/snapshot.js";
 import { ControlClient } from "../../src/platform/control/control.js";
+import { PlatformHttpError } from "../../src/platform/http-errors.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
 
@@ -49,6 +50,7 @@ function poller(over: Partial<PollerOptions> = {}): { p: Poller; published: Snap
     intervalMs: INTERVAL,
     confirmDropRatio: 0.5,
     maxBackoffMs: 4 * INTERVAL,
+    capabilityRecheckMs: 10 * INTERVAL,
     onSnapshot: (s) => {
       published.push(s);
     },
@@ -195,5 +197,102 @@ describe("Poller", () => {
     expect(s.collectors.sandboxes).toMatchObject({ success: false, stale: true });
     expect(s.sandboxes?.length).toBe(100);
     expect(published.at(-1)).toBe(s);
+  });
+});
+
+describe("capability detection", () => {
+  it("stops polling an endpoint the platform does not serve, re-checks it slowly, and takes it back when it answers", async () => {
+    const changes: Array<[string, boolean]> = [];
+    const { p } = poller({ onSupport: (c, supported) => changes.push([c, supported]) });
+    sim.faults.route("GET /cluster/overview", { status: 404 });
+    const first = await cycle(p);
+    expect(first.collectors.overview).toMatchObject({
+      unsupported: true,
+      stale: false,
+      success: false,
+    });
+    expect(changes).toEqual([["overview", false]]);
+    const asked = sim.counters.get("GET /cluster/overview");
+    for (let i = 0; i < 5; i++) {
+      clock.advance(INTERVAL);
+      expect((await cycle(p)).collectors.overview.unsupported).toBe(true);
+    }
+    // Not asked again before the re-check, and logged once.
+    expect(sim.counters.get("GET /cluster/overview")).toBe(asked);
+    expect(changes).toHaveLength(1);
+    clock.advance(10 * INTERVAL);
+    await cycle(p);
+    expect(sim.counters.get("GET /cluster/overview")).toBe(asked + 1);
+    sim.faults.clear();
+    clock.advance(10 * INTERVAL);
+    const back = await cycle(p);
+    expect(back.collectors.overview).toMatchObject({ success: true, stale: false });
+    expect(back.collectors.overview.unsupported).toBeUndefined();
+    expect(changes).toEqual([
+      ["overview", false],
+      ["overview", true],
+    ]);
+  });
+
+  it("treats a 403 or 404 of an endpoint that worked before as a failure, not as unsupported", async () => {
+    const { p } = poller();
+    await cycle(p);
+    sim.faults.route("GET /nodes", { status: 403 });
+    clock.advance(INTERVAL);
+    const s = await cycle(p);
+    expect(s.collectors.nodes).toMatchObject({ success: false, stale: true });
+    expect(s.collectors.nodes.unsupported).toBeUndefined();
+  });
+
+  it("never calls a timeout or a 5xx unsupported", async () => {
+    const { p } = poller();
+    sim.faults.route("GET /templates", { status: 503 });
+    const s = await cycle(p);
+    expect(s.collectors.templates).toMatchObject({ success: false, stale: true });
+    expect(s.collectors.templates.unsupported).toBeUndefined();
+  });
+});
+
+describe("page size", () => {
+  it("lowers a page size the platform refuses to the one it names, once, and keeps it", async () => {
+    const sizes: Array<[number, number]> = [];
+    // A platform capping pages at 20 the way E2B caps them at 100.
+    const capped: PollerOptions["reader"] = Object.create(control);
+    capped.listSandboxPage = async (q, o) => {
+      if ((q.limit ?? 0) > 20)
+        throw new PlatformHttpError(
+          "/v2/sandboxes",
+          "GET",
+          400,
+          '{"message":"limit must be at most 20"}',
+        );
+      return control.listSandboxPage(q, o);
+    };
+    const { p } = poller({
+      reader: capped,
+      pageLimit: 50,
+      onPageLimit: (a, b) => sizes.push([a, b]),
+    });
+    const s = await cycle(p);
+    expect(s.sandboxesComplete).toBe(true);
+    expect(s.sandboxes?.length).toBe(100);
+    expect(sizes).toEqual([[50, 20]]);
+    clock.advance(INTERVAL);
+    await cycle(p);
+    expect(sizes).toHaveLength(1);
+  });
+
+  it("leaves the page size alone for a 400 about something else, or from another endpoint", () => {
+    const bad = (endpoint: string, body: string) =>
+      smallerPageLimit(new PlatformHttpError(endpoint, "GET", 400, body), 100);
+    expect(bad("/v2/sandboxes", '{"message":"invalid next token"}')).toBeUndefined();
+    expect(bad("/nodes", '{"message":"limit must be at most 20"}')).toBeUndefined();
+    expect(bad("/v2/sandboxes", '{"message":"limit too large"}')).toBe(50);
+    expect(
+      smallerPageLimit(new PlatformHttpError("/v2/sandboxes", "GET", 400, "limit"), 1),
+    ).toBeUndefined();
+    expect(
+      smallerPageLimit(new PlatformHttpError("/v2/sandboxes", "GET", 400, "limit <= 100"), 1000),
+    ).toBe(100);
   });
 });

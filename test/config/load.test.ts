@@ -876,3 +876,31 @@ describe("loadConfig: the API key never appears in a problem", () => {
     );
   });
 });
+
+describe("loadConfig: platform flavors", () => {
+  const env = { SANDBOX_API_URL: "https://api.e2b.app", SANDBOX_API_KEY: "k" };
+
+  it("presets E2B's hosted API: no prefix, pages of at most 100", () => {
+    const { config } = loadConfig({ argv: ["--flavor", "e2b", "--page-limit", "500"], env });
+    expect(config.platform.flavor).toBe("e2b");
+    expect(config.platform.apiPrefix).toBe("");
+    expect(config.poll.pageLimit).toBe(100);
+  });
+
+  it("keeps /sandboxapi/v1 by default, and an explicit prefix over either flavor's", () => {
+    expect(loadConfig({ argv: [], env }).config.platform.apiPrefix).toBe("/sandboxapi/v1");
+    const { config } = loadConfig({
+      argv: ["--flavor", "e2b", "--api-prefix", "/api/v2"],
+      env: { ...env, SANDBOX_EXPORTER_FLAVOR: "sandboxapi" },
+    });
+    expect(config.platform.apiPrefix).toBe("/api/v2");
+    expect(config.platform.flavor).toBe("sandboxapi");
+  });
+
+  it("refuses an unknown flavor and a prefix that is not a path, naming the field", () => {
+    expect(() => loadConfig({ argv: ["--flavor", "modal"], env })).toThrow(/platform\.flavor/);
+    expect(() => loadConfig({ argv: ["--api-prefix", "sandboxapi/v1"], env })).toThrow(
+      /platform\.apiPrefix/,
+    );
+  });
+});

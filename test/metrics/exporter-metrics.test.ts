@@ -77,6 +77,11 @@ describe("ExporterMetrics snapshot families", () => {
       ...["health", "overview", "nodes", "templates", "sandboxes"].map(
         (c) => `sandbox_exporter_last_success_timestamp_seconds{collector="${c}"} 1790000000`,
       ),
+      'sandbox_exporter_collector_supported{collector="health"} 1',
+      'sandbox_exporter_collector_supported{collector="overview"} 1',
+      'sandbox_exporter_collector_supported{collector="nodes"} 1',
+      'sandbox_exporter_collector_supported{collector="templates"} 1',
+      'sandbox_exporter_collector_supported{collector="sandboxes"} 1',
       "sandbox_exporter_last_cycle_timestamp_seconds 1790000001.5",
       "sandbox_exporter_label_values_truncated 0",
       'sandbox_exporter_invalid_values{field="cpu"} 0',
@@ -477,5 +482,26 @@ describe("ExporterMetrics formats and caching", () => {
       "prometheus",
     );
     expect(negotiateFormat("application/openmetrics-text;q=0, text/plain")).toBe("prometheus");
+  });
+});
+
+describe("an unsupported collector", () => {
+  it("reads supported 0 and exports no success, stale or duration series", async () => {
+    const { metrics } = metricsWith();
+    metrics.update(
+      snapshot({
+        collectors: collectors({ overview: { unsupported: true, success: false, stale: false } }),
+      }),
+    );
+    const text = await scrapeText(metrics);
+    expect(linesOf(text, "sandbox_exporter_collector_supported")).toContain(
+      'sandbox_exporter_collector_supported{collector="overview"} 0',
+    );
+    for (const family of [
+      "sandbox_exporter_collect_success",
+      "sandbox_exporter_collect_stale",
+      "sandbox_exporter_collect_duration_seconds",
+    ])
+      expect(linesOf(text, family).filter((l) => l.includes('"overview"'))).toEqual([]);
   });
 });

@@ -114,14 +114,19 @@ export class ControlClient {
 
   /** GET /nodes (every node, in whatever wrapper the platform uses). */
   async listNodes(): Promise<PlatformNode[]> {
-    const r = await this.send({ method: "GET", path: "/nodes", endpoint: "/nodes" });
+    const r = await this.send({ method: "GET", path: "/nodes", endpoint: "/nodes", admin: true });
     return this.page(r, "/nodes", (raw, p) => normalizeNode(this.n, raw, p)).items;
   }
 
   /** GET /nodes/{id}. */
   async getNode(id: string): Promise<PlatformNode> {
     const e = "/nodes/{id}";
-    const r = await this.send({ method: "GET", path: `/nodes/${enc(id)}`, endpoint: e });
+    const r = await this.send({
+      method: "GET",
+      path: `/nodes/${enc(id)}`,
+      endpoint: e,
+      admin: true,
+    });
     return this.decode(e, "GET", () => normalizeNode(this.n, r.body));
   }
 
@@ -162,10 +167,12 @@ export class ControlClient {
 
   /** POST /sandboxes/{id}/resume with `body` (default `{}`): one attempt; the restored sandbox. */
   async resumeSandbox(id: string, body: object = {}): Promise<Sandbox> {
-    const e = "/sandboxes/{id}/resume";
+    // E2B's preferred call: connect resumes a paused sandbox and is a no-op on a running one.
+    const verb = this.o.flavor === "e2b" ? "connect" : "resume";
+    const e = `/sandboxes/{id}/${verb}`;
     const r = await this.send({
       method: "POST",
-      path: `/sandboxes/${enc(id)}/resume`,
+      path: `/sandboxes/${enc(id)}/${verb}`,
       endpoint: e,
       body,
     });
@@ -188,7 +195,7 @@ export class ControlClient {
     opts: { slim?: boolean } = {},
   ): Promise<DeferredPage<Sandbox>> {
     const e = "/v2/sandboxes";
-    const r = await this.send({ method: "GET", path: e, endpoint: e, query: q });
+    const r = await this.send({ method: "GET", path: e, endpoint: e, query: this.listQuery(q) });
     const n = this.n;
     const slim = opts.slim === true;
     const d = this.decode(e, "GET", () =>
@@ -266,6 +273,18 @@ export class ControlClient {
     });
   }
 
+  /**
+   * The list query in the platform's form. E2B: each key and value of the metadata filter
+   * URL-encoded (`a%20b=c&d=e`, then encoded once more as the parameter), and every state listed
+   * (it lists only running sandboxes when asked for none).
+   */
+  private listQuery(q: SandboxQuery): SandboxQuery {
+    if (this.o.flavor !== "e2b") return q;
+    const out: SandboxQuery = { ...q, state: q.state ?? E2B_STATES };
+    if (q.metadata !== undefined) out.metadata = e2bMetadata(q.metadata);
+    return out;
+  }
+
   /** Closes the dispatcher when this client made it (not a withOwnNormalizer client, not an injected one). */
   async close(): Promise<void> {
     if (this.ownsTransport) await this.transport.close();
@@ -302,4 +321,20 @@ export class ControlClient {
 
 function enc(id: string): string {
   return encodeURIComponent(id);
+}
+
+/** The states E2B knows; asked for explicitly, since it lists only running sandboxes by default. */
+const E2B_STATES = "running,paused";
+
+/** `k=v&k2=v2` with each key and value URL-encoded, as E2B's metadata filter expects. */
+export function e2bMetadata(filter: string): string {
+  return filter
+    .split("&")
+    .filter((part) => part !== "")
+    .map((part) => {
+      const at = part.indexOf("=");
+      const [k, v] = at < 0 ? [part, ""] : [part.slice(0, at), part.slice(at + 1)];
+      return `${encodeURIComponent(k.trim())}=${encodeURIComponent(v.trim())}`;
+    })
+    .join("&");
 }

@@ -64,6 +64,12 @@ export interface ControlOptions {
   /** Bound on one response body; default 32 MiB. */
   maxBodyBytes?: number;
   onRequest?: (info: RequestInfo) => void;
+  /** Path of the management API below apiUrl (empty for E2B's hosted API); default /sandboxapi/v1. */
+  apiPrefix?: string;
+  /** Which platform: E2B encodes filters its own way, resumes by connect, pages newest first. */
+  flavor?: "sandboxapi" | "e2b";
+  /** X-Admin-Token for the node endpoints (a secret: scrubbed like the API key). */
+  adminToken?: string;
   /** The daemon's one request budget (see RequestLimiter); none: no limit. */
   limiter?: RequestLimiter;
   /** Cap of an honoured Retry-After; default: the retry backoff's cap (2 s). */
@@ -92,6 +98,8 @@ export interface Call {
   root?: boolean;
   /** Hand back any status instead of raising on non-2xx (health reports it). */
   anyStatus?: boolean;
+  /** Send the admin token (E2B serves the node endpoints to admins only). */
+  admin?: boolean;
 }
 
 /** A response: status, headers and the body, parsed when it is JSON, else its text. */
@@ -117,6 +125,7 @@ export class ControlTransport {
     this.base = o.apiUrl.replace(/\/+$/, "");
     this.secrets = o.secrets ?? new Secrets();
     this.secrets.add(o.apiKey);
+    this.secrets.add(o.adminToken);
     this.authHeaders = !o.apiKey
       ? {}
       : o.authStyle === "bearer"
@@ -174,10 +183,12 @@ export class ControlTransport {
 
   private async once(call: Call): Promise<Reply> {
     const { method } = call;
-    const url = new URL(`${this.base}${call.root ? "" : API_PREFIX}${call.path}`);
+    const prefix = call.root ? "" : (this.o.apiPrefix ?? API_PREFIX);
+    const url = new URL(`${this.base}${prefix}${call.path}`);
     for (const [k, v] of Object.entries(call.query ?? {}))
       if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { accept: "application/json", ...this.authHeaders };
+    if (call.admin && this.o.adminToken) headers["x-admin-token"] = this.o.adminToken;
     let payload: string | undefined;
     if (call.body !== undefined) {
       payload = JSON.stringify(call.body);

@@ -746,3 +746,54 @@ describe("one request budget for the whole daemon", () => {
     expect(backoffDelay(1, b, 90_000, 60_000)).toBe(60_000);
   });
 });
+
+describe("E2B's hosted API (flavor e2b)", () => {
+  it("calls the root paths, encodes filters as E2B documents them, sends the admin token to /nodes only, resumes by connect", async () => {
+    const seen: Array<{ method: string; url: string; admin: string | undefined }> = [];
+    const url = await serve((req, res) => {
+      seen.push({
+        method: req.method ?? "",
+        url: req.url ?? "",
+        admin: req.headers["x-admin-token"] as string | undefined,
+      });
+      const body = req.url?.includes("/connect") ? '{"sandboxID":"s1","templateID":"t"}' : "[]";
+      res.writeHead(200, { "content-type": "application/json" }).end(body);
+    });
+    const c = client({
+      apiUrl: url,
+      apiPrefix: "",
+      flavor: "e2b",
+      adminToken: "admin-secret-42",
+    });
+    await c.listSandboxes({ metadata: "team=ml ops&app=a&b", limit: 100 });
+    await c.listNodes();
+    await c.listTemplates();
+    await c.resumeSandbox("s1", { timeout: 60 });
+    const list = new URL(seen[0]?.url ?? "", url);
+    expect(list.pathname).toBe("/v2/sandboxes");
+    // Each key and value URL-encoded, joined with &; the parameter as a whole encoded once more.
+    expect(list.searchParams.get("metadata")).toBe("team=ml%20ops&app=a&b=");
+    expect(list.searchParams.get("state")).toBe("running,paused");
+    expect(seen.map((r) => [r.method, new URL(r.url, url).pathname, r.admin])).toEqual([
+      ["GET", "/v2/sandboxes", undefined],
+      ["GET", "/nodes", "admin-secret-42"],
+      ["GET", "/templates", undefined],
+      ["POST", "/sandboxes/s1/connect", undefined],
+    ]);
+  });
+
+  it("keeps the sandboxapi prefix, verbatim filters and resume by default", async () => {
+    const seen: string[] = [];
+    const url = await serve((req, res) => {
+      seen.push(req.url ?? "");
+      res.writeHead(200, { "content-type": "application/json" }).end('{"sandboxID":"s1"}');
+    });
+    const c = client({ apiUrl: url, retries: 0 });
+    await c.listSandboxes({ metadata: "team=ml ops" }).catch(() => undefined);
+    await c.resumeSandbox("s1");
+    expect(new URL(seen[0] ?? "", url).pathname).toBe("/sandboxapi/v1/v2/sandboxes");
+    expect(new URL(seen[0] ?? "", url).searchParams.get("metadata")).toBe("team=ml ops");
+    expect(new URL(seen[0] ?? "", url).searchParams.get("state")).toBeNull();
+    expect(new URL(seen[1] ?? "", url).pathname).toBe("/sandboxapi/v1/sandboxes/s1/resume");
+  });
+});
