@@ -112,6 +112,8 @@ export class Poller {
   private ticking = false;
   private walkFailures = 0;
   private nextWalkAt = 0;
+  /** X-Total-Running of the last walk's first page, when the platform sends it. */
+  private walkTotalRunning: number | undefined;
   /** The page size in use: poll.pageLimit until the platform refused it. */
   private pageLimit: number;
   /** Collectors found unsupported, and when each is read again. */
@@ -244,6 +246,9 @@ export class Poller {
       templates: (o.templates?.ok ? o.templates.value : prev?.templates) as Template[] | undefined,
       sandboxes: (sandboxes?.ok ? sandboxes.value : prev?.sandboxes) as SandboxList | undefined,
       sandboxesComplete: walked && sandboxes?.ok === true,
+      ...(sandboxes?.ok && this.walkTotalRunning !== undefined
+        ? { totalRunning: this.walkTotalRunning }
+        : {}),
       walked,
       refreshed,
       collectors,
@@ -440,8 +445,9 @@ export class Poller {
   private async walkWith(pageLimit: number): Promise<{ value: SandboxList; requests: number }> {
     const { reader, maxPages, state, metadata } = this.options;
     const slim = this.options.compactSandboxes === true;
-    const fetchPage = (nextToken: string | undefined) =>
-      reader.listSandboxPage(
+    let totalRunning: number | undefined;
+    const fetchPage = async (nextToken: string | undefined) => {
+      const page = await reader.listSandboxPage(
         {
           limit: pageLimit,
           ...(state ? { state } : {}),
@@ -450,14 +456,22 @@ export class Poller {
         },
         { slim },
       );
+      // The first page's count: the one taken closest to the walk's start.
+      if (nextToken === undefined) totalRunning = page.totalRunning;
+      return page;
+    };
+    let out: { value: SandboxList; requests: number };
     if (slim) {
       // Fleets change little between two cycles: sized for, and sharing ids with, the last walk.
       const table = SandboxTable.builder(this.last?.sandboxes);
       const walk = await walkPages(fetchPage, maxPages, (s) => table.push(s));
-      return { value: table.build(), requests: walk.pages };
+      out = { value: table.build(), requests: walk.pages };
+    } else {
+      const walk = await walkPages(fetchPage, maxPages);
+      out = { value: dedupeById(walk.items), requests: walk.pages };
     }
-    const walk = await walkPages(fetchPage, maxPages);
-    return { value: dedupeById(walk.items), requests: walk.pages };
+    this.walkTotalRunning = totalRunning;
+    return out;
   }
 }
 

@@ -55,6 +55,8 @@ export interface Snapshot {
    * per-sandbox series or the policy need whole records, else a compact SandboxTable.
    */
   sandboxes?: SandboxList;
+  /** Running sandboxes as the platform counted them (E2B's X-Total-Running), from the last walk. */
+  totalRunning?: number;
   /** True when this snapshot carries a walk of every page of /v2/sandboxes that just ended. */
   sandboxesComplete: boolean;
   /**

@@ -1,4 +1,5 @@
 // The poller's own health per collector, from the snapshot (data age is computed at scrape time).
+import { forEachRow } from "../collect/sandbox-table.js";
 import { COLLECTORS, type Snapshot } from "../collect/snapshot.js";
 import { Family, labels } from "./exposition/text.js";
 
@@ -40,10 +41,35 @@ export function collectorFamilies(ns: string, s: Snapshot): Family[] {
     stale.add(l, c.stale ? 1 : 0);
     if (c.lastSuccessAt !== undefined) last.add(l, c.lastSuccessAt / 1000);
   }
+  const cross = s.totalRunning === undefined ? [] : runningCrossCheck(ns, s, s.totalRunning);
   const cycle = new Family(
     `${ns}_exporter_last_cycle_timestamp_seconds`,
     "gauge",
     "Unix time the last poll cycle finished.",
   ).add("", s.finishedAt / 1000);
-  return [duration, success, stale, last, supported, cycle];
+  return [duration, success, stale, last, supported, ...cross, cycle];
+}
+
+/**
+ * The platform's own count of running sandboxes (E2B's X-Total-Running) beside the walk's: a
+ * difference that persists is a paging bug on one side or the other.
+ */
+function runningCrossCheck(ns: string, s: Snapshot, reported: number): Family[] {
+  let walked = 0;
+  if (s.sandboxes)
+    forEachRow(s.sandboxes, (_id, _template, state) => {
+      if (state === "running") walked++;
+    });
+  return [
+    new Family(
+      `${ns}_platform_sandboxes_running_reported`,
+      "gauge",
+      "Running sandboxes as the platform counts them (X-Total-Running of the last walk's first page).",
+    ).add("", reported),
+    new Family(
+      `${ns}_exporter_walk_running_difference`,
+      "gauge",
+      "X-Total-Running minus the running sandboxes the last walk found; nonzero for long means paging lost or repeated sandboxes.",
+    ).add("", reported - walked),
+  ];
 }

@@ -1,7 +1,10 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Poller, type PollerOptions, smallerPageLimit } from "../../src/collect/poller.js";
 import type { Snapshot } from "../../src/collect/snapshot.js";
+import { collectorFamilies } from "../../src/metrics/collector-families.js";
 import { ControlClient } from "../../src/platform/control/control.js";
 import { PlatformHttpError } from "../../src/platform/http-errors.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
@@ -294,5 +297,51 @@ describe("page size", () => {
     expect(
       smallerPageLimit(new PlatformHttpError("/v2/sandboxes", "GET", 400, "limit <= 100"), 1000),
     ).toBe(100);
+  });
+});
+
+describe("the platform's own running count", () => {
+  it("keeps X-Total-Running of the walk and exports it beside the walk's own count", async () => {
+    const server = createServer((req, res) => {
+      const path = new URL(req.url ?? "", "http://x").pathname;
+      if (path.endsWith("/v2/sandboxes")) {
+        res.writeHead(200, { "content-type": "application/json", "x-total-running": "5" });
+        res.end(
+          JSON.stringify([
+            { sandboxID: "a", templateID: "t", state: "running" },
+            { sandboxID: "b", templateID: "t", state: "running" },
+            { sandboxID: "c", templateID: "t", state: "paused" },
+          ]),
+        );
+        return;
+      }
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(path.endsWith("/health") ? "" : "[]");
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { port } = server.address() as AddressInfo;
+    const c = new ControlClient({
+      apiUrl: `http://127.0.0.1:${port}`,
+      apiKey: "",
+      authStyle: "x-api-key",
+      authHeader: "X-API-Key",
+      timeoutMs: 2_000,
+      retries: 0,
+      envProxy: false,
+      apiPrefix: "",
+      clock,
+      dispatcher: new Agent(),
+    });
+    const { p } = poller({ reader: c, clusterWide: false });
+    const s = await cycle(p);
+    expect(s.totalRunning).toBe(5);
+    const text = collectorFamilies("sandbox", s)
+      .map((f) => f.render("prometheus"))
+      .join("");
+    expect(text).toContain("sandbox_platform_sandboxes_running_reported 5\n");
+    expect(text).toContain("sandbox_exporter_walk_running_difference 3\n");
+    await c.close();
+    await new Promise<void>((r) => server.close(() => r()));
   });
 });

@@ -17,6 +17,8 @@ export interface ListOptions {
 export interface DeferredPage<T> {
   nextToken?: string;
   size: number;
+  /** E2B's X-Total-Running header: running sandboxes matching the filters, by the platform's count. */
+  totalRunning?: number;
   /** Normalizes the items; throws NormalizeError naming the bad item. */
   items(): T[];
 }
@@ -67,8 +69,13 @@ export function deferList<T>(
     },
   };
   if (token !== undefined && token.trim() !== "") page.nextToken = token;
+  const running = headerValue(headers, TOTAL_RUNNING_HEADER);
+  if (running !== undefined && /^\s*\d{1,12}\s*$/.test(running))
+    page.totalRunning = Number(running);
   return page;
 }
+
+const TOTAL_RUNNING_HEADER = ["x-total-running"];
 
 const INDEX_PATHS_MAX = 10_000;
 const INDEX_PREFIXES_MAX = 64;
