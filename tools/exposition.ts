@@ -10,3 +10,20 @@ export function samples(text: string): Map<string, number> {
   }
   return out;
 }
+
+/**
+ * The value of the first series of `name` carrying every label of `labels` (others allowed), from
+ * a `samples()` map; undefined when there is none.
+ */
+export function sampleOf(
+  m: ReadonlyMap<string, number>,
+  name: string,
+  labels: Record<string, string> = {},
+): number | undefined {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const [key, value] of m) {
+    if (key !== name && !key.startsWith(`${name}{`)) continue;
+    if (want.every((w) => key.includes(w))) return value;
+  }
+  return undefined;
+}

@@ -20,6 +20,9 @@ export interface ProbeHandlerDeps {
   /** At most one on-demand probe per this many ms; faster callers get 429. */
   minIntervalMs: number;
   namespace: string;
+  /** The module and template labels of the probe series. */
+  module: string;
+  template: string;
 }
 
 /** Builds the /probe handler; each answer is rendered from a fresh registry holding one probe. */
@@ -45,7 +48,12 @@ export function probeHandler(deps: ProbeHandlerDeps): ProbeRouteHandler {
       return;
     }
     const registry = new Registry();
-    new ProbeMetrics(registry, { namespace: deps.namespace, history: false }).record(result);
+    new ProbeMetrics(registry, {
+      namespace: deps.namespace,
+      history: false,
+      module: deps.module,
+      template: deps.template,
+    }).record(result);
     const body = await registry.metrics();
     res.writeHead(200, { "content-type": registry.contentType });
     res.end(body);

@@ -14,6 +14,8 @@ import { ProbeMetrics } from "./probe-metrics.js";
 import { type ProbeResult, type RunnerLimits, runProbe } from "./runner.js";
 
 // Defaults of the options no setting exposes (the others come from the config schema).
+/** The module label of the one probe configuration (probe modules will name theirs). */
+const DEFAULT_MODULE = "default";
 const SWEEP_EVERY_RUNS = 10;
 const ON_DEMAND_MIN_INTERVAL_MS = 10_000;
 const FAILURE_HISTORY = 20;
@@ -141,7 +143,11 @@ export class Prober {
       sandboxTtlS: o.sandboxTtlS ?? Math.ceil(totalTimeoutMs / 1000) + TTL_MARGIN_S,
       ...(o.keepaliveIntervalS !== undefined ? { keepaliveIntervalS: o.keepaliveIntervalS } : {}),
     };
-    this.metrics = new ProbeMetrics(o.registry, { namespace: this.namespace });
+    this.metrics = new ProbeMetrics(o.registry, {
+      namespace: this.namespace,
+      module: DEFAULT_MODULE,
+      template: o.template,
+    });
     this.failures = new FailureLog(o.failureHistory ?? FAILURE_HISTORY);
   }
 
@@ -232,6 +238,8 @@ export class Prober {
         clock: this.clock,
         minIntervalMs: this.o.onDemandMinIntervalMs ?? ON_DEMAND_MIN_INTERVAL_MS,
         namespace: this.namespace,
+        module: DEFAULT_MODULE,
+        template: this.settings.template,
       }),
     };
   }

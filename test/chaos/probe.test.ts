@@ -1,6 +1,8 @@
 // The probe's data plane turned hostile (the agent's Connect stream), and a DELETE that fails for
 // a while: every probe fails on the right phase with a reason, and no probe sandbox outlives it.
+
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { sampleOf } from "../../tools/exposition.js";
 import { expectHealthyAndSealed, scrapeSamples } from "./checks.js";
 import { promtoolReady } from "./exposition.js";
 import { type Fault, gzipMember } from "./faults.js";
@@ -87,8 +89,10 @@ describe("chaos: a hostile in-sandbox agent", () => {
         )
         .toEqual([["exec", c.reason]]);
       const m = await scrapeSamples(r);
-      expect.soft(m.get("sandbox_probe_success"), "sandbox_probe_success").toBe(0);
-      expect.soft(m.get(`sandbox_probe_failures_total{phase="exec",reason="${c.reason}"}`)).toBe(1);
+      expect.soft(sampleOf(m, "sandbox_probe_success"), "sandbox_probe_success").toBe(0);
+      expect
+        .soft(sampleOf(m, "sandbox_probe_failures_total", { phase: "exec", reason: c.reason }))
+        .toBe(1);
       const { doc } = await statusOf(r);
       expect
         .soft(doc.probe?.recentFailures[0], "/status probe.recentFailures[0]")
@@ -131,7 +135,7 @@ describe("chaos: a hostile in-sandbox agent", () => {
     }
     expectNoProbeSandboxLeft(r);
     const m = await scrapeSamples(r);
-    expect.soft(m.get("sandbox_probe_orphans_deleted_total"), "orphans deleted").toBe(2);
+    expect.soft(sampleOf(m, "sandbox_probe_orphans_deleted_total"), "orphans deleted").toBe(2);
     const { doc } = await statusOf(r);
     expect.soft(doc.probe?.lastSweep?.error ?? null, "last sweep error").toBeNull();
     await expectHealthyAndSealed(r, rss);

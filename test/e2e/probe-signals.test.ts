@@ -159,7 +159,10 @@ describe("probe sandboxes across signals to the CLI process", () => {
     const url = await listeningUrl(second);
     await until("orphan deleted", () => s.state.sandbox(orphan) === undefined, second);
     const metrics = samples(await (await fetch(`${url}/metrics`)).text());
-    expect(metrics.get("sandbox_probe_orphans_deleted_total")).toBe(1);
+    const template = s.state.templates[0]!.templateID;
+    expect(
+      metrics.get(`sandbox_probe_orphans_deleted_total{module="default",template="${template}"}`),
+    ).toBe(1);
 
     second.child.kill("SIGTERM");
     const stopped = await within(exited(second.child), EXIT_WAIT_MS, "exit after SIGTERM");

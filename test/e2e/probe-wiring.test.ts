@@ -25,8 +25,10 @@ describe("probes wired into the exporter", () => {
     const result = await exporter.prober!.runOnce();
     expect(result).toBeDefined();
     const m = samples(await scrape(exporter));
-    expect(m.get("sandbox_probe_success")).toBe(1);
-    expect(m.get('sandbox_probe_phase_duration_seconds{phase="exec"}')).toBeGreaterThan(0);
+    // Every probe series carries the module and the template it probes.
+    const id = `module="default",template="${template}"`;
+    expect(m.get(`sandbox_probe_success{${id}}`)).toBe(1);
+    expect(m.get(`sandbox_probe_phase_duration_seconds{${id},phase="exec"}`)).toBeGreaterThan(0);
     expect(sim.state.sandboxes.size).toBe(before);
     const status = (await (await fetch(`${exporter.server.url}/status`)).json()) as {
       probe?: { runs: number };
@@ -34,7 +36,7 @@ describe("probes wired into the exporter", () => {
     expect(status.probe?.runs).toBe(1);
     const onDemand = await fetch(`${exporter.server.url}/probe`);
     expect(onDemand.status).toBe(200);
-    expect(await onDemand.text()).toContain("sandbox_probe_success 1");
+    expect(await onDemand.text()).toContain(`sandbox_probe_success{${id}} 1`);
     expect(sim.state.sandboxes.size).toBe(before);
   });
 });

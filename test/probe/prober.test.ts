@@ -130,9 +130,13 @@ describe("GET /probe", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/plain");
     const text = await res.text();
-    expect(text).toMatch(/^sandbox_probe_success 1$/m);
-    expect(text).toMatch(/^sandbox_probe_phase_duration_seconds\{phase="terminate"\} /m);
-    expect(text).toMatch(/^sandbox_probe_stream_seconds\{point="end"\} /m);
+    expect(text).toMatch(/^sandbox_probe_success\{module="default",template="[^"]+"\} 1$/m);
+    expect(text).toMatch(
+      /^sandbox_probe_phase_duration_seconds\{module="default",template="[^"]+",phase="terminate"\} /m,
+    );
+    expect(text).toMatch(
+      /^sandbox_probe_stream_seconds\{module="default",template="[^"]+",point="end"\} /m,
+    );
     // One probe, not history: no run counters or histograms.
     expect(text).not.toContain("sandbox_probe_runs_total");
     expect(text).not.toContain("_bucket");
@@ -151,8 +155,10 @@ describe("GET /probe", () => {
     const failed = await fetch(`${base}/probe`);
     expect(failed.status).toBe(200);
     const body = await failed.text();
-    expect(body).toMatch(/^sandbox_probe_success 0$/m);
-    expect(body).toMatch(/^sandbox_probe_failures_total\{phase="exec",reason="wrong_output"\} 1$/m);
+    expect(body).toMatch(/^sandbox_probe_success\{module="default",template="[^"]+"\} 0$/m);
+    expect(body).toMatch(
+      /^sandbox_probe_failures_total\{module="default",template="[^"]+",phase="exec",reason="wrong_output"\} 1$/m,
+    );
     expect(prober.status().recentFailures[0]).toMatchObject({ source: "on_demand" });
   });
 
