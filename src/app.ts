@@ -177,7 +177,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     // in its own loop: the poll never waits for it.
     if (snapshot.walked) policyLoop?.offer(snapshot);
     for (const c of Object.values(snapshot.collectors)) {
-      if (!c.success && !c.skipped && snapshot.refreshed.includes(c.name))
+      if (!c.success && !c.skipped && !c.unsupported && snapshot.refreshed.includes(c.name))
         logger.warn(
           { collector: c.name, error: c.error },
           "collector failed; serving last good data",

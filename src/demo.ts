@@ -1,11 +1,41 @@
 // `npm run demo`: the simulator plus the exporter against it, on 127.0.0.1:9464.
+// `npm run demo -- --flavor e2b`: the simulator as E2B's hosted API, the exporter in E2B mode.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { main } from "./cli.js";
 import { dataPlaneFlags, startSimulator } from "./simulator/index.js";
 
 const DEMO_KEY = "demo-key";
+const DEMO_ADMIN_TOKEN = "demo-admin-token";
 
-const sim = await startSimulator({ sandboxes: 300, templates: 5, nodes: 4, apiKey: DEMO_KEY });
+/** Whether the arguments ask for E2B (`--flavor e2b` or `--flavor=e2b`); they go on to the exporter. */
+function wantsE2b(args: readonly string[]): boolean {
+  const i = args.lastIndexOf("--flavor");
+  return args.includes("--flavor=e2b") || (i >= 0 && args[i + 1] === "e2b");
+}
+
+/**
+ * The exporter flags that give it the admin token E2B wants on /nodes, from a file as in
+ * production (the flag takes no value); the file goes when the demo exits.
+ */
+function adminTokenFlags(): string[] {
+  const dir = mkdtempSync(join(tmpdir(), "sandbox-exporter-demo-"));
+  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, "admin-token");
+  writeFileSync(file, DEMO_ADMIN_TOKEN, { mode: 0o600 });
+  return ["--admin-token-file", file];
+}
+
+const e2b = wantsE2b(process.argv.slice(2));
+const sim = await startSimulator({
+  sandboxes: 300,
+  templates: 5,
+  nodes: 4,
+  apiKey: DEMO_KEY,
+  ...(e2b && { flavor: "e2b", adminToken: DEMO_ADMIN_TOKEN }),
+});
 // Light fault injection: an occasional 503 on the node list, retried by the client.
 sim.faults.route("GET /nodes", { errorRate: 0.05, status: 503 });
 // The simulator's own settings win over any SANDBOX_* variables of the shell running the demo.
@@ -34,6 +64,7 @@ const exporter = await main(
     fileURLToPath(new URL("../deploy/policy/example.yaml", import.meta.url)),
     "--log-format",
     "pretty",
+    ...(e2b ? adminTokenFlags() : []),
     ...process.argv.slice(2),
   ],
   env,
@@ -42,7 +73,7 @@ if (exporter) {
   process.stdout.write(
     [
       "",
-      `simulator:  ${sim.apiUrl}/sandboxapi/v1 (data plane on port ${sim.dataPort})`,
+      `simulator:  ${sim.managementUrl}${e2b ? " (E2B's API)" : ""} (data plane on port ${sim.dataPort})`,
       `metrics:    ${exporter.server.url}/metrics`,
       `status:     ${exporter.server.url}/status`,
       `index:      ${exporter.server.url}/`,

@@ -90,6 +90,8 @@ interface Outcome<T> {
   error?: { code: string; message: string };
   /** The endpoint answered 404, 405 or 403: the platform does not serve it (to us). */
   unsupportedAnswer?: boolean;
+  /** The endpoint answered 401: unsupported for us when the key works elsewhere (see learnSupport). */
+  refused?: boolean;
 }
 
 /** The small collectors: one request or a few each, refreshed every tick whatever the walk does. */
@@ -154,6 +156,8 @@ export class Poller {
       nodes: clusterWide ? () => this.readNodes() : undefined,
       templates: clusterWide ? () => this.readTemplates() : undefined,
     };
+    // The collectors read this tick: an unsupported one waiting for its re-check is not.
+    const ran: SmallName[] = [];
     this.ticking = true;
     try {
       if (!walkBusy && clock.now() >= this.walkBackoffUntil) this.startWalk();
@@ -161,6 +165,7 @@ export class Poller {
         SMALL.map(async (name) => {
           const read = reads[name];
           if (!read || this.stillUnsupported(name)) return;
+          ran.push(name);
           const outcome = await this.attempt(read);
           this.outcomes[name] = outcome;
           this.learnSupport(name, outcome);
@@ -168,7 +173,7 @@ export class Poller {
       );
       // One snapshot per tick when the walk keeps up; a slow walk publishes on its own later.
       await this.walkWithin(intervalMs * WALK_WAIT_INTERVALS);
-      await this.publish(SMALL.filter((name) => reads[name] !== undefined));
+      await this.publish(ran);
     } finally {
       this.ticking = false;
     }
@@ -200,8 +205,10 @@ export class Poller {
         const outcome = await this.attempt(() => this.readSandboxes());
         this.outcomes.sandboxes = outcome;
         this.walkPending = true;
-        if (outcome.ok) this.walkFailures = 0;
-        else {
+        if (outcome.ok) {
+          this.walkFailures = 0;
+          this.supported.add("sandboxes");
+        } else {
           this.walkFailures++;
           // The next tick after a first failure, then doubling intervals up to the ceiling.
           const { intervalMs, maxBackoffMs } = this.options;
@@ -278,7 +285,10 @@ export class Poller {
       }
       return;
     }
-    if (!outcome.unsupportedAnswer || this.supported.has(name)) return;
+    // E2B answers 401 on /nodes without an admin token: with a key the sandbox walk accepts, that
+    // is the endpoint refusing us, not a bad key (which fails the walk too, and alerts there).
+    const refusedToUs = outcome.refused === true && this.supported.has("sandboxes");
+    if (!(outcome.unsupportedAnswer || refusedToUs) || this.supported.has(name)) return;
     const recheckAt = this.options.clock.now() + this.options.capabilityRecheckMs;
     this.unsupported.set(name, { recheckAt });
     if (!was) this.options.onSupport?.(name, false, outcome.error);
@@ -369,6 +379,7 @@ export class Poller {
         unsupportedAnswer:
           err instanceof PlatformNotFoundError ||
           (err instanceof PlatformHttpError && (err.status === 403 || err.status === 405)),
+        refused: err instanceof PlatformHttpError && err.status === 401,
       };
     }
   }

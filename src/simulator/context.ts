@@ -8,6 +8,9 @@ import type { ListOrder } from "./list-sandboxes.js";
 import type { Prng } from "./prng.js";
 import type { SimState } from "./state.js";
 
+/** The API a simulator serves: this platform's management API, or E2B's hosted API. */
+export type SimFlavor = "sandboxapi" | "e2b";
+
 /** Shared, mutable simulator context handed to every handler. */
 export interface SimContext {
   readonly state: SimState;
@@ -17,6 +20,10 @@ export interface SimContext {
   readonly timers: Timers;
   readonly domain: string;
   readonly apiKey: string | undefined;
+  /** Whose API is served: this platform's (below /sandboxapi/v1) or E2B's hosted one (at the root). */
+  readonly flavor: SimFlavor;
+  /** X-Admin-Token that E2B mode requires on the node endpoints; none: they always answer 403. */
+  readonly adminToken: string | undefined;
   readonly pageSizeCap: number;
   readonly tokenStyle: "header" | "body";
   /** The order of `/v2/sandboxes` pages. */

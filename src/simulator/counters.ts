@@ -6,6 +6,7 @@ const MUTATING = new Set([
   "DELETE /sandboxes/{id}",
   "POST /sandboxes/{id}/pause",
   "POST /sandboxes/{id}/resume",
+  "POST /sandboxes/{id}/connect",
 ]);
 
 /** Counts requests by "METHOD /route/{id}" (prefix stripped, ids replaced by {id}). */

@@ -47,8 +47,8 @@ export function generateTemplates(rng: Prng, count: number, now: number): SimTem
   return out;
 }
 
-/** Builds `count` ready nodes with room for `sandboxes` sandboxes between them. */
-export function generateNodes(rng: Prng, count: number, sandboxes: number): SimNode[] {
+/** Builds `count` nodes, ready since `now`, with room for `sandboxes` sandboxes between them. */
+export function generateNodes(rng: Prng, count: number, sandboxes: number, now: number): SimNode[] {
   const perNode = Math.max(100, Math.ceil((sandboxes / Math.max(count, 1)) * 1.5));
   const out: SimNode[] = [];
   const clusterID = uuid(rng);
@@ -57,6 +57,7 @@ export function generateNodes(rng: Prng, count: number, sandboxes: number): SimN
       nodeID: `node-${rng.chars(8)}`,
       clusterID,
       status: "ready",
+      statusChangedAt: Math.floor(now / 1000) * 1000,
       version: "0.42.0",
       commit: rng.chars(7, "0123456789abcdef"),
       // Roomy enough for the largest template mix: allocation stays below capacity.

@@ -1,4 +1,5 @@
 // Public surface of the simulator for tests, benchmarks and the demo.
+export type { SimFlavor } from "./context.js";
 export { SimCounters } from "./counters.js";
 export { SimulatorError } from "./errors.js";
 export { type FaultDecision, type RouteFault, SimFaults, type StreamFaults } from "./faults.js";

@@ -91,8 +91,14 @@ function startOrderPage(state: SimState, q: ListQuery): ListPage {
   return { items, nextAfter: undefined };
 }
 
-/** Parses the query string; a string is an error message for a 400. */
-export function parseListQuery(url: URL, pageSizeCap: number): ListQuery | string {
+/** The states E2B knows (its SandboxState); it lists only running sandboxes when asked for none. */
+export const E2B_STATES: ReadonlySet<string> = new Set(["running", "paused"]);
+
+/**
+ * Parses the query string; a string is an error message for a 400. E2B (`e2b`) refuses a limit
+ * above the cap or a state it does not know, and lists running sandboxes when given no state.
+ */
+export function parseListQuery(url: URL, pageSizeCap: number, e2b = false): ListQuery | string {
   const states = new Set(
     url.searchParams
       .getAll("state")
@@ -100,7 +106,12 @@ export function parseListQuery(url: URL, pageSizeCap: number): ListQuery | strin
       .map((v) => v.trim())
       .filter((v) => v !== ""),
   );
-  // E2B style: metadata=<url-encoded "k=v&k2=v2">.
+  if (e2b) {
+    for (const st of states) if (!E2B_STATES.has(st)) return `invalid state '${st}'`;
+    if (states.size === 0) states.add("running");
+  }
+  // E2B style: metadata="k=v&k2=v2" with each key and value URL-encoded, then the whole encoded
+  // once more as the parameter: a second decoding here.
   const metadata = url.searchParams
     .getAll("metadata")
     .flatMap((v) => [...new URLSearchParams(v)])
@@ -116,6 +127,7 @@ export function parseListQuery(url: URL, pageSizeCap: number): ListQuery | strin
   if (rawLimit !== null) {
     const n = Number(rawLimit);
     if (!Number.isInteger(n) || n < 1) return `invalid limit '${rawLimit}'`;
+    if (e2b && n > pageSizeCap) return `limit must be at most ${pageSizeCap}`;
     limit = Math.min(n, pageSizeCap);
   }
   return { states, metadata, after, limit };
@@ -123,7 +135,8 @@ export function parseListQuery(url: URL, pageSizeCap: number): ListQuery | strin
 
 /** Handler of GET /v2/sandboxes, including the paging faults. */
 export const listSandboxes: ApiHandler = (ctx, _req, res, _params, url) => {
-  const q = parseListQuery(url, ctx.pageSizeCap);
+  const e2b = ctx.flavor === "e2b";
+  const q = parseListQuery(url, ctx.pageSizeCap, e2b);
   if (typeof q === "string") return sendError(res, 400, q);
   // Newest-first positions are `startedAt~id`; an id alone belongs to the other order.
   if (ctx.listOrder === "started" && q.after !== undefined && !/^-?\d+~/.test(q.after))
@@ -147,6 +160,17 @@ export const listSandboxes: ApiHandler = (ctx, _req, res, _params, url) => {
       next === undefined ? { sandboxes: rendered } : { sandboxes: rendered, nextToken: next },
     );
   } else {
-    sendJson(res, 200, rendered, next === undefined ? {} : { "x-next-token": next });
+    const headers: Record<string, string> = next === undefined ? {} : { "x-next-token": next };
+    if (e2b && q.states.has("running"))
+      headers["x-total-running"] = String(totalRunning(ctx.state, q));
+    sendJson(res, 200, rendered, headers);
   }
 };
+
+/** E2B's X-Total-Running: running sandboxes matching the filters, whatever the page. */
+function totalRunning(state: SimState, q: ListQuery): number {
+  const running: ListQuery = { ...q, states: new Set(["running"]) };
+  let n = 0;
+  for (const s of state.sandboxes.values()) if (matches(s, running)) n++;
+  return n;
+}

@@ -3,7 +3,8 @@ import { parseArgs } from "node:util";
 import { startSimulator } from "./simulator.js";
 
 const USAGE = `usage: npm run simulator -- [--sandboxes N] [--api-port P] [--data-port P] [--seed S]
-  [--templates N] [--nodes N] [--host 127.0.0.1|::1] [--domain D] [--api-key K] [--token-style header|body]`;
+  [--templates N] [--nodes N] [--host 127.0.0.1|::1] [--domain D] [--api-key K] [--token-style header|body]
+  [--flavor sandboxapi|e2b] [--admin-token T]   (e2b: E2B's hosted API at the root; /nodes needs X-Admin-Token T)`;
 
 function int(name: string, raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
@@ -25,6 +26,8 @@ async function main(): Promise<void> {
       domain: { type: "string" },
       "api-key": { type: "string" },
       "token-style": { type: "string" },
+      flavor: { type: "string" },
+      "admin-token": { type: "string" },
       help: { type: "boolean" },
     },
   });
@@ -35,6 +38,10 @@ async function main(): Promise<void> {
   const tokenStyle = values["token-style"];
   if (tokenStyle !== undefined && tokenStyle !== "header" && tokenStyle !== "body") {
     throw new Error("--token-style must be header or body");
+  }
+  const flavor = values.flavor;
+  if (flavor !== undefined && flavor !== "sandboxapi" && flavor !== "e2b") {
+    throw new Error("--flavor must be sandboxapi or e2b");
   }
   const sim = await startSimulator({
     sandboxes: int("sandboxes", values.sandboxes),
@@ -47,10 +54,12 @@ async function main(): Promise<void> {
     domain: values.domain,
     apiKey: values["api-key"],
     tokenStyle,
+    flavor,
+    adminToken: values["admin-token"],
   });
   process.stdout.write(
     [
-      `management API  ${sim.apiUrl}/sandboxapi/v1  (base_url ${sim.apiUrl})`,
+      `management API  ${sim.managementUrl}  (base_url ${sim.apiUrl}${flavor === "e2b" ? ", E2B's API" : ""})`,
       `data plane      ${sim.dataUrl}  (Host: <port>-<sandboxId>.${sim.domain})`,
       `sandboxes       ${sim.state.sandboxes.size}${values["api-key"] ? "  (API key required)" : ""}`,
       "",

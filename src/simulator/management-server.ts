@@ -1,10 +1,12 @@
-// The management API server (/sandboxapi/v1/...) plus the control-channel routes at the root.
+// The management API server (/sandboxapi/v1/...) plus the control-channel routes at the root; in
+// E2B mode, E2B's routes, all at the root.
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { clusterRoutes } from "./cluster-routes.js";
 import type { ApiHandler, SimContext } from "./context.js";
+import { E2B_ADMIN_ROUTES, E2B_OPEN_ROUTES, e2bRoutes } from "./e2b-routes.js";
 import { createSimServer, hasApiKey, sendError, sendMalformed } from "./http-io.js";
 import { listSandboxes } from "./list-sandboxes.js";
-import { matchRoute, type RouteDef } from "./router.js";
+import { matchRoute, type RouteDef, type RouteMatch } from "./router.js";
 import { sandboxLogs } from "./sandbox-logs.js";
 import { sandboxRoutes } from "./sandbox-routes.js";
 import { usageRoutes } from "./usage-routes.js";
@@ -21,21 +23,40 @@ const ROUTES: RouteDef<ApiHandler>[] = [
   ...sandboxRoutes,
 ];
 
+/** Matches a request: below the prefix (or a control-channel route at the root), or E2B's at the root. */
+function route(ctx: SimContext, method: string, pathname: string): RouteMatch<ApiHandler> {
+  if (ctx.flavor === "e2b") return matchRoute(e2bRoutes, method, pathname);
+  const prefixed = pathname === API_PREFIX || pathname.startsWith(`${API_PREFIX}/`);
+  const path = prefixed ? pathname.slice(API_PREFIX.length) || "/" : pathname;
+  return matchRoute(ROUTES, method, path, !prefixed);
+}
+
+/** Why the request may not have the route (status and message), or undefined when it may. */
+function refusal(ctx: SimContext, req: IncomingMessage, key: string): [number, string] | undefined {
+  if (ctx.flavor === "e2b") {
+    if (E2B_OPEN_ROUTES.has(key)) return undefined;
+    if (E2B_ADMIN_ROUTES.has(key)) {
+      const ok = ctx.adminToken !== undefined && req.headers["x-admin-token"] === ctx.adminToken;
+      return ok ? undefined : [403, "missing or invalid X-Admin-Token"];
+    }
+  }
+  if (ctx.apiKey !== undefined && !hasApiKey(req, ctx.apiKey))
+    return [401, "missing or invalid API key"];
+  return undefined;
+}
+
 /** Counts, applies faults and auth, then runs the route's handler. */
 async function dispatch(ctx: SimContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", "http://simulator");
   const method = req.method ?? "GET";
-  const prefixed = url.pathname === API_PREFIX || url.pathname.startsWith(`${API_PREFIX}/`);
-  const path = prefixed ? url.pathname.slice(API_PREFIX.length) || "/" : url.pathname;
-  const match = matchRoute(ROUTES, method, path, !prefixed);
+  const match = route(ctx, method, url.pathname);
   ctx.counters.hit(match.key);
 
   const fault = ctx.faults.decide(match.key);
   if (fault.latencyMs > 0 && !(await ctx.timers.sleep(fault.latencyMs))) return;
   if (fault.status !== undefined) return sendError(res, fault.status, "injected fault");
-  if (ctx.apiKey !== undefined && !hasApiKey(req, ctx.apiKey)) {
-    return sendError(res, 401, "missing or invalid API key");
-  }
+  const refused = refusal(ctx, req, match.key);
+  if (refused) return sendError(res, ...refused);
   if (match.wrongMethod) return sendError(res, 405, `method ${method} not allowed`);
   if (!match.route) return sendError(res, 404, `no route for ${method} ${url.pathname}`);
   if (fault.malformed) return sendMalformed(res);

@@ -125,6 +125,8 @@ export interface SimNode {
   nodeID: string;
   clusterID: string;
   status: string;
+  /** Epoch milliseconds of the last status change. */
+  statusChangedAt: number;
   version: string;
   commit: string;
   cpuCount: number;

@@ -1,6 +1,9 @@
 // Records -> the JSON the platform sends (E2B-style field names and formats).
 import type { SimNode, SimSandbox, SimTemplate } from "./model.js";
 import type { SimState } from "./state.js";
+import { cpuOf, DISK_USED_SHARE, MEM_USED_SHARE } from "./usage.js";
+
+const MIB = 1_048_576;
 
 /** Epoch ms -> RFC 3339 text. */
 export function iso(ms: number): string {
@@ -34,6 +37,22 @@ export function renderSandbox(
   return out;
 }
 
+/**
+ * A sandbox as create, connect and resume send it (E2B's `Sandbox`): what a client needs to reach
+ * it, not its resources.
+ */
+export function renderNewSandbox(s: SimSandbox, domain: string): Record<string, unknown> {
+  return {
+    sandboxID: s.sandboxID,
+    templateID: s.templateID,
+    alias: s.alias,
+    clientID: s.clientID,
+    envdVersion: s.envdVersion,
+    envdAccessToken: s.accessToken,
+    domain: s.domain ?? domain,
+  };
+}
+
 /** Per-node usage derived from the sandboxes that live on it. */
 export interface NodeUsage {
   running: number;
@@ -41,20 +60,30 @@ export interface NodeUsage {
   paused: number;
   allocatedCPU: number;
   allocatedMemoryBytes: number;
+  /** Cores busy in running sandboxes (their CPU use, as the usage endpoints report it). */
+  usedCPU: number;
+  /** Memory used by running sandboxes, as the usage endpoints report it. */
+  usedMemoryBytes: number;
+  /** Disk used by running sandboxes, as the usage endpoints report it. */
+  usedDiskBytes: number;
 }
+
+/** A node no sandbox lives on. */
+export const NO_USAGE: Readonly<NodeUsage> = {
+  running: 0,
+  starting: 0,
+  paused: 0,
+  allocatedCPU: 0,
+  allocatedMemoryBytes: 0,
+  usedCPU: 0,
+  usedMemoryBytes: 0,
+  usedDiskBytes: 0,
+};
 
 /** Usage of every node, in one pass over the fleet. */
 export function nodeUsage(state: SimState): Map<string, NodeUsage> {
   const out = new Map<string, NodeUsage>();
-  for (const n of state.nodes) {
-    out.set(n.nodeID, {
-      running: 0,
-      starting: 0,
-      paused: 0,
-      allocatedCPU: 0,
-      allocatedMemoryBytes: 0,
-    });
-  }
+  for (const n of state.nodes) out.set(n.nodeID, { ...NO_USAGE });
   for (const s of state.sandboxes.values()) {
     const u = out.get(s.nodeID);
     if (!u) continue;
@@ -62,10 +91,14 @@ export function nodeUsage(state: SimState): Map<string, NodeUsage> {
       u.paused++;
       continue;
     }
-    if (s.state === "running") u.running++;
-    else if (s.state === "starting") u.starting++;
+    if (s.state === "running") {
+      u.running++;
+      u.usedCPU += (cpuOf(s) / 100) * s.cpuCount;
+      u.usedMemoryBytes += Math.round(s.memoryMB * MIB * MEM_USED_SHARE);
+      u.usedDiskBytes += Math.round(s.diskSizeMB * MIB * DISK_USED_SHARE);
+    } else if (s.state === "starting") u.starting++;
     u.allocatedCPU += s.cpuCount;
-    u.allocatedMemoryBytes += s.memoryMB * 1048576;
+    u.allocatedMemoryBytes += s.memoryMB * MIB;
   }
   return out;
 }
@@ -76,13 +109,7 @@ export function renderNode(
   usage: NodeUsage | undefined,
   detail: boolean,
 ): Record<string, unknown> {
-  const u = usage ?? {
-    running: 0,
-    starting: 0,
-    paused: 0,
-    allocatedCPU: 0,
-    allocatedMemoryBytes: 0,
-  };
+  const u = usage ?? NO_USAGE;
   const out: Record<string, unknown> = {
     nodeID: n.nodeID,
     clusterID: n.clusterID,
@@ -150,7 +177,7 @@ export function renderOverview(state: SimState): Record<string, number> {
     }
     if (s.state === "running") running++;
     cpuUsed += s.cpuCount;
-    memUsed += s.memoryMB * 1048576;
+    memUsed += s.memoryMB * MIB;
   }
   let cpuTotal = 0;
   let memTotal = 0;

@@ -62,3 +62,54 @@ export const sandboxLogs: ApiHandler = (ctx, _req, res, [id], url) => {
   }
   sendJson(res, 200, body);
 };
+
+/** Most entries one E2B log page may hold (its documented maximum and default). */
+const E2B_MAX_LOGS = 1000;
+
+/**
+ * GET /v2/sandboxes/{id}/logs as E2B serves it: `cursor` is a time in epoch ms (forward: entries
+ * at or after it, oldest first; backward, the default: at or before it, newest first), `{logs}`
+ * carries SandboxLogEntry records, and no cursor comes back (the caller goes on from a time).
+ */
+export const sandboxLogsE2b: ApiHandler = (ctx, _req, res, [id], url) => {
+  const sandbox = ctx.state.sandbox(id ?? "");
+  if (!sandbox) return sendError(res, 404, `sandbox '${id}' not found`);
+  const direction = url.searchParams.get("direction") ?? "backward";
+  if (direction !== "forward" && direction !== "backward") {
+    return sendError(res, 400, `invalid direction '${direction}'`);
+  }
+  const cursor = wholeNumber(url.searchParams.get("cursor"));
+  const limit = wholeNumber(url.searchParams.get("limit"));
+  if (cursor === "invalid") return sendError(res, 400, "cursor must be epoch milliseconds");
+  if (limit === "invalid" || (limit ?? 0) > E2B_MAX_LOGS)
+    return sendError(res, 400, `limit must be an integer from 0 to ${E2B_MAX_LOGS}`);
+  const max = limit ?? E2B_MAX_LOGS;
+  const entries: SimLogEntry[] = [];
+  const logs = sandbox.logs;
+  if (direction === "forward") {
+    const from = cursor ?? 0;
+    for (let i = 0; i < logs.length && entries.length < max; i++) {
+      const e = logs[i] as SimLogEntry;
+      if (e.timestamp >= from) entries.push(e);
+    }
+  } else {
+    const to = cursor ?? ctx.clock.now();
+    for (let i = logs.length - 1; i >= 0 && entries.length < max; i--) {
+      const e = logs[i] as SimLogEntry;
+      if (e.timestamp <= to) entries.push(e);
+    }
+  }
+  sendJson(res, 200, {
+    logs: entries.map((e) => ({
+      timestamp: iso(e.timestamp),
+      level: e.level,
+      message: e.line,
+      fields: {},
+    })),
+  });
+};
+
+function wholeNumber(raw: string | null): number | undefined | "invalid" {
+  if (raw === null || raw === "") return undefined;
+  return /^\d{1,15}$/.test(raw) ? Number(raw) : "invalid";
+}

@@ -1,8 +1,8 @@
-// One-sandbox endpoints: read, delete, pause, resume, and the control-channel create.
+// One-sandbox endpoints: read, delete, pause, resume (E2B: connect), and the control-channel create.
 import { z } from "zod";
 import type { ApiHandler, SimContext } from "./context.js";
 import { BodyTooLargeError, readBody, sendError, sendJson } from "./http-io.js";
-import { renderSandbox } from "./render.js";
+import { renderNewSandbox, renderSandbox } from "./render.js";
 import type { RouteDef } from "./router.js";
 
 const MAX_JSON_BODY = 1024 * 1024;
@@ -15,6 +15,8 @@ const CreateBody = z.object({
   metadata: z.record(z.string(), z.string()).optional(),
 });
 const ResumeBody = z.object({ timeout: z.number().int().min(0).optional() }).passthrough();
+/** E2B's ConnectSandbox: the timeout is required. */
+const ConnectBody = z.object({ timeout: z.number().int().min(0) }).passthrough();
 
 /** Parses an optional JSON body with `schema`; a string is the 400 message. */
 async function parseBody<T>(
@@ -96,15 +98,24 @@ const createSandbox: ApiHandler = async (ctx, req, res) => {
   template.spawnCount++;
   const node = ctx.state.node(sandbox.nodeID);
   if (node) node.createSuccesses++;
-  sendJson(res, 201, {
-    sandboxID: sandbox.sandboxID,
-    templateID: sandbox.templateID,
-    alias: sandbox.alias,
-    clientID: sandbox.clientID,
-    envdVersion: sandbox.envdVersion,
-    envdAccessToken: sandbox.accessToken,
-    domain: ctx.domain,
-  });
+  sendJson(res, 201, renderNewSandbox(sandbox, ctx.domain));
+};
+
+/**
+ * E2B's connect: resumes a paused sandbox (201) or finds it running (200); either way its time to
+ * live becomes at least `timeout` seconds from now, and the answer is the sandbox as create sends it.
+ */
+const connectSandbox: ApiHandler = async (ctx, req, res, [id]) => {
+  const body = await parseBody(req, ConnectBody, true);
+  if (isError(body)) return sendError(res, 400, body.error);
+  const s = ctx.state.sandbox(id ?? "");
+  if (!s) return sendError(res, 404, `sandbox '${id}' not found`);
+  if (s.state !== "paused" && s.state !== "running")
+    return sendError(res, 409, `sandbox '${id}' is ${s.state}`);
+  const resumed = s.state === "paused";
+  s.state = "running";
+  s.endAt = Math.max(s.endAt, ctx.clock.now() + body.timeout * 1000);
+  sendJson(res, resumed ? 201 : 200, renderNewSandbox(s, ctx.domain));
 };
 
 function createInit(ctx: SimContext, templateID: string, body: z.infer<typeof CreateBody>) {
@@ -128,3 +139,10 @@ export const sandboxRoutes: RouteDef<ApiHandler>[] = [
   { method: "POST", template: "/sandboxes/{id}/pause", handler: pauseSandbox, root: true },
   { method: "POST", template: "/sandboxes/{id}/resume", handler: resumeSandbox, root: true },
 ];
+
+/** E2B's way to resume (served in E2B mode only). */
+export const connectRoute: RouteDef<ApiHandler> = {
+  method: "POST",
+  template: "/sandboxes/{id}/connect",
+  handler: connectSandbox,
+};

@@ -3,14 +3,14 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type Clock, systemClock } from "../util/clock.js";
-import type { SimContext } from "./context.js";
+import type { SimContext, SimFlavor } from "./context.js";
 import { SimCounters } from "./counters.js";
 import { createDataPlaneServer } from "./data-plane-server.js";
 import { SimulatorError } from "./errors.js";
 import { SimFaults } from "./faults.js";
 import { Timers } from "./http-io.js";
 import type { ListOrder } from "./list-sandboxes.js";
-import { createManagementServer } from "./management-server.js";
+import { API_PREFIX, createManagementServer } from "./management-server.js";
 import { deriveSeed, Prng } from "./prng.js";
 import { SimState } from "./state.js";
 
@@ -44,6 +44,14 @@ export interface SimulatorOptions {
   domain?: string;
   /** When set, management and create calls need `X-API-Key: key` or `Authorization: Bearer key`. */
   apiKey?: string;
+  /**
+   * "sandboxapi" (default): this platform's API below /sandboxapi/v1. "e2b": E2B's hosted API at
+   * the root (no /cluster/overview, nodes for `adminToken` only, health 204, connect to resume,
+   * E2B's record shapes, a limit above `pageSizeCap` refused, pages newest first).
+   */
+  flavor?: SimFlavor;
+  /** E2B mode: the X-Admin-Token the node endpoints require; unset, they always answer 403. */
+  adminToken?: string;
   /** Initial sandbox count (default 300), generated deterministically from `seed`. */
   sandboxes?: number;
   /** Template count, default 5. */
@@ -52,11 +60,11 @@ export interface SimulatorOptions {
   nodes?: number;
   /** Seed of every generated value, default 1. */
   seed?: number;
-  /** The server caps `limit` to this; default 100. */
+  /** The server caps `limit` to this (E2B mode refuses more with a 400); default 100. */
   pageSizeCap?: number;
   /** Next token in the `x-next-token` header with a bare array body (default) or in `{sandboxes, nextToken}`. */
   tokenStyle?: "header" | "body";
-  /** `/v2/sandboxes` pages by id (default) or newest first, then by id, as E2B pages them. */
+  /** `/v2/sandboxes` pages by id or newest first, then by id, as E2B pages them (E2B mode's default). */
   listOrder?: ListOrder;
   /** Generated log entries per sandbox, default 5. */
   logLinesPerSandbox?: number;
@@ -67,6 +75,10 @@ export interface SimulatorOptions {
 export interface Simulator {
   /** Base URL of the management service; the API itself is under `${apiUrl}/sandboxapi/v1`. */
   readonly apiUrl: string;
+  /** Where the management API is: `${apiUrl}/sandboxapi/v1`, or `apiUrl` itself in E2B mode. */
+  readonly managementUrl: string;
+  /** The API served (see SimulatorOptions.flavor). */
+  readonly flavor: SimFlavor;
   /** Port of the data-plane proxy (route by Host `{port}-{id}.{domain}`). */
   readonly dataPort: number;
   /** `http://host:dataPort`, for dialling the data plane directly. */
@@ -113,6 +125,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const seed = options.seed ?? 1;
   const clock = options.clock ?? systemClock;
   const domain = options.domain ?? "sandbox.test";
+  const flavor = options.flavor ?? "sandboxapi";
+  if (flavor !== "sandboxapi" && flavor !== "e2b")
+    throw new SimulatorError(`flavor must be sandboxapi or e2b, not '${String(flavor)}'`);
+  if (flavor === "e2b" && options.tokenStyle === "body")
+    throw new SimulatorError("E2B sends the next token in a header: tokenStyle body is not E2B's");
   const state = new SimState({
     seed,
     sandboxes,
@@ -129,9 +146,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     timers: new Timers(),
     domain,
     apiKey: options.apiKey,
+    flavor,
+    adminToken: options.adminToken,
     pageSizeCap: options.pageSizeCap ?? 100,
     tokenStyle: options.tokenStyle ?? "header",
-    listOrder: options.listOrder ?? "id",
+    listOrder: options.listOrder ?? (flavor === "e2b" ? "started" : "id"),
     createRng: new Prng(deriveSeed(seed, "create")),
     nextPid: 1000,
   };
@@ -147,8 +166,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     await Promise.all([shut(api), shut(data)]);
     throw err;
   }
+  const apiUrl = `http://${urlHost}:${apiPort}`;
   return {
-    apiUrl: `http://${urlHost}:${apiPort}`,
+    apiUrl,
+    managementUrl: flavor === "e2b" ? apiUrl : `${apiUrl}${API_PREFIX}`,
+    flavor,
     dataPort,
     dataUrl: `http://${urlHost}:${dataPort}`,
     domain,

@@ -64,6 +64,7 @@ export class SimState {
       new Prng(deriveSeed(this.seed, "nodes")),
       options.nodes,
       options.sandboxes,
+      now,
     );
     this.fleetRng = new Prng(deriveSeed(this.seed, "fleet"));
     this.addRng = new Prng(deriveSeed(this.seed, "add"));
@@ -148,6 +149,7 @@ export class SimState {
     const node = this.node(id);
     if (!node) throw new SimulatorError(`unknown node ${id}`);
     node.status = status;
+    node.statusChangedAt = this.clock.now();
   }
 
   /** The template with this id or alias, or undefined. */

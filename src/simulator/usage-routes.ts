@@ -1,41 +1,24 @@
 // Resource usage as E2B serves it: GET /sandboxes/metrics?sandbox_ids=a,b (latest sample of each
 // running sandbox, at most 100 ids) and GET /sandboxes/{id}/metrics?start=&end= (a sample every 5 s).
-// Usage is flat over time: a busy sandbox stays busy, whatever its logs say.
-import { fnv1a32 } from "../util/shard.js";
 import type { ApiHandler, SimContext } from "./context.js";
 import { sendError, sendJson } from "./http-io.js";
 import type { SimSandbox } from "./model.js";
 import type { RouteDef } from "./router.js";
+import { sandboxUsage } from "./usage.js";
+
+export { BUSY_CPU_PCT, cpuOf, IDLE_CPU_PCT } from "./usage.js";
 
 const MAX_IDS = 100;
 const SAMPLE_EVERY_S = 5;
 /** Samples one history answer may hold. */
 const MAX_SAMPLES = 1_000;
-const MIB = 1_048_576;
-/** CPU of a busy sandbox and of an idle one, percent. */
-export const BUSY_CPU_PCT = 62.5;
-export const IDLE_CPU_PCT = 0.5;
-
-/** CPU use of a running sandbox: its own setting, else one in ten busy (by id), the rest idle. */
-export function cpuOf(s: SimSandbox): number {
-  if (s.cpuPct !== undefined) return s.cpuPct;
-  return fnv1a32(s.sandboxID) % 10 === 0 ? BUSY_CPU_PCT : IDLE_CPU_PCT;
-}
 
 /** One SandboxMetric (E2B's schema) of `s` at `atS` (Unix seconds). */
 function sample(s: SimSandbox, atS: number): Record<string, unknown> {
-  const memTotal = s.memoryMB * MIB;
-  const diskTotal = s.diskSizeMB * MIB;
   return {
     timestamp: new Date(atS * 1000).toISOString(),
     timestampUnix: atS,
-    cpuCount: s.cpuCount,
-    cpuUsedPct: cpuOf(s),
-    memUsed: Math.round(memTotal * 0.25),
-    memTotal,
-    memCache: Math.round(memTotal * 0.05),
-    diskUsed: Math.round(diskTotal * 0.1),
-    diskTotal,
+    ...sandboxUsage(s),
   };
 }
 

@@ -345,3 +345,26 @@ describe("the platform's own running count", () => {
     await new Promise<void>((r) => server.close(() => r()));
   });
 });
+
+describe("capability detection of an endpoint that refuses us", () => {
+  it("calls a 401 unsupported once the sandbox walk shows the key works (E2B's /nodes without an admin token)", async () => {
+    const { p } = poller();
+    sim.faults.route("GET /nodes", { status: 401 });
+    await cycle(p);
+    clock.advance(INTERVAL);
+    const s = await cycle(p);
+    expect(s.collectors.nodes).toMatchObject({ unsupported: true, stale: false });
+  });
+
+  it("never calls a 401 unsupported while the walk fails too (a bad key must alert)", async () => {
+    const { p } = poller();
+    sim.faults.route("GET /nodes", { status: 401 });
+    sim.faults.route("GET /v2/sandboxes", { status: 401 });
+    for (let i = 0; i < 3; i++) {
+      const s = await cycle(p);
+      expect(s.collectors.nodes.unsupported).toBeUndefined();
+      expect(s.collectors.nodes).toMatchObject({ success: false, stale: true });
+      clock.advance(10 * INTERVAL);
+    }
+  });
+});

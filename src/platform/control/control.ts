@@ -167,8 +167,11 @@ export class ControlClient {
 
   /** POST /sandboxes/{id}/resume with `body` (default `{}`): one attempt; the restored sandbox. */
   async resumeSandbox(id: string, body: object = {}): Promise<Sandbox> {
-    // E2B's preferred call: connect resumes a paused sandbox and is a no-op on a running one.
-    const verb = this.o.flavor === "e2b" ? "connect" : "resume";
+    // E2B's preferred call: connect resumes a paused sandbox and is a no-op on a running one; it
+    // requires the time to live (seconds) the sandbox gets.
+    const e2b = this.o.flavor === "e2b";
+    const verb = e2b ? "connect" : "resume";
+    if (e2b) body = { timeout: CONNECT_TIMEOUT_S, ...body };
     const e = `/sandboxes/{id}/${verb}`;
     const r = await this.send({
       method: "POST",
@@ -323,7 +326,10 @@ function enc(id: string): string {
   return encodeURIComponent(id);
 }
 
-/** The states E2B knows; asked for explicitly, since it lists only running sandboxes by default. */
+/** Time to live asked of E2B's connect when the caller gives none, seconds (E2B requires one). */
+const CONNECT_TIMEOUT_S = 300;
+
+/** The states E2B knows, asked for explicitly so the walk never depends on the default filter. */
 const E2B_STATES = "running,paused";
 
 /** `k=v&k2=v2` with each key and value URL-encoded, as E2B's metadata filter expects. */

@@ -1,0 +1,91 @@
+// E2B mode: the routes of E2B's hosted API, all at the root. No cluster overview; nodes for
+// admins only; sandboxes in states E2B does not know (starting, killing) are not there at all.
+import type { ApiHandler } from "./context.js";
+import { sendError, sendJson } from "./http-io.js";
+import { E2B_STATES, listSandboxes } from "./list-sandboxes.js";
+import { NO_USAGE, nodeUsage } from "./render.js";
+import { renderE2bNode, renderE2bTemplate, renderE2bTemplateBuilds } from "./render-e2b.js";
+import type { RouteDef } from "./router.js";
+import { sandboxLogsE2b } from "./sandbox-logs.js";
+import { connectRoute, sandboxRoutes } from "./sandbox-routes.js";
+import type { SimState } from "./state.js";
+import { usageRoutes } from "./usage-routes.js";
+
+/** Routes (counter keys) E2B serves without the API key. */
+export const E2B_OPEN_ROUTES: ReadonlySet<string> = new Set(["GET /health"]);
+/** Routes E2B serves only with the X-Admin-Token header (and without the API key). */
+export const E2B_ADMIN_ROUTES: ReadonlySet<string> = new Set(["GET /nodes", "GET /nodes/{id}"]);
+
+const health: ApiHandler = (ctx, _req, res) => {
+  if (ctx.faults.healthDown) return sendError(res, 503, "management plane is down");
+  res.writeHead(204).end();
+};
+
+const listNodes: ApiHandler = (ctx, _req, res) => {
+  const usage = nodeUsage(ctx.state);
+  sendJson(
+    res,
+    200,
+    ctx.state.nodes.map((n) => renderE2bNode(n, usage.get(n.nodeID) ?? NO_USAGE, false)),
+  );
+};
+
+const getNode: ApiHandler = (ctx, _req, res, [id]) => {
+  const node = ctx.state.node(id ?? "");
+  if (!node) return sendError(res, 404, `node '${id}' not found`);
+  sendJson(res, 200, renderE2bNode(node, nodeUsage(ctx.state).get(node.nodeID) ?? NO_USAGE, true));
+};
+
+/** Start time (epoch ms) of each template's newest sandbox. */
+function lastSpawned(state: SimState): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const s of state.sandboxes.values()) {
+    const at = out.get(s.templateID);
+    if (at === undefined || s.startedAt > at) out.set(s.templateID, s.startedAt);
+  }
+  return out;
+}
+
+const listTemplates: ApiHandler = (ctx, _req, res) => {
+  const spawned = lastSpawned(ctx.state);
+  sendJson(
+    res,
+    200,
+    ctx.state.templates.map((t) => renderE2bTemplate(t, spawned.get(t.templateID))),
+  );
+};
+
+const getTemplate: ApiHandler = (ctx, _req, res, [id]) => {
+  const template = ctx.state.templates.find((t) => t.templateID === id);
+  if (!template) return sendError(res, 404, `template '${id}' not found`);
+  sendJson(res, 200, renderE2bTemplateBuilds(template, lastSpawned(ctx.state).get(id ?? "")));
+};
+
+/** A sandbox route that answers 404 for a sandbox E2B would not show (neither running nor paused). */
+function visibleOnly(route: RouteDef<ApiHandler>): RouteDef<ApiHandler> {
+  if (!route.template.includes("{id}")) return route;
+  const inner = route.handler;
+  const handler: ApiHandler = (ctx, req, res, params, url) => {
+    const id = params[0] ?? "";
+    const s = ctx.state.sandbox(id);
+    if (s && !E2B_STATES.has(s.state)) return sendError(res, 404, `sandbox '${id}' not found`);
+    return inner(ctx, req, res, params, url);
+  };
+  return { ...route, handler };
+}
+
+/** Every route of E2B mode; the usage routes come before /sandboxes/{id}, which would take them. */
+export const e2bRoutes: RouteDef<ApiHandler>[] = [
+  { method: "GET", template: "/health", handler: health },
+  { method: "GET", template: "/nodes", handler: listNodes },
+  { method: "GET", template: "/nodes/{id}", handler: getNode },
+  { method: "GET", template: "/templates", handler: listTemplates },
+  { method: "GET", template: "/templates/{id}", handler: getTemplate },
+  { method: "GET", template: "/v2/sandboxes", handler: listSandboxes },
+  ...[
+    { method: "GET", template: "/v2/sandboxes/{id}/logs", handler: sandboxLogsE2b },
+    ...usageRoutes,
+    ...sandboxRoutes,
+    connectRoute,
+  ].map(visibleOnly),
+];
