@@ -26,7 +26,7 @@ import {
   selectorMatch,
 } from "./match.js";
 import { PolicyMetrics } from "./policy-metrics.js";
-import { PolicyWebhook, type WebhookOptions } from "./webhook.js";
+import { type PolicyEvent, PolicyWebhook, type WebhookOptions } from "./webhook.js";
 
 /** Results that start a sandbox's cooldown: every attempt, not only the successful ones. */
 const COOLS_DOWN: ReadonlySet<PolicyResult> = new Set<PolicyResult>([
@@ -479,13 +479,8 @@ export class PolicyEngine {
     if (!loggedAlone(o)) return;
     const line = { audit: true, ...describe(o) };
     this.webhook?.send({
-      rule: o.rule,
-      sandbox: o.sandboxId,
-      template: o.templateId,
-      action: o.action,
-      dryRun: o.dryRun,
+      ...describe(o),
       result: o.result ?? "notice",
-      reason: o.detail ? `${o.reason}; ${o.detail}` : o.reason,
       at: new Date(this.o.clock.now()).toISOString(),
     });
     if (o.result === undefined) this.log.info(line, "policy notice");
@@ -506,8 +501,8 @@ function loggedAlone(o: PolicyOutcome): boolean {
   return ATTEMPTED.has(o.result) || (o.result === undefined && o.notice === true);
 }
 
-/** One decision as /status and the audit line show it. */
-function describe(o: PolicyOutcome): Record<string, unknown> {
+/** One decision as /status, the audit line and the webhook show it. */
+function describe(o: PolicyOutcome): Omit<PolicyEvent, "at"> {
   return {
     rule: o.rule,
     sandbox: o.sandboxId,

@@ -14,9 +14,10 @@ export interface PolicyEvent {
   rule: string;
   sandbox: string;
   template: string;
+  state: string;
   action: string;
   dryRun: boolean;
-  /** `notice`, `dry_run`, `done` or `failed`. */
+  /** `notice`, `dry_run`, `done` or `failed` (`pending` and `skipped_*` on /status only). */
   result: string;
   reason: string;
   /** ISO time of the decision. */
