@@ -1,4 +1,5 @@
 // The poll cycle's baseline in its own process: fetch every sandbox page with undici, only parse.
+// Compiled and run with the exporter child's node flags, so both sides run the same way.
 // Argument: the simulator's base URL.
 import { Agent, request } from "undici";
 import { memoryMB, serveParent } from "./ipc.js";
@@ -29,6 +30,6 @@ async function bareLoop(): Promise<{ ms: number; items: number; cpuMs: number }>
   return { ms, items, cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
-// An idle child on the same runtime (node + tsx): the floor under every child's RSS.
+// An idle child on the exporter's runtime (compiled, same node flags): the floor under its RSS.
 global.gc?.();
 serveParent({ idleMemoryMB: memoryMB() }, { run: () => bareLoop() }, async () => undefined);

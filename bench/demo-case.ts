@@ -1,4 +1,4 @@
-// Issue #4: how long `npm run demo` takes from start to the first /metrics answer (the demo on an
+// How long `npm run demo` takes from start to the first /metrics answer (the demo on an
 // ephemeral port; the same process `npm run demo` starts, minus npm's own start-up).
 import { spawn } from "node:child_process";
 import { once } from "node:events";

@@ -9,6 +9,12 @@ import { median, ScrapeClient, type ScrapeFigures } from "./scrape-client.js";
 
 const PAGE = 100;
 const BUILD_DIR = ".tmp/bench-build";
+/**
+ * The request budget (platform.maxRequestsPerSecond, default 50/s) lifted out of the way: the
+ * bench measures what the exporter costs per page, not the budget. At the default a walk of 1,000
+ * pages takes at least 20 s whatever the exporter does. The limiter itself stays in the path.
+ */
+export const LIFTED_BUDGET = ["--max-requests-per-second", "100000", "--request-burst", "10000"];
 
 /** The exporter child to fork: its compiled script and the node flags it runs with. */
 export interface ExporterChild {
@@ -17,9 +23,10 @@ export interface ExporterChild {
 }
 
 /**
- * Compiles the exporter child (and the src/ it imports) to plain JS, so the process measured runs
- * on node alone as in production; tsx's loader alone adds tens of MB of RSS. It runs with the
- * node flags of the image's ENTRYPOINT (BENCH_NODE_FLAGS, space-separated, overrides them).
+ * Compiles the measured children (the exporter, the bare loop, the render comparison) and the src/
+ * they import to plain JS, so each runs on node alone as the exporter does in production (tsx's
+ * loader alone adds tens of MB of RSS and its own start-up work). All run with the node flags of
+ * the image's ENTRYPOINT (BENCH_NODE_FLAGS, space-separated, overrides them).
  */
 export function buildExporterChild(): ExporterChild {
   execFileSync("node_modules/.bin/tsc", ["-p", "bench/tsconfig.child.json"], { stdio: "inherit" });
@@ -31,9 +38,14 @@ export function buildExporterChild(): ExporterChild {
   return { script: `${BUILD_DIR}/bench/exporter-child.js`, nodeFlags };
 }
 
-/** Cycles of each path before measuring (JIT warm-up), then cycles measured. */
-const WARM_CYCLES = 2;
-const MEASURED_CYCLES = 7;
+/** A compiled sibling of the exporter child (`bare-loop-child`, `render-child`). */
+export function compiledChild(exporter: ExporterChild, name: string): string {
+  return exporter.script.replace(/exporter-child\.js$/, `${name}.js`);
+}
+
+/** Cycles of each path before measuring (JIT warm-up), then cycles measured (medians of these). */
+export const WARM_CYCLES = 2;
+export const MEASURED_CYCLES = 7;
 
 type Memory = Record<string, number>;
 interface Cycle {
@@ -49,14 +61,26 @@ export interface CaseFigures extends PollFigures {
   perSandbox: "off" | "on";
   scrape: ScrapeFigures;
   gzip: ScrapeFigures;
-  /** The exporter child's memory (MB): started, after a cycle (as is, after GC), after scrapes. */
-  memory: { start: Memory; afterCycle: Memory; afterCycleGc: Memory; afterScrapesGc: Memory };
+  /**
+   * The exporter child's memory (MB): started; after the cycles (WARM_CYCLES + MEASURED_CYCLES),
+   * as is and then after a forced full GC; after the scrapes, as is and after a forced GC.
+   */
+  memory: {
+    start: Memory;
+    afterCycles: Memory;
+    afterCyclesForcedGc: Memory;
+    afterScrapes: Memory;
+    afterScrapesForcedGc: Memory;
+  };
 }
 
 /** Paired poll-cycle figures (medians): the exporter's and, when a bare loop ran beside it, the loop's. */
 export interface PollFigures {
   sandboxes: number;
   pages: number;
+  /** Measured cycles (and bare runs) the medians are of, after `warmRuns` unmeasured ones each. */
+  runs: number;
+  warmRuns: number;
   cycleMs: number;
   walkMs: number;
   /** The exporter process's CPU time (user + system) in one cycle. */
@@ -66,14 +90,19 @@ export interface PollFigures {
 }
 
 /** Warms both paths, then alternates bare runs and cycles and keeps the medians. */
-async function pairedCycles(child: BenchChild, bare: BenchChild | undefined): Promise<PollFigures> {
-  for (let i = 0; i < WARM_CYCLES; i++) {
+export async function pairedCycles(
+  child: BenchChild,
+  bare: BenchChild | undefined,
+  warm = WARM_CYCLES,
+  measured = MEASURED_CYCLES,
+): Promise<PollFigures> {
+  for (let i = 0; i < warm; i++) {
     await bare?.call("run");
     await child.call("cycle");
   }
   const bareRuns: { ms: number; cpuMs: number }[] = [];
   const cycles: Cycle[] = [];
-  for (let i = 0; i < MEASURED_CYCLES; i++) {
+  for (let i = 0; i < measured; i++) {
     if (bare) bareRuns.push(await bare.call<{ ms: number; cpuMs: number }>("run"));
     cycles.push(await child.call<Cycle>("cycle"));
   }
@@ -81,6 +110,8 @@ async function pairedCycles(child: BenchChild, bare: BenchChild | undefined): Pr
   return {
     sandboxes: last?.sandboxes ?? 0,
     pages: last?.pages ?? 0,
+    runs: measured,
+    warmRuns: warm,
     cycleMs: median(cycles.map((c) => c.ms)),
     walkMs: median(cycles.map((c) => c.walkMs)),
     cycleCpuMs: median(cycles.map((c) => c.cpuMs)),
@@ -97,7 +128,7 @@ export async function pollCase(
 ): Promise<PollFigures> {
   const child = await forkChild(
     exporter.script,
-    [apiUrl, "--page-limit", String(PAGE)],
+    [apiUrl, "--page-limit", String(PAGE), ...LIFTED_BUDGET],
     exporter.nodeFlags,
   );
   try {
@@ -122,6 +153,7 @@ export async function exporterCase(
       apiUrl,
       "--page-limit",
       String(PAGE),
+      ...LIFTED_BUDGET,
       ...(perSandbox === "on" ? ["--per-sandbox-metrics", "--max-sandbox-series", "200000"] : []),
     ],
     exporter.nodeFlags,
@@ -143,9 +175,10 @@ export async function exporterCase(
       gzip,
       memory: {
         start: child.ready.startMemoryMB,
-        afterCycle: afterCycle.now,
-        afterCycleGc: afterCycle.afterGc,
-        afterScrapesGc: afterScrapes.afterGc,
+        afterCycles: afterCycle.now,
+        afterCyclesForcedGc: afterCycle.afterGc,
+        afterScrapes: afterScrapes.now,
+        afterScrapesForcedGc: afterScrapes.afterGc,
       },
     };
   } finally {

@@ -1,12 +1,13 @@
 // The exporter under test in its own process: the parent drives cycles and probes over IPC and
 // scrapes /metrics over loopback, so this process's RSS and event loop are the exporter's alone.
 // Arguments: the simulator's base URL, then exporter flags.
+import { type IntervalHistogram, monitorEventLoopDelay } from "node:perf_hooks";
 import { getHeapSpaceStatistics, writeHeapSnapshot } from "node:v8";
 import { pino } from "pino";
 import { startExporter } from "../src/app.js";
 import { loadConfig } from "../src/config/load.js";
 import { systemClock } from "../src/util/clock.js";
-import { memoryMB, serveParent } from "./ipc.js";
+import { epochMs, memoryMB, serveParent } from "./ipc.js";
 
 const [apiUrl = "", ...flags] = process.argv.slice(2);
 const { config } = loadConfig({
@@ -20,17 +21,26 @@ const exporter = await startExporter(config, {
 });
 global.gc?.();
 const startMemory = memoryMB();
+let loopDelay: IntervalHistogram | undefined;
 
 serveParent(
   { url: exporter.server.url, startMemoryMB: startMemory },
   {
-    /** One poll cycle: wall ms, CPU ms (user + system) of this process, the poller's own walk ms, sandboxes and pages. */
+    /**
+     * One poll cycle: wall ms, CPU ms (user + system) of this process, the poller's own walk ms,
+     * sandboxes and pages; and on the epoch clock its start, its end, and when its exposition
+     * (gzip included, once a scraper asked for gzip) was cached.
+     */
     cycle: async () => {
+      const startAt = epochMs();
       const t0 = performance.now();
       const c0 = process.cpuUsage();
       await exporter.runCycle();
       const ms = performance.now() - t0;
       const cpu = process.cpuUsage(c0);
+      const endAt = epochMs();
+      await exporter.metrics.settled();
+      const settledAt = epochMs();
       const s = exporter.poller.latest;
       return {
         ms,
@@ -38,7 +48,25 @@ serveParent(
         walkMs: s ? s.finishedAt - s.startedAt : Number.NaN,
         sandboxes: s?.sandboxes?.length ?? 0,
         pages: s?.collectors.sandboxes.requests ?? 0,
+        startAt,
+        endAt,
+        settledAt,
       };
+    },
+    /** Starts recording this process's event-loop delay (10 ms resolution). */
+    loopDelayStart: () => {
+      loopDelay = monitorEventLoopDelay({ resolution: 10 });
+      loopDelay.enable();
+      return {};
+    },
+    /** Stops recording; the delay percentiles in ms (the timer's resolution included). */
+    loopDelayStop: () => {
+      const h = loopDelay;
+      if (!h) throw new Error("loopDelayStart was not called");
+      h.disable();
+      loopDelay = undefined;
+      const ms = (ns: number) => ns / 1e6;
+      return { p50Ms: ms(h.percentile(50)), p99Ms: ms(h.percentile(99)), maxMs: ms(h.max) };
     },
     /** Memory as it is, then after a full GC (what a forced collection gives back). */
     memory: () => {

@@ -1,5 +1,6 @@
 // The bench's process boundary: the parent forks each part (simulator, exporter, bare loop) as a
-// TypeScript child under tsx and calls it over Node's IPC channel, so each one's RSS is its own.
+// child, compiled JS on plain node or TypeScript under tsx, and calls it over Node's IPC channel,
+// so each one's RSS and event loop are its own.
 import { fork } from "node:child_process";
 
 type Json = Record<string, unknown>;
@@ -133,4 +134,9 @@ export function memoryMB(): Record<string, number> {
     external: mb(m.external),
     arrayBuffers: mb(m.arrayBuffers),
   };
+}
+
+/** Milliseconds since the epoch, to sub-millisecond precision; comparable across processes. */
+export function epochMs(): number {
+  return performance.timeOrigin + performance.now();
 }

@@ -1,4 +1,4 @@
-// Issue #5, probe timing accuracy: the simulator (its own process) delays the exec stream's start
+// Probe timing accuracy: the simulator (its own process) delays the exec stream's start
 // and end; the exporter (another process) probes; the parent reads sandbox_probe_stream_seconds
 // from /metrics after each run and compares the delayed runs with undelayed ones.
 import type { StreamFaults } from "../src/simulator/faults.js";
@@ -84,7 +84,11 @@ export async function probeTiming(
     const m = samples(await client.text());
     const p = {} as Points;
     for (const point of POINTS) {
-      const v = m.get(`sandbox_probe_stream_seconds{point="${point}"}`);
+      // Other labels (module, template) may come before the point.
+      const key = [...m.keys()].find(
+        (k) => k.startsWith("sandbox_probe_stream_seconds{") && k.includes(`point="${point}"`),
+      );
+      const v = key === undefined ? undefined : m.get(key);
       if (v === undefined) throw new Error(`no sandbox_probe_stream_seconds{point="${point}"}`);
       p[point] = v * 1000;
       const fromResult = (r.points[point] ?? Number.NaN) * 1000;

@@ -1,43 +1,63 @@
 // `npm run bench`: figures (not pass/fail) into bench/results.json and a printed table.
 // Every part runs in its own process: the simulator, the exporter under test, the bare undici
-// loop and prom-client's baseline are children; this parent only drives them and scrapes.
+// loop and the render comparison are children; this parent only drives them and scrapes.
+// `npm run bench -- --1m` adds the cases at 1,000,000 sandboxes (a few minutes more).
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
+import { cpus, loadavg, totalmem } from "node:os";
 import { demoStartup } from "./demo-case.js";
-import { buildExporterChild, exporterCase, pollCase } from "./exporter-case.js";
+import {
+  buildExporterChild,
+  compiledChild,
+  exporterCase,
+  MEASURED_CYCLES,
+  pollCase,
+  WARM_CYCLES,
+} from "./exporter-case.js";
 import { forkChild } from "./ipc.js";
+import { latencyCase } from "./latency-case.js";
 import { policyCost } from "./policy-case.js";
 import { probeTiming } from "./probe-case.js";
+import { renderComparison } from "./render-case.js";
+import { printTable } from "./report.js";
+import { scaleCases } from "./scale-case.js";
 
 const SANDBOXES = Number(process.env.BENCH_SANDBOXES ?? 100_000);
 const PROBE_RUNS = Number(process.env.BENCH_PROBE_RUNS ?? 20);
-const TSX = "node_modules/.bin/tsx";
-
-function runJson(args: string[]): Record<string, number | string> {
-  const out = execFileSync(TSX, args, { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
-  const line = out.trim().split("\n").pop() ?? "{}";
-  return JSON.parse(line) as Record<string, number | string>;
-}
+const SCRAPES = 100;
+const SCALE_SANDBOXES = Number(process.env.BENCH_SCALE_SANDBOXES ?? 1_000_000);
+const LATENCY_S = Number(process.env.BENCH_LATENCY_SECONDS ?? 30);
+const LATENCY = { scheduleMs: 3_000, forMs: LATENCY_S * 1000, idleMs: (LATENCY_S * 1000) / 3 };
+const withScale = process.argv.includes("--1m");
+const t0 = performance.now();
+// Other work on the machine skews every figure: the load before and after goes into the results.
+const loadAtStart = loadavg();
 
 const exporterChild = buildExporterChild();
+const bareScript = compiledChild(exporterChild, "bare-loop-child");
+const flags = exporterChild.nodeFlags;
 // The floor under any node process's RSS, for comparison with the exporter child's.
 const idleNodeMB = Number(
   execFileSync(
     process.execPath,
-    ["--expose-gc", "-e", "gc(); console.log(process.memoryUsage().rss / 1048576)"],
+    [...flags, "--expose-gc", "-e", "gc(); console.log(process.memoryUsage().rss / 1048576)"],
     { encoding: "utf8" },
   ).trim(),
 );
 const sim = await forkChild<{ apiUrl: string }>("bench/sim-child.ts", [String(SANDBOXES)]);
-const bare = await forkChild<{ idleMemoryMB: Record<string, number> }>("bench/bare-loop-child.ts", [
-  sim.ready.apiUrl,
-]);
+const bare = await forkChild<{ idleMemoryMB: Record<string, number> }>(
+  bareScript,
+  [sim.ready.apiUrl],
+  flags,
+);
 let off: Awaited<ReturnType<typeof exporterCase>>;
 let on: Awaited<ReturnType<typeof exporterCase>>;
+let latency: Awaited<ReturnType<typeof latencyCase>>;
 let simMemory: Record<string, number>;
 try {
-  off = await exporterCase(exporterChild, sim.ready.apiUrl, "off", 100, bare);
-  on = await exporterCase(exporterChild, sim.ready.apiUrl, "on", 100, undefined);
+  off = await exporterCase(exporterChild, sim.ready.apiUrl, "off", SCRAPES, bare);
+  on = await exporterCase(exporterChild, sim.ready.apiUrl, "on", SCRAPES, undefined);
+  latency = await latencyCase(exporterChild, sim.ready.apiUrl, LATENCY);
   simMemory = await sim.call("memory");
 } finally {
   await bare.stop();
@@ -48,7 +68,7 @@ const simByStart = await forkChild<{ apiUrl: string }>("bench/sim-child.ts", [
   String(SANDBOXES),
   "started",
 ]);
-const bareByStart = await forkChild("bench/bare-loop-child.ts", [simByStart.ready.apiUrl]);
+const bareByStart = await forkChild(bareScript, [simByStart.ready.apiUrl], flags);
 let byStart: Awaited<ReturnType<typeof pollCase>>;
 try {
   byStart = await pollCase(exporterChild, simByStart.ready.apiUrl, bareByStart);
@@ -56,25 +76,37 @@ try {
   await bareByStart.stop();
   await simByStart.stop();
 }
-const prom = runJson(["bench/prom-client-baseline.ts", String(SANDBOXES), "5"]);
+const render = renderComparison(exporterChild, SANDBOXES);
 const probe = await probeTiming(exporterChild, PROBE_RUNS);
 const policy = await policyCost(SANDBOXES);
 const demo = await demoStartup();
+const defaultSeconds = (performance.now() - t0) / 1000;
+const scale = withScale ? await scaleCases(exporterChild, SCALE_SANDBOXES) : undefined;
+const scaleSeconds = (performance.now() - t0) / 1000 - defaultSeconds;
 
-const bareMs = off.bareLoopMs ?? Number.NaN;
+const cpu = cpus();
+const pollRuns = `median of ${MEASURED_CYCLES} paired runs after ${WARM_CYCLES} warm-up runs each`;
 const results = {
   date: new Date().toISOString(),
   node: process.version,
+  machine: {
+    cpus: cpu.length,
+    model: cpu[0]?.model ?? "",
+    memoryGB: totalmem() / 2 ** 30,
+    loadAverage1m: { start: loadAtStart[0], end: loadavg()[0] },
+  },
   sandboxes: SANDBOXES,
-  isolation: `exporter (compiled JS on plain node, flags of the image's ENTRYPOINT: ${exporterChild.nodeFlags.join(" ") || "none"}), simulator, bare loop and prom-client (under tsx) each in their own child process; scrape client in the parent`,
+  benchSeconds: { default: defaultSeconds, ...(withScale ? { scale1M: scaleSeconds } : {}) },
+  isolation: `exporter, bare loop and render comparison compiled to JS on plain node with the node flags of the image's ENTRYPOINT (${flags.join(" ") || "none"}), each in its own child process; simulator under tsx in another; scrape client in the parent`,
   pollCycle: {
     cycleMs: off.cycleMs,
     walkMs: off.walkMs,
     cycleCpuMs: off.cycleCpuMs,
+    bareUndiciLoopMs: off.bareLoopMs,
     bareUndiciLoopCpuMs: off.bareLoopCpuMs,
-    bareUndiciLoopMs: bareMs,
-    ratio: off.cycleMs / bareMs,
-    cycleOnMs: on.cycleMs,
+    ratio: off.cycleMs / (off.bareLoopMs ?? Number.NaN),
+    runs: off.runs,
+    statistic: pollRuns,
     target: "<= 1.3",
   },
   pollCycleNewestFirst: {
@@ -83,166 +115,75 @@ const results = {
     ratio: byStart.cycleMs / (byStart.bareLoopMs ?? Number.NaN),
     cycleCpuMs: byStart.cycleCpuMs,
     bareUndiciLoopCpuMs: byStart.bareLoopCpuMs,
+    runs: byStart.runs,
+    statistic: pollRuns,
     order: "start time, newest first, then id (E2B's order)",
   },
+  pollCycleOn: { cycleMs: on.cycleMs, runs: on.runs, statistic: `median of ${on.runs} cycles` },
   scrapeOff: { ...off.scrape, target: "p99 < 20 ms" },
   scrapeOn: { ...on.scrape, target: "p99 < 100 ms" },
   gzipOff: off.gzip,
   gzipOn: { ...on.gzip, target: "p99 < 100 ms" },
-  promClientBaseline: {
-    series: prom.series,
-    renderP50Ms: prom.renderP50Ms,
-    bytes: prom.bytes,
-    speedupOfOursP99: Number(prom.renderP50Ms) / on.scrape.p99Ms,
-    target: ">= 5x",
+  scrapeMeasured: `${SCRAPES} scrapes back to back after 5 unmeasured, one connection, no cycle running: the cached body`,
+  render: {
+    ...render,
+    renderVsRender: render.promClient.renderMs / render.ours.steadyMs,
+    firstVsFirst: (render.promClient.loadMs + render.promClient.renderMs) / render.ours.firstMs,
+    cachedScrapeP99VsPromClientRender: render.promClient.renderMs / on.scrape.p99Ms,
+    measured: `medians of ${render.runs} after one unmeasured; ours: ExporterMetrics.update of a snapshot of the simulator's fleet, per-sandbox on (aggregates, churn and the four per-sandbox families), first render by a fresh instance and re-render of a walk with 1 % of sandboxes changed (steadyAsyncMs: the same through updateAsync); prom-client: loadMs resets and sets its four gauges from the same fleet, renderMs is registry.metrics()`,
+    target: "prom-client render / ours >= 5x",
+  },
+  latencyDuringCycles: {
+    ...latency,
+    measured: `one run: per-sandbox on, a cycle every ${LATENCY.scheduleMs} ms for ${LATENCY.forMs / 1000} s while the parent scrapes every ${latency.scrapeEveryMs} ms as Prometheus 2.42 (its Accept header, gzip, one connection); duringCycles: scrapes overlapping a cycle from its start until its body and gzip were cached; idle: ${LATENCY.idleMs / 1000} s of the same scrapes with no cycle; loop delay: the exporter's own event-loop monitor`,
+    target: "p99 < 50 ms during cycles",
   },
   rss: {
-    offMB: off.memory.afterCycleGc.rss,
-    onMB: on.memory.afterCycleGc.rss,
-    offNoGcMB: off.memory.afterCycle.rss,
-    onNoGcMB: on.memory.afterCycle.rss,
-    offAfterScrapesMB: off.memory.afterScrapesGc.rss,
-    onAfterScrapesMB: on.memory.afterScrapesGc.rss,
+    offAfterCyclesMB: off.memory.afterCycles.rss,
+    onAfterCyclesMB: on.memory.afterCycles.rss,
+    offAfterCyclesForcedGcMB: off.memory.afterCyclesForcedGc.rss,
+    onAfterCyclesForcedGcMB: on.memory.afterCyclesForcedGc.rss,
+    offAfterScrapesMB: off.memory.afterScrapes.rss,
+    onAfterScrapesMB: on.memory.afterScrapes.rss,
+    offAfterScrapesForcedGcMB: off.memory.afterScrapesForcedGc.rss,
+    onAfterScrapesForcedGcMB: on.memory.afterScrapesForcedGc.rss,
     exporterStartedMB: off.memory.start.rss,
     idleNodeMB,
-    idleTsxChildMB: bare.ready.idleMemoryMB.rss,
+    idleChildMB: bare.ready.idleMemoryMB.rss,
     simulatorMB: simMemory.rss,
-    measured:
-      "the exporter child's process.memoryUsage().rss; offMB/onMB after a forced GC; idleNodeMB: an empty node process",
+    measured: `the exporter child's process.memoryUsage().rss, one reading each: after its ${WARM_CYCLES + MEASURED_CYCLES} cycles as is, then after a forced full GC (global.gc()); after the ${2 * SCRAPES + 10} scrapes, as is and after a forced GC. idleNodeMB: an empty node process; idleChildMB: the idle bare-loop child (compiled, same flags)`,
     target: "off < 150 MB, on < 400 MB",
   },
   memoryMB: { off: off.memory, on: on.memory },
   probeTiming: {
     ...probe,
     compared:
-      "start: delayed minus no-delay start; end: (end - first_data) delayed minus no-delay, as the simulator waits endDelayMs after the last output; endTotal: delayed minus no-delay end (both delays)",
+      "start: delayed minus no-delay start; end: (end - first_data) delayed minus no-delay, as the simulator waits endDelayMs after the last output; endTotal: delayed minus no-delay end (both delays); medians of `runs` each",
     target: "|error| <= 2 ms",
   },
   demoStartup: { ...demo, target: "first /metrics answer < 5000 ms" },
   policyCycle: {
     ...policy,
+    runs: 1,
     measured:
-      "in-process simulator and exporter; policyMs: the engine's run (log reads, evaluation, dry-run actions); cycleMs: the whole poll cycle including it",
+      "one cold and one warm run; in-process simulator and exporter under tsx; policyMs: the engine's run (log reads, evaluation, dry-run actions); cycleMs: the whole poll cycle including it",
   },
+  ...(scale
+    ? {
+        scale: {
+          ...scale,
+          cases: scale.cases.map((c) => ({
+            ...c,
+            ratio: c.poll.cycleMs / (c.poll.bareLoopMs ?? Number.NaN),
+          })),
+          measured:
+            "one simulator of 1,000,000 sandboxes; per case: two cycles (RSS as is and after a forced GC after each), 20 gzip scrapes, then 3 paired runs with the bare loop (medians)",
+        },
+      }
+    : {}),
 };
 writeFileSync("bench/results.json", `${JSON.stringify(results, null, 2)}\n`);
-
-const num = (v: unknown) =>
-  typeof v === "number" ? v.toFixed(1) : v === undefined ? "" : String(v);
-const row = (k: string, v: unknown, base: unknown, target: string) =>
-  console.log(`${k.padEnd(40)} ${num(v).padStart(12)} ${num(base).padStart(14)}  ${target}`);
-const m = off.memory;
-const n = on.memory;
-console.log(`\nsandbox-exporter bench, ${SANDBOXES} sandboxes, ${off.pages} pages`);
-console.log(`(${results.isolation})\n`);
-console.log(`${"measure".padEnd(40)} ${"ours".padStart(12)} ${"baseline".padStart(14)}  target`);
-row(
-  "poll cycle ms (vs bare undici loop)",
-  off.cycleMs,
-  bareMs,
-  `ratio ${results.pollCycle.ratio.toFixed(2)} (<= 1.3)`,
-);
-row("poll cycle CPU ms (vs bare loop CPU)", off.cycleCpuMs, off.bareLoopCpuMs, "");
-row(
-  "poll cycle ms, pages newest first (E2B)",
-  byStart.cycleMs,
-  byStart.bareLoopMs,
-  `ratio ${results.pollCycleNewestFirst.ratio.toFixed(2)}`,
-);
-row("poll cycle CPU ms, newest first", byStart.cycleCpuMs, byStart.bareLoopCpuMs, "");
-row("poll cycle ms, per-sandbox on", on.cycleMs, undefined, "");
-row("scrape p50 ms, per-sandbox off", off.scrape.p50Ms, undefined, "");
-row("scrape p99 ms, per-sandbox off", off.scrape.p99Ms, undefined, "< 20");
-row("scrape bytes, per-sandbox off", off.scrape.bytes, undefined, "");
-row("scrape p50 ms, per-sandbox on", on.scrape.p50Ms, undefined, "");
-row(
-  "scrape p99 ms, per-sandbox on",
-  on.scrape.p99Ms,
-  prom.renderP50Ms,
-  `prom-client render; ${results.promClientBaseline.speedupOfOursP99.toFixed(1)}x (>= 5x); < 100`,
-);
-row("scrape bytes, per-sandbox on", on.scrape.bytes, prom.bytes, "");
-row("gzip scrape p99 ms, per-sandbox off", off.gzip.p99Ms, undefined, "as Prometheus scrapes");
-row("gzip scrape p50 ms, per-sandbox on", on.gzip.p50Ms, undefined, "");
-row("gzip scrape p99 ms, per-sandbox on", on.gzip.p99Ms, prom.renderP50Ms, "< 100");
-row("gzip scrape bytes, per-sandbox on", on.gzip.bytes, undefined, "");
-row(
-  "RSS MB after cycle + GC, off",
-  m.afterCycleGc.rss,
-  idleNodeMB,
-  "< 150; baseline: empty node process",
-);
-row(
-  "RSS MB after cycle + GC, on",
-  n.afterCycleGc.rss,
-  idleNodeMB,
-  "< 400; baseline: empty node process",
-);
-row(
-  "RSS MB after cycle, no GC, off / on",
-  m.afterCycle.rss,
-  n.afterCycle.rss,
-  "(on in baseline column)",
-);
-row(
-  "RSS MB after scrapes + GC, off / on",
-  m.afterScrapesGc.rss,
-  n.afterScrapesGc.rss,
-  "(on in baseline column)",
-);
-row("RSS MB exporter started, before cycle", m.start.rss, undefined, "");
-row(
-  "heap used MB after cycle + GC, off / on",
-  m.afterCycleGc.heapUsed,
-  n.afterCycleGc.heapUsed,
-  "(on in baseline column)",
-);
-row("RSS MB simulator process (not counted)", simMemory.rss, undefined, "");
-row("RSS MB idle child under tsx (not counted)", bare.ready.idleMemoryMB.rss, undefined, "");
-const p = probe;
-const { startDelayMs, endDelayMs } = p.injected;
+printTable(results, { off, on, byStart, probe, policy, demo, render, latency, scale });
 console.log(
-  `\nprobe stream timing (issue #5): ${p.runs} runs each, injected start +${p.injected.startDelayMs} ms, end +${p.injected.endDelayMs} ms; medians in ms\n`,
+  `\nwritten to bench/results.json; ${defaultSeconds.toFixed(0)} s${withScale ? ` + ${scaleSeconds.toFixed(0)} s for the 1M cases` : ""}`,
 );
-console.log(
-  `${"measure".padEnd(40)} ${"delayed".padStart(12)} ${"no delay".padStart(14)}  shift (target) error`,
-);
-const shift = (v: number, want: number, err: number) =>
-  `${v.toFixed(2)} (${want}) ${err >= 0 ? "+" : ""}${err.toFixed(2)} ms`;
-row(
-  "start point ms",
-  p.delayed.start,
-  p.baseline.start,
-  shift(p.startShiftMs, startDelayMs, p.startErrorMs),
-);
-row("first_data point ms", p.delayed.first_data, p.baseline.first_data, "");
-row(
-  "end point ms",
-  p.delayed.end,
-  p.baseline.end,
-  shift(p.endTotalShiftMs, startDelayMs + endDelayMs, p.endTotalErrorMs),
-);
-row(
-  "end - first_data ms",
-  p.delayed.endMinusFirstData,
-  p.baseline.endMinusFirstData,
-  shift(p.endShiftMs, endDelayMs, p.endErrorMs),
-);
-console.log(
-  "start: delayed minus no-delay start point ≈ startDelayMs. end: the simulator waits endDelayMs after the\n" +
-    "last output, so (end - first_data) delayed minus no-delay ≈ endDelayMs; the end point itself moves by both.\n" +
-    `Target |error| <= 2 ms. Scraped gauge vs runner result: max |diff| ${p.metricVsResultMaxMs.toFixed(4)} ms.`,
-);
-const pc = policy;
-console.log(
-  `\npolicy cycle (issue #6): ${pc.sandboxes} sandboxes, ${pc.matching} pass the cheap filters, ${pc.idle} idle\n`,
-);
-console.log(`${"measure".padEnd(40)} ${"cold".padStart(12)} ${"warm".padStart(14)}`);
-row("log reads issued", pc.cold.logReads, pc.warm.logReads, "warm: only those that could be idle");
-row("policy run ms", pc.cold.policyMs, pc.warm.policyMs, "");
-row("poll cycle incl. policy ms", pc.cold.cycleMs, pc.warm.cycleMs, "");
-row("candidates (idle, matching)", pc.cold.candidates, pc.warm.candidates, "");
-console.log("");
-row("demo: first /metrics answer ms (median)", demo.medianMs, undefined, "< 5000");
-row("demo: first /metrics answer ms (max)", demo.maxMs, undefined, `of ${demo.runs.length} starts`);
-console.log("\nwritten to bench/results.json");

@@ -172,7 +172,8 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       )
     : undefined;
   const published = async (snapshot: Snapshot): Promise<void> => {
-    metrics.update(snapshot);
+    // Rendered in slices between which scrapes are served the previous body (see updateAsync).
+    await metrics.updateAsync(snapshot);
     // The policy acts on walks (a snapshot repeating the last walk's list brings it nothing new),
     // in its own loop: the poll never waits for it.
     if (snapshot.walked) policyLoop?.offer(snapshot);

@@ -1,8 +1,9 @@
 // Churn counters: sandbox ids appearing and vanishing between consecutive complete walks.
-import { forEachRow, type SandboxList } from "../collect/sandbox-table.js";
+import type { SandboxList } from "../collect/sandbox-table.js";
 import { idOrder } from "../util/id-order.js";
 import { Family, labels } from "./exposition/text.js";
 import type { ValueGuard } from "./exposition/value-guard.js";
+import { runSteps, type Steps, visitRows } from "./render-steps.js";
 
 /**
  * Counts, by template, ids that appeared or vanished between two consecutive complete walks, so
@@ -21,19 +22,30 @@ export class ChurnTracker {
 
   /** Feeds one walk of this shard's sandboxes. */
   observe(sandboxes: SandboxList, complete: boolean): void {
+    runSteps(this.steps(sandboxes, complete, Number.POSITIVE_INFINITY));
+  }
+
+  /** The same in steps, yielding after every `slice` ids (the sort of an unsorted walk is one step). */
+  *steps(sandboxes: SandboxList, complete: boolean, slice: number): Steps<void> {
     if (!complete) {
       this.baseline = false;
       return;
     }
     const counting = this.baseline ? 1 : 0;
-    const { ids, templates } = sortedWalk(sandboxes);
+    const { ids, templates } = yield* sortedWalk(sandboxes, slice);
+    yield;
     this.walks++;
     // Both lists ascending: one merge finds the ids that came and went, without hashing.
     const prevIds = this.ids;
     const prevTemplates = this.templates;
     let a = 0;
     let b = 0;
+    let left = slice;
     while (a < prevIds.length || b < ids.length) {
+      if (--left === 0) {
+        yield;
+        left = slice;
+      }
       const old = prevIds[a];
       const now = ids[b];
       if (now === undefined || (old !== undefined && old < now)) {
@@ -86,23 +98,32 @@ function touch(m: Map<string, number>, key: string, n: number): void {
  * compact table is in id order already, and then no sort runs; whole records (per-sandbox series
  * or policy on) keep walk order and are sorted here when the platform pages in another order.
  */
-function sortedWalk(sandboxes: SandboxList): { ids: string[]; templates: string[] } {
+function* sortedWalk(
+  sandboxes: SandboxList,
+  slice: number,
+): Steps<{ ids: string[]; templates: string[] }> {
   // Sized once: grown by push, 100,000 entries reallocate each list a dozen times.
   const walkIds = new Array<string>(sandboxes.length);
   const walkTemplates = new Array<string>(sandboxes.length);
   let sorted = true;
   let n = 0;
-  forEachRow(sandboxes, (id, templateId) => {
-    if (n > 0 && id <= (walkIds[n - 1] as string)) sorted = false;
-    walkIds[n] = id;
-    walkTemplates[n] = templateId;
-    n++;
-  });
+  yield* visitRows(
+    sandboxes,
+    (id, templateId) => {
+      if (n > 0 && id <= (walkIds[n - 1] as string)) sorted = false;
+      walkIds[n] = id;
+      walkTemplates[n] = templateId;
+      n++;
+    },
+    slice,
+  );
   walkIds.length = n;
   walkTemplates.length = n;
   if (sorted) return { ids: walkIds, templates: walkTemplates };
+  yield;
   // Equal ids keep walk order, so the first record of a repeated id comes first.
   const order = idOrder(walkIds);
+  yield;
   const ids: string[] = [];
   const templates: string[] = [];
   for (const i of order) {

@@ -5,6 +5,7 @@ import { SectionWriter } from "./exposition/section-writer.js";
 import { escapeLabel, formatValue, header } from "./exposition/text.js";
 import { noGuard, type ValueGuard } from "./exposition/value-guard.js";
 import { WalkIndex, type WalkRecord } from "./exposition/walk-index.js";
+import { runSteps, type Steps } from "./render-steps.js";
 
 const MIB = 1_048_576;
 const CACHED = "Cached from the last successful walk of GET /v2/sandboxes.";
@@ -75,6 +76,14 @@ export class PerSandboxSeries {
 
   /** Renders `sandboxes` (this shard's, in walk order); the first `maxSeries` distinct ids get series. */
   render(sandboxes: readonly Sandbox[], guard = noGuard()): PerSandboxOutput {
+    return runSteps(this.steps(sandboxes, guard, Number.POSITIVE_INFINITY));
+  }
+
+  /**
+   * The same render in steps, yielding after every `slice` sandboxes. Steps of two renders must not
+   * interleave: each render continues the records of the one before.
+   */
+  *steps(sandboxes: readonly Sandbox[], guard: ValueGuard, slice: number): Steps<PerSandboxOutput> {
     const walk = this.entries.begin();
     const old = this.last;
     const expected = Math.min(sandboxes.length, this.o.maxSeries);
@@ -90,7 +99,12 @@ export class PerSandboxSeries {
     });
     let written = 0;
     let dropped = 0;
+    let left = slice;
     for (const s of sandboxes) {
+      if (--left === 0) {
+        yield;
+        left = slice;
+      }
       const e = this.entries.find(s.id);
       if (e?.walk === walk) continue; // the same id twice in one walk would be a duplicate series
       if (written >= this.o.maxSeries) {
@@ -115,8 +129,13 @@ export class PerSandboxSeries {
       }
       written++;
     }
+    yield;
     this.entries.end();
-    const sections = writers.map((w) => w.finish());
+    const sections: Buffer[] = [];
+    for (const w of writers) {
+      yield;
+      sections.push(w.finish());
+    }
     this.last = { sections, off, len };
     const chunks = sections.filter((b, i) => b.length > (this.heads[i] as string).length);
     return { chunks, written, dropped };

@@ -1,8 +1,9 @@
 // Sandboxes rolled up by state x template (always on): count, CPU and memory sums, oldest start.
-import { forEachRow, type SandboxList } from "../collect/sandbox-table.js";
+import type { SandboxList } from "../collect/sandbox-table.js";
 import { MAX_REMEMBERED_STATES } from "./exposition/state-memory.js";
 import { Family, labels } from "./exposition/text.js";
 import { noGuard, type ValueGuard } from "./exposition/value-guard.js";
+import { runSteps, type Steps, visitRows } from "./render-steps.js";
 
 const MIB = 1_048_576;
 const CACHED = "Cached from the last successful walk of GET /v2/sandboxes.";
@@ -40,24 +41,38 @@ export class SandboxAggregates {
 
   /** Families of `sandboxes` (already this shard's); `templates` lists ids known to exist. */
   render(sandboxes: SandboxList, templates: readonly string[], guard = noGuard()): Family[] {
+    return runSteps(this.steps(sandboxes, templates, guard, Number.POSITIVE_INFINITY));
+  }
+
+  /** The same render in steps, yielding after every `slice` records. */
+  *steps(
+    sandboxes: SandboxList,
+    templates: readonly string[],
+    guard: ValueGuard,
+    slice: number,
+  ): Steps<Family[]> {
     const groups = new Map<string, Map<string, Group>>();
-    forEachRow(sandboxes, (_id, templateId, state, cpuCount, memoryMB, startedAt) => {
-      let byState = groups.get(templateId);
-      if (!byState) {
-        byState = new Map();
-        groups.set(templateId, byState);
-      }
-      let g = byState.get(state);
-      if (!g) {
-        g = { count: 0, cpus: 0, memory: 0, oldest: Number.POSITIVE_INFINITY };
-        byState.set(state, g);
-        if (this.liveStates.has(state)) this.seenLive.add(state);
-      }
-      g.count++;
-      g.cpus += guard.resource("cpu", cpuCount) ?? 0;
-      g.memory += (guard.resource("memory", memoryMB) ?? 0) * MIB;
-      if (startedAt !== undefined && startedAt < g.oldest) g.oldest = startedAt;
-    });
+    yield* visitRows(
+      sandboxes,
+      (_id, templateId, state, cpuCount, memoryMB, startedAt) => {
+        let byState = groups.get(templateId);
+        if (!byState) {
+          byState = new Map();
+          groups.set(templateId, byState);
+        }
+        let g = byState.get(state);
+        if (!g) {
+          g = { count: 0, cpus: 0, memory: 0, oldest: Number.POSITIVE_INFINITY };
+          byState.set(state, g);
+          if (this.liveStates.has(state)) this.seenLive.add(state);
+        }
+        g.count++;
+        g.cpus += guard.resource("cpu", cpuCount) ?? 0;
+        g.memory += (guard.resource("memory", memoryMB) ?? 0) * MIB;
+        if (startedAt !== undefined && startedAt < g.oldest) g.oldest = startedAt;
+      },
+      slice,
+    );
     this.zeroFill(groups, templates);
     return this.families(groups, guard);
   }

@@ -3,6 +3,11 @@
 
 /** Text is batched into writes of about this many characters. */
 const TEXT_BATCH = 64 * 1024;
+/**
+ * Adjacent copied ranges are merged up to about this many bytes: an unchanged fleet would
+ * otherwise be one copy of a whole section at finish, tens of ms the event loop cannot break.
+ */
+const COPY_BATCH = 256 * 1024;
 
 /** An append-only Buffer under construction. */
 export class SectionWriter {
@@ -37,7 +42,7 @@ export class SectionWriter {
   /** Appends bytes [start, end) of `src`; continues the pending copy when they follow it. */
   copy(src: Buffer, start: number, end: number): void {
     if (end <= start) return;
-    if (this.src === src && this.srcEnd === start) {
+    if (this.src === src && this.srcEnd === start && this.srcEnd - this.srcStart < COPY_BATCH) {
       this.srcEnd = end;
       return;
     }

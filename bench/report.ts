@@ -1,0 +1,315 @@
+// The printed table of `npm run bench`: each figure with its baseline, how many runs or samples
+// it is from, and its target or what it is compared with.
+import type { DemoStartup } from "./demo-case.js";
+import type { CaseFigures, PollFigures } from "./exporter-case.js";
+import type { LatencyCase, LatencyFigures } from "./latency-case.js";
+import type { PolicyCost } from "./policy-case.js";
+import type { ProbeTiming } from "./probe-case.js";
+import type { RenderComparison } from "./render-case.js";
+import type { ScaleCase } from "./scale-case.js";
+
+/** Everything the table shows. */
+export interface Parts {
+  off: CaseFigures;
+  on: CaseFigures;
+  byStart: PollFigures;
+  probe: ProbeTiming;
+  policy: PolicyCost;
+  demo: DemoStartup;
+  render: RenderComparison;
+  latency: LatencyCase;
+  scale: { sandboxes: number; simulatorMB: number; cases: ScaleCase[] } | undefined;
+}
+
+const num = (v: unknown) =>
+  typeof v === "number"
+    ? Number.isInteger(v)
+      ? String(v)
+      : v.toFixed(1)
+    : v === undefined
+      ? ""
+      : String(v);
+
+function row(k: string, v: unknown, base: unknown, n: string, note: string): void {
+  console.log(
+    `${k.padEnd(46)} ${num(v).padStart(11)} ${num(base).padStart(11)}  ${n.padEnd(16)} ${note}`,
+  );
+}
+
+function head(title: string, ours = "ours", base = "baseline"): void {
+  console.log(`\n${title}\n`);
+  console.log(
+    `${"measure".padEnd(46)} ${ours.padStart(11)} ${base.padStart(11)}  ${"from".padEnd(16)} note / target`,
+  );
+}
+
+const ratio = (a: number, b: number | undefined) => (b ? a / b : Number.NaN);
+
+function latencyRow(k: string, f: LatencyFigures, n: string): void {
+  row(`${k} p50 / p99 ms`, f.p50Ms, f.p99Ms, `${f.n} ${n}`, `max ${f.maxMs.toFixed(1)} ms`);
+}
+
+/** Prints the whole table. */
+export function printTable(
+  results: {
+    sandboxes: number;
+    isolation: string;
+    machine: { cpus: number; loadAverage1m: { start?: number; end?: number } };
+  },
+  p: Parts,
+): void {
+  const { off, on, byStart, render, latency } = p;
+  const cycles = `med of ${off.runs} pairs`;
+  console.log(`\nsandbox-exporter bench, ${results.sandboxes} sandboxes, ${off.pages} pages`);
+  console.log(`(${results.isolation})`);
+  const load = results.machine.loadAverage1m;
+  console.log(
+    `${results.machine.cpus} CPUs; 1-minute load average ${num(load.start)} at the start, ${num(load.end)} at the end`,
+  );
+
+  head("poll cycle (per-sandbox off unless said)", "exporter", "bare loop");
+  row(
+    "poll cycle ms, paged by id",
+    off.cycleMs,
+    off.bareLoopMs,
+    cycles,
+    `ratio ${ratio(off.cycleMs, off.bareLoopMs).toFixed(2)} (<= 1.3)`,
+  );
+  row("poll cycle CPU ms, paged by id", off.cycleCpuMs, off.bareLoopCpuMs, cycles, "");
+  row(
+    "poll cycle ms, newest first (E2B)",
+    byStart.cycleMs,
+    byStart.bareLoopMs,
+    `med of ${byStart.runs} pairs`,
+    `ratio ${ratio(byStart.cycleMs, byStart.bareLoopMs).toFixed(2)}`,
+  );
+  row(
+    "poll cycle CPU ms, newest first",
+    byStart.cycleCpuMs,
+    byStart.bareLoopCpuMs,
+    `med of ${byStart.runs} pairs`,
+    "",
+  );
+  row("poll cycle ms, per-sandbox on", on.cycleMs, undefined, `med of ${on.runs}`, "");
+
+  head("render: the bytes of one snapshot, per-sandbox on", "ours", "prom-client");
+  const rr = `med of ${render.runs}`;
+  const r = render;
+  row(
+    `first render ms (${r.series} series)`,
+    r.ours.firstMs,
+    r.promClient.loadMs + r.promClient.renderMs,
+    rr,
+    `ours: update, fresh; prom-client: set gauges + metrics(); ${ratio(r.promClient.loadMs + r.promClient.renderMs, r.ours.firstMs).toFixed(1)}x`,
+  );
+  row(
+    "re-render ms, 1 % of sandboxes changed",
+    r.ours.steadyMs,
+    r.promClient.renderMs,
+    rr,
+    `render vs render: ours update, prom-client metrics(); ${ratio(r.promClient.renderMs, r.ours.steadyMs).toFixed(1)}x (>= 5x)`,
+  );
+  row(
+    "re-render ms through updateAsync",
+    r.ours.steadyAsyncMs,
+    undefined,
+    rr,
+    "yields to the event loop every 1,000 sandboxes",
+  );
+  row(
+    "prom-client setting its gauges ms",
+    undefined,
+    r.promClient.loadMs,
+    rr,
+    "reset + set of 4 gauges per sandbox",
+  );
+  row("rendered bytes", r.ours.bytes, r.promClient.bytes, "", "");
+
+  row(
+    "cached scrape p99 (on) vs prom-client render ms",
+    on.scrape.p99Ms,
+    r.promClient.renderMs,
+    `${on.scrape.n} / med of ${r.runs}`,
+    `scrape of our cached bytes vs prom-client render: ${ratio(r.promClient.renderMs, on.scrape.p99Ms).toFixed(1)}x`,
+  );
+
+  head("scrapes of the cached body, no cycle running", "p50", "p99");
+  const sc = `${off.scrape.n} scrapes`;
+  row("scrape ms, per-sandbox off", off.scrape.p50Ms, off.scrape.p99Ms, sc, "p99 < 20");
+  row("gzip scrape ms, per-sandbox off", off.gzip.p50Ms, off.gzip.p99Ms, sc, "");
+  row("scrape ms, per-sandbox on", on.scrape.p50Ms, on.scrape.p99Ms, sc, "p99 < 100");
+  row("gzip scrape ms, per-sandbox on", on.gzip.p50Ms, on.gzip.p99Ms, sc, "p99 < 100");
+  row("bytes per-sandbox on, plain / gzip", on.scrape.bytes, on.gzip.bytes, "", "");
+
+  head(
+    `/metrics while cycles run: per-sandbox on, a cycle every ${latency.scheduleMs / 1000} s, Prometheus 2.42 scrapes every ${latency.scrapeEveryMs} ms`,
+    "p50",
+    "p99",
+  );
+  latencyRow("during cycles", latency.duringCycles, "scrapes");
+  latencyRow("between cycles", latency.betweenCycles, "scrapes");
+  latencyRow("idle (no cycle at all)", latency.idle, "scrapes");
+  const ld = latency.loopDelayDuringCycles;
+  row(
+    "exporter event-loop delay p50 / p99 ms",
+    ld.p50Ms,
+    ld.p99Ms,
+    `${latency.cycles} cycles`,
+    `max ${ld.maxMs.toFixed(1)} ms; 10 ms resolution`,
+  );
+  row(
+    "cycle start to body + gzip cached ms",
+    latency.cycleToCachedMs,
+    undefined,
+    `med of ${latency.cycles}`,
+    "target: p99 < 50 ms during cycles",
+  );
+
+  const m = off.memory;
+  const n = on.memory;
+  const afterCycles = `after ${off.runs + off.warmRuns} cycles`;
+  head("memory (MB) of the exporter process", "off", "on");
+  row(
+    `RSS ${afterCycles}, as is (no forced GC)`,
+    m.afterCycles.rss,
+    n.afterCycles.rss,
+    "1 reading",
+    "",
+  );
+  row(
+    `RSS ${afterCycles}, after a forced GC`,
+    m.afterCyclesForcedGc.rss,
+    n.afterCyclesForcedGc.rss,
+    "1 reading",
+    "off < 150, on < 400",
+  );
+  row("RSS after the scrapes, as is", m.afterScrapes.rss, n.afterScrapes.rss, "1 reading", "");
+  row(
+    "RSS after the scrapes, after a forced GC",
+    m.afterScrapesForcedGc.rss,
+    n.afterScrapesForcedGc.rss,
+    "1 reading",
+    "",
+  );
+  row(
+    "heap used after cycles, after a forced GC",
+    m.afterCyclesForcedGc.heapUsed,
+    n.afterCyclesForcedGc.heapUsed,
+    "1 reading",
+    "",
+  );
+  row(
+    "RSS exporter started, before any cycle",
+    m.start.rss,
+    n.start.rss,
+    "1 reading",
+    "after a forced GC",
+  );
+
+  if (p.scale) printScale(p.scale);
+  printProbe(p.probe);
+  const pc = p.policy;
+  head(
+    `policy cycle: ${pc.sandboxes} sandboxes, ${pc.matching} pass the cheap filters, ${pc.idle} idle`,
+    "cold",
+    "warm",
+  );
+  row(
+    "log reads issued",
+    pc.cold.logReads,
+    pc.warm.logReads,
+    "1 run each",
+    "a sample per idle rule, then what the run needs",
+  );
+  row("policy run ms", pc.cold.policyMs, pc.warm.policyMs, "1 run each", "");
+  row("poll cycle incl. policy ms", pc.cold.cycleMs, pc.warm.cycleMs, "1 run each", "");
+  row("candidates (idle, matching)", pc.cold.candidates, pc.warm.candidates, "1 run each", "");
+  console.log("");
+  const d = p.demo;
+  row(
+    "demo: first /metrics answer ms, median / max",
+    d.medianMs,
+    d.maxMs,
+    `${d.runs.length} starts`,
+    "< 5000",
+  );
+}
+
+function printScale(s: { sandboxes: number; simulatorMB: number; cases: ScaleCase[] }): void {
+  head(
+    `${s.sandboxes} sandboxes (simulator RSS ${s.simulatorMB.toFixed(0)} MB); RSS rows: as is, then after a forced GC`,
+    "exporter",
+    "bare loop",
+  );
+  for (const c of s.cases) {
+    const pairs = `med of ${c.poll.runs} pairs`;
+    row(
+      `${c.label}: poll cycle ms`,
+      c.poll.cycleMs,
+      c.poll.bareLoopMs,
+      pairs,
+      `ratio ${ratio(c.poll.cycleMs, c.poll.bareLoopMs).toFixed(2)}; first cycle ${c.firstCycleMs.toFixed(0)} ms`,
+    );
+    row(`${c.label}: poll cycle CPU ms`, c.poll.cycleCpuMs, c.poll.bareLoopCpuMs, pairs, "");
+    row(
+      `${c.label}: RSS cycle 1, as is / GC`,
+      c.memory.afterCycle1.rss,
+      c.memory.afterCycle1ForcedGc.rss,
+      "1 reading",
+      "",
+    );
+    row(
+      `${c.label}: RSS cycle 2, as is / GC`,
+      c.memory.afterCycle2.rss,
+      c.memory.afterCycle2ForcedGc.rss,
+      "1 reading",
+      "",
+    );
+    row(
+      `${c.label}: gzip scrape p50 / p99 ms`,
+      c.gzipScrape.p50Ms,
+      c.gzipScrape.p99Ms,
+      `${c.gzipScrape.n} scrapes`,
+      `${Math.round(c.gzipScrape.bytes / 1024)} KiB gzip`,
+    );
+  }
+}
+
+function printProbe(p: ProbeTiming): void {
+  const { startDelayMs, endDelayMs } = p.injected;
+  head(
+    `probe stream timing: injected start +${startDelayMs} ms, end +${endDelayMs} ms; medians in ms`,
+    "delayed",
+    "no delay",
+  );
+  const shift = (v: number, want: number, err: number) =>
+    `shift ${v.toFixed(2)} (${want}) error ${err >= 0 ? "+" : ""}${err.toFixed(2)} ms`;
+  const runs = `med of ${p.runs} each`;
+  row(
+    "start point ms",
+    p.delayed.start,
+    p.baseline.start,
+    runs,
+    shift(p.startShiftMs, startDelayMs, p.startErrorMs),
+  );
+  row("first_data point ms", p.delayed.first_data, p.baseline.first_data, runs, "");
+  row(
+    "end point ms",
+    p.delayed.end,
+    p.baseline.end,
+    runs,
+    shift(p.endTotalShiftMs, startDelayMs + endDelayMs, p.endTotalErrorMs),
+  );
+  row(
+    "end - first_data ms",
+    p.delayed.endMinusFirstData,
+    p.baseline.endMinusFirstData,
+    runs,
+    shift(p.endShiftMs, endDelayMs, p.endErrorMs),
+  );
+  console.log(
+    "start: delayed minus no-delay start point ≈ startDelayMs. end: the simulator waits endDelayMs after the\n" +
+      "last output, so (end - first_data) delayed minus no-delay ≈ endDelayMs; the end point itself moves by both.\n" +
+      `Target |error| <= 2 ms. Scraped gauge vs runner result: max |diff| ${p.metricVsResultMaxMs.toFixed(4)} ms.`,
+  );
+}

@@ -1,0 +1,63 @@
+// Rendering a snapshot in steps: each part yields between slices of sandboxes, so updateAsync can
+// give the event loop a turn (scrapes of the previous body are answered) while update runs the
+// same steps straight through.
+import { forEachRow, type RowVisitor, type SandboxList } from "../collect/sandbox-table.js";
+import type { Sandbox } from "../platform/types.js";
+import { inShard } from "../util/shard.js";
+
+/** A render in steps: yields at points where the event loop may run, returns what it made. */
+export type Steps<T> = Generator<void, T, void>;
+
+/** Runs `steps` to the end at once. */
+export function runSteps<T>(steps: Steps<T>): T {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/** Runs `steps`, awaiting `turn` (e.g. setImmediate) at every point they yield. */
+export async function runStepsYielding<T>(
+  steps: Steps<T>,
+  turn: () => Promise<unknown>,
+): Promise<T> {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+    await turn();
+  }
+}
+
+/**
+ * forEachRow in slices: yields after every `slice` records of an array. A compact table is visited
+ * at once: its rows are typed-array columns, several times faster than records to visit.
+ */
+export function* visitRows(list: SandboxList, visit: RowVisitor, slice: number): Steps<void> {
+  if (!Array.isArray(list)) {
+    forEachRow(list, visit);
+    return;
+  }
+  const records = list as readonly Sandbox[];
+  for (let i = 0; i < records.length; i++) {
+    if (i > 0 && i % slice === 0) yield;
+    const s = records[i] as Sandbox;
+    visit(s.id, s.templateId, s.state, s.cpuCount, s.memoryMB, s.startedAt);
+  }
+}
+
+/** The records of `list` in shard `index` of `total` (as shardOfList), yielding every `slice`. */
+export function* ownRecords(
+  list: readonly Sandbox[],
+  index: number,
+  total: number,
+  slice: number,
+): Steps<readonly Sandbox[]> {
+  if (total <= 1) return list;
+  const out: Sandbox[] = [];
+  for (let i = 0; i < list.length; i++) {
+    if (i > 0 && i % slice === 0) yield;
+    const s = list[i] as Sandbox;
+    if (inShard(s.id, index, total)) out.push(s);
+  }
+  return out;
+}
