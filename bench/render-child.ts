@@ -1,13 +1,18 @@
 // The render comparison, one renderer per process (compiled, with the exporter's node flags) so
 // neither's heap weighs on the other. Arguments: "ours" or "prom-client", sandboxes, runs.
 // Prints one JSON line: medians over `runs` measured renders after one unmeasured (JIT warm-up).
+
 import { Gauge, Registry } from "prom-client";
 import { COLLECTORS, type CollectorStatus, type Snapshot } from "../src/collect/snapshot.js";
+import { ConfigSchema } from "../src/config/schema.js";
 import { ExporterMetrics } from "../src/metrics/exporter-metrics.js";
 import type { Sandbox } from "../src/platform/types.js";
 import { systemClock } from "../src/util/clock.js";
 import { benchFleet, changedFleet } from "./render-fleet.js";
 import { median } from "./scrape-client.js";
+
+/** The configuration's state defaults, from the schema. */
+const DEFAULT_STATES = ConfigSchema.parse({}).states;
 
 const [mode = "ours", nArg = "100000", runsArg = "5"] = process.argv.slice(2);
 const N = Number(nArg);
@@ -61,6 +66,8 @@ function newMetrics(): ExporterMetrics {
     maxSandboxSeries: N,
     maxLabelValueLength: 1024,
     shard: { index: 0, total: 1 },
+    runningStates: DEFAULT_STATES.running,
+    pausedStates: DEFAULT_STATES.paused,
     clock: systemClock,
     version: "bench",
   });

@@ -47,9 +47,9 @@ export interface MetricsOptions {
   /** Scrubs secrets out of every label value from the platform (an echoing upstream). */
   scrub?: (text: string) => string;
   shard: { index: number; total: number };
-  /** States that count as running / paused (default running|active, paused|suspended). */
-  runningStates?: string[];
-  pausedStates?: string[];
+  /** States that count as running / paused (config `states`). */
+  runningStates: string[];
+  pausedStates: string[];
   clock: Clock;
   /** Exporter version for build_info. */
   version: string;
@@ -128,8 +128,8 @@ export class ExporterMetrics {
     this.platform = new PlatformFamilies(ns);
     this.aggregates = new SandboxAggregates({
       ns,
-      runningStates: o.runningStates ?? ["running", "active"],
-      pausedStates: o.pausedStates ?? ["paused", "suspended"],
+      runningStates: o.runningStates,
+      pausedStates: o.pausedStates,
       ...(o.shard.total > 1 ? { shardLabel: String(o.shard.index) } : {}),
     });
     if (o.perSandboxMetrics) {

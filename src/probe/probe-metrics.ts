@@ -9,7 +9,7 @@ const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 1
 /** Settings of the probe families. */
 export interface ProbeMetricsOptions {
   /** Metric name prefix; default "sandbox". */
-  namespace?: string;
+  namespace: string;
   /**
    * Counters and histograms across runs (default true). The on-demand /probe answer turns this
    * off: it reports one probe, as blackbox_exporter's /probe does.
@@ -39,7 +39,7 @@ export class ProbeMetrics {
   private readonly id: Record<Id, string>;
 
   constructor(registry: Registry, o: ProbeMetricsOptions) {
-    const ns = o.namespace ?? "sandbox";
+    const ns = o.namespace;
     this.id = { module: o.module, template: o.template };
     const registers = [registry];
     this.success = new Gauge({

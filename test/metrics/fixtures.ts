@@ -1,9 +1,13 @@
 // Snapshots built by hand for the metrics tests: pure data, no poller, no network.
+
 import { spawnSync } from "node:child_process";
 import { COLLECTORS, type CollectorStatus, type Snapshot } from "../../src/collect/snapshot.js";
+import { ConfigSchema } from "../../src/config/schema.js";
 import { ExporterMetrics, type MetricsOptions } from "../../src/metrics/exporter-metrics.js";
 import type { Sandbox } from "../../src/platform/types.js";
 import { FakeClock } from "../../src/util/clock.js";
+
+const DEFAULT_STATES = ConfigSchema.parse({}).states;
 
 /** 2026-09-21T... in epoch ms; every fixture time is relative to it. */
 export const T0 = 1_790_000_000_000;
@@ -71,6 +75,9 @@ export function metricsWith(over: Partial<MetricsOptions> = {}): {
     maxSandboxSeries: 1_000,
     maxLabelValueLength: 1_024,
     shard: { index: 0, total: 1 },
+    // The configuration's defaults, from the one place that has them.
+    runningStates: DEFAULT_STATES.running,
+    pausedStates: DEFAULT_STATES.paused,
     clock,
     version: "1.2.3",
     processMetrics: false,
