@@ -1,10 +1,11 @@
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type PolicyRule, PolicyRuleSchema, policySpec } from "../../src/config/policy-schema.js";
 import type { Sandbox } from "../../src/platform/types.js";
 import { wilsonUpper } from "../../src/policy/engine.js";
 import { EMPTY_MEMORY, evaluatePolicy, type PolicyMemory } from "../../src/policy/evaluate.js";
 import { cheapMatch, idleHolds, isProtected, parseTime } from "../../src/policy/match.js";
+import { inTimeZone } from "../helpers/timezone.js";
 
 const NOW = Date.parse("2026-11-23T12:00:00Z");
 const MIN = 60_000;
@@ -41,15 +42,8 @@ describe("protection", () => {
 });
 
 describe("protection times", () => {
-  const savedTz = process.env.TZ;
-  beforeAll(() => {
-    // Far from UTC: reading a zone-less time as local time would move it by five hours.
-    process.env.TZ = "America/New_York";
-  });
-  afterAll(() => {
-    if (savedTz === undefined) delete process.env.TZ;
-    else process.env.TZ = savedTz;
-  });
+  // Far from UTC: reading a zone-less time as local time would move it by five hours.
+  inTimeZone("America/New_York");
 
   it("reads an until= time without a zone as UTC", () => {
     const at = (v: string, now: number) => isProtected({ [PROTECT.key]: v }, PROTECT, now);

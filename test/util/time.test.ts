@@ -1,15 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { epochMs, looksLikeIsoTime, parseIsoTime } from "../../src/util/time.js";
+import { inTimeZone } from "../helpers/timezone.js";
 
 // A zone far from UTC, so that reading a zone-less time as local time would show.
-const savedTz = process.env.TZ;
-beforeAll(() => {
-  process.env.TZ = "America/New_York";
-});
-afterAll(() => {
-  if (savedTz === undefined) delete process.env.TZ;
-  else process.env.TZ = savedTz;
-});
+inTimeZone("America/New_York");
 
 describe("parseIsoTime", () => {
   it("reads a time without a zone as UTC, not local time", () => {

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import {
   deferList,
   type FieldMap,
@@ -17,6 +17,7 @@ import {
 } from "../../../src/platform/normalize/normalize.js";
 import type { Sandbox } from "../../../src/platform/types.js";
 import { parseIsoTime } from "../../../src/util/time.js";
+import { inTimeZone } from "../../helpers/timezone.js";
 
 interface Fixture {
   headers: Record<string, string>;
@@ -259,14 +260,7 @@ describe("normalizeSandbox and normalizeList over sandbox pages", () => {
 });
 
 describe("times without a zone, in a process whose local zone is not UTC", () => {
-  const savedTz = process.env.TZ;
-  beforeAll(() => {
-    process.env.TZ = "America/New_York";
-  });
-  afterAll(() => {
-    if (savedTz === undefined) delete process.env.TZ;
-    else process.env.TZ = savedTz;
-  });
+  inTimeZone("America/New_York");
 
   it("reads mapped and unmapped zone-less ISO times as UTC", () => {
     expect(new Date(2026, 2, 1, 10).getTimezoneOffset()).not.toBe(0);
