@@ -16,6 +16,7 @@ import {
 } from "../../../src/platform/http-errors.js";
 import { type Simulator, startSimulator } from "../../../src/simulator/index.js";
 import { FakeClock } from "../../../src/util/clock.js";
+import { errorTexts } from "../../helpers/error-texts.js";
 import { startProxy } from "../../helpers/proxy.js";
 
 const KEY = "k-test-secret-123";
@@ -563,18 +564,6 @@ describe("ControlClient bodies that are not what the endpoint promises", () => {
     expect(await c.health()).toEqual({ up: false, status: "down" });
   });
 });
-
-/** Every string an error carries: String(err), message, stack, JSON and own properties, causes. */
-function errorTexts(err: unknown, depth = 0): string[] {
-  if (typeof err !== "object" || err === null || depth > 3) return [String(err)];
-  const out = [String(err), JSON.stringify(err)];
-  for (const k of Object.getOwnPropertyNames(err)) {
-    const v = (err as Record<string, unknown>)[k];
-    if (typeof v === "string") out.push(v);
-    else if (typeof v === "object" && v !== null) out.push(...errorTexts(v, depth + 1));
-  }
-  return out;
-}
 
 const b64 = (s: string) => Buffer.from(s).toString("base64");
 

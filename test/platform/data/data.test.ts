@@ -12,6 +12,7 @@ import { ControlClient } from "../../../src/platform/control/control.js";
 import { DataClient, type DataOptions, type SandboxRef } from "../../../src/platform/data/data.js";
 import { encodeEndStream, encodeJsonEnvelope } from "../../../src/platform/data/envelope.js";
 import { type Simulator, startSimulator } from "../../../src/simulator/index.js";
+import { errorTexts } from "../../helpers/error-texts.js";
 import { startProxy, type TestProxy } from "../../helpers/proxy.js";
 
 const DOMAIN = "sandbox.invalid";
@@ -355,18 +356,6 @@ type AgentMode =
   | 400
   | 404
   | 500;
-
-/** Every string an error carries: String(err), message, stack, JSON and own properties, causes. */
-function errorTexts(err: unknown, depth = 0): string[] {
-  if (typeof err !== "object" || err === null || depth > 3) return [String(err)];
-  const out = [String(err), JSON.stringify(err)];
-  for (const k of Object.getOwnPropertyNames(err)) {
-    const v = (err as Record<string, unknown>)[k];
-    if (typeof v === "string") out.push(v);
-    else if (typeof v === "object" && v !== null) out.push(...errorTexts(v, depth + 1));
-  }
-  return out;
-}
 
 describe("DataClient never lets an access token out in an error", () => {
   const TOKEN = "ea_secret_token_4242";
