@@ -1,10 +1,10 @@
 // A compact sandbox list for when nothing reads metadata: per-sandbox series and policy are off,
-// so aggregates and churn need only id, template, state, CPU, memory and start time. Columns of
-// typed arrays hold 100,000 sandboxes in a few MB instead of 100,000 objects in tens of MB.
-// A table is always in ascending id order, each id once: churn then merges two tables without
-// sorting, and a table can share the strings of equal ids with the one before it.
+// so aggregates and churn need only id, template, state, CPU, memory, start and end times and the
+// probe tag. Columns of typed arrays hold 100,000 sandboxes in a few MB instead of 100,000 objects
+// in tens of MB. A table is always in ascending id order, each id once: churn then merges two
+// tables without sorting, and a table can share the strings of equal ids with the one before it.
 import { EMPTY_NUMBERS, EMPTY_STRINGS } from "../platform/normalize/normalize.js";
-import type { Sandbox } from "../platform/types.js";
+import { PROBE_TAG_KEY, type Sandbox } from "../platform/types.js";
 import { idOrder } from "../util/id-order.js";
 import { inShard, ownShard } from "../util/shard.js";
 
@@ -23,6 +23,18 @@ export type RowVisitor = (
   startedAt: number | undefined,
 ) => void;
 
+/** Every field a table keeps of a row: RowVisitor's, the end time and whether it is a probe's. */
+export type FullRowVisitor = (
+  id: string,
+  templateId: string,
+  state: string,
+  cpuCount: number | undefined,
+  memoryMB: number | undefined,
+  startedAt: number | undefined,
+  endAt: number | undefined,
+  probe: boolean,
+) => void;
+
 /** This shard's part of `list`, of the same kind: a table stays a table, records stay records. */
 export function shardOfList(list: SandboxList, index: number, total: number): SandboxList {
   if (total <= 1) return list;
@@ -35,51 +47,152 @@ export function shardOfList(list: SandboxList, index: number, total: number): Sa
  * 100,000 fresh objects per pass are tens of MB of garbage on every poll cycle).
  */
 export function forEachRow(list: SandboxList, visit: RowVisitor): void {
+  forEachFullRow(list, visit);
+}
+
+/** forEachRow with the end time and the probe tag as well. */
+export function forEachFullRow(list: SandboxList, visit: FullRowVisitor): void {
   if (list instanceof SandboxTable) {
-    list.forEachRow(visit);
+    list.forEachFullRow(visit);
     return;
   }
-  for (const s of list) visit(s.id, s.templateId, s.state, s.cpuCount, s.memoryMB, s.startedAt);
+  for (const s of list) visitRecord(s, visit);
+}
+
+/**
+ * forEachFullRow in slices: yields after every `slice` records of an array, so a render can give
+ * the event loop a turn. A table is visited at once: its columns are several times faster to
+ * visit than records.
+ */
+export function* visitFullRows(
+  list: SandboxList,
+  visit: FullRowVisitor,
+  slice: number,
+): Generator<void, void, void> {
+  if (!Array.isArray(list)) {
+    forEachFullRow(list, visit);
+    return;
+  }
+  const records = list as readonly Sandbox[];
+  for (let i = 0; i < records.length; i++) {
+    if (i > 0 && i % slice === 0) yield;
+    visitRecord(records[i] as Sandbox, visit);
+  }
+}
+
+/** Whether the exporter's prober made this sandbox (it deletes its own). */
+export function isProbeSandbox(s: Sandbox): boolean {
+  return Object.hasOwn(s.metadata, PROBE_TAG_KEY);
+}
+
+function visitRecord(s: Sandbox, visit: FullRowVisitor): void {
+  visit(
+    s.id,
+    s.templateId,
+    s.state,
+    s.cpuCount,
+    s.memoryMB,
+    s.startedAt,
+    s.endAt,
+    isProbeSandbox(s),
+  );
 }
 
 const INITIAL_CAPACITY = 1024;
 
+/** The typed-array columns of a table, one entry per row. */
+interface Columns {
+  template: Uint32Array;
+  state: Uint32Array;
+  /** 0: no probe tag; k: the tag `probeTags[k - 1]`. */
+  probe: Uint32Array;
+  /** NaN where the record had no value. */
+  cpu: Float64Array;
+  memory: Float64Array;
+  started: Float64Array;
+  ends: Float64Array;
+}
+
+type Column = Uint32Array | Float64Array;
+
+/** `f` applied to every column, each keeping its type. */
+function mapColumns(c: Columns, f: <A extends Column>(a: A) => A): Columns {
+  return {
+    template: f(c.template),
+    state: f(c.state),
+    probe: f(c.probe),
+    cpu: f(c.cpu),
+    memory: f(c.memory),
+    started: f(c.started),
+    ends: f(c.ends),
+  };
+}
+
+/** A zeroed column of `a`'s type and `n` entries. */
+function sameKind<A extends Column>(a: A, n: number): A {
+  return (a instanceof Uint32Array ? new Uint32Array(n) : new Float64Array(n)) as A;
+}
+
+/** The entries of `a` at `rows`, in that order. */
+function pickRows<A extends Column>(a: A, rows: ArrayLike<number>, n: number): A {
+  const out = sameKind(a, n);
+  for (let j = 0; j < n; j++) out[j] = a[rows[j] as number] as number;
+  return out;
+}
+
+/** Columns of `n` zeroed entries. */
+function emptyColumns(n: number): Columns {
+  return {
+    template: new Uint32Array(n),
+    state: new Uint32Array(n),
+    probe: new Uint32Array(n),
+    cpu: new Float64Array(n),
+    memory: new Float64Array(n),
+    started: new Float64Array(n),
+    ends: new Float64Array(n),
+  };
+}
+
+const absentIfNaN = (v: number): number | undefined => (Number.isNaN(v) ? undefined : v);
+
 /**
- * Sandboxes as columns, in ascending id order; iterating yields fresh objects without metadata,
- * extra, domain or endAt.
+ * Sandboxes as columns, in ascending id order; iterating yields fresh objects without extra or
+ * domain, and with no metadata but the probe tag.
  */
 export class SandboxTable implements SandboxList {
+  /** Metadata of a row by probe code: none, then one frozen map per probe tag. */
+  private readonly probeMetadata: ReadonlyArray<Record<string, string>>;
+
   private constructor(
     private readonly ids: readonly string[],
-    private readonly templateIdx: Uint32Array,
-    private readonly stateIdx: Uint32Array,
     private readonly templates: readonly string[],
     private readonly states: readonly string[],
-    /** NaN where the record had no value. */
-    private readonly cpu: Float64Array,
-    private readonly memory: Float64Array,
-    private readonly started: Float64Array,
-  ) {}
+    private readonly probeTags: readonly string[],
+    private readonly cols: Columns,
+  ) {
+    this.probeMetadata = [
+      EMPTY_STRINGS,
+      ...probeTags.map((tag) => Object.freeze({ [PROBE_TAG_KEY]: tag })),
+    ];
+  }
 
   get length(): number {
     return this.ids.length;
   }
 
   *[Symbol.iterator](): Iterator<Sandbox> {
+    const c = this.cols;
     for (let i = 0; i < this.ids.length; i++) {
-      const cpu = this.cpu[i] as number;
-      const memory = this.memory[i] as number;
-      const started = this.started[i] as number;
       yield {
         id: this.ids[i] as string,
-        templateId: this.templates[this.templateIdx[i] as number] as string,
-        state: this.states[this.stateIdx[i] as number] as string,
-        cpuCount: Number.isNaN(cpu) ? undefined : cpu,
-        memoryMB: Number.isNaN(memory) ? undefined : memory,
-        startedAt: Number.isNaN(started) ? undefined : started,
-        endAt: undefined,
+        templateId: this.templates[c.template[i] as number] as string,
+        state: this.states[c.state[i] as number] as string,
+        cpuCount: absentIfNaN(c.cpu[i] as number),
+        memoryMB: absentIfNaN(c.memory[i] as number),
+        startedAt: absentIfNaN(c.started[i] as number),
+        endAt: absentIfNaN(c.ends[i] as number),
         domain: undefined,
-        metadata: EMPTY_STRINGS,
+        metadata: this.probeMetadata[c.probe[i] as number] as Record<string, string>,
         extra: EMPTY_NUMBERS,
       };
     }
@@ -89,36 +202,33 @@ export class SandboxTable implements SandboxList {
   filter(keep: (id: string) => boolean): SandboxTable {
     const rows: number[] = [];
     for (let i = 0; i < this.ids.length; i++) if (keep(this.ids[i] as string)) rows.push(i);
-    const pick = <A extends Uint32Array | Float64Array>(a: A, make: (n: number) => A): A => {
-      const out = make(rows.length);
-      for (let j = 0; j < rows.length; j++) out[j] = a[rows[j] as number] as number;
-      return out;
-    };
     return new SandboxTable(
       rows.map((i) => this.ids[i] as string),
-      pick(this.templateIdx, (n) => new Uint32Array(n)),
-      pick(this.stateIdx, (n) => new Uint32Array(n)),
       this.templates,
       this.states,
-      pick(this.cpu, (n) => new Float64Array(n)),
-      pick(this.memory, (n) => new Float64Array(n)),
-      pick(this.started, (n) => new Float64Array(n)),
+      this.probeTags,
+      mapColumns(this.cols, (a) => pickRows(a, rows, rows.length)),
     );
   }
 
   /** Visits every row as values (see forEachRow). */
   forEachRow(visit: RowVisitor): void {
+    this.forEachFullRow(visit);
+  }
+
+  /** Visits every row as values, end time and probe tag included (see forEachFullRow). */
+  forEachFullRow(visit: FullRowVisitor): void {
+    const c = this.cols;
     for (let i = 0; i < this.ids.length; i++) {
-      const cpu = this.cpu[i] as number;
-      const memory = this.memory[i] as number;
-      const started = this.started[i] as number;
       visit(
         this.ids[i] as string,
-        this.templates[this.templateIdx[i] as number] as string,
-        this.states[this.stateIdx[i] as number] as string,
-        Number.isNaN(cpu) ? undefined : cpu,
-        Number.isNaN(memory) ? undefined : memory,
-        Number.isNaN(started) ? undefined : started,
+        this.templates[c.template[i] as number] as string,
+        this.states[c.state[i] as number] as string,
+        absentIfNaN(c.cpu[i] as number),
+        absentIfNaN(c.memory[i] as number),
+        absentIfNaN(c.started[i] as number),
+        absentIfNaN(c.ends[i] as number),
+        c.probe[i] !== 0,
       );
     }
   }
@@ -138,13 +248,10 @@ export class SandboxTable implements SandboxList {
 
 type Make = (
   ids: string[],
-  templateIdx: Uint32Array,
-  stateIdx: Uint32Array,
   templates: string[],
   states: string[],
-  cpu: Float64Array,
-  memory: Float64Array,
-  started: Float64Array,
+  probeTags: string[],
+  cols: Columns,
 ) => SandboxTable;
 
 /**
@@ -157,13 +264,10 @@ export class SandboxTableBuilder {
   private count = 0;
   /** Every id so far is greater than the one before it. */
   private ascending = true;
-  private templateIdx: Uint32Array;
-  private stateIdx: Uint32Array;
-  private cpu: Float64Array;
-  private memory: Float64Array;
-  private started: Float64Array;
+  private cols: Columns;
   private readonly templates = new Codes();
   private readonly states = new Codes();
+  private readonly probeTags = new Codes();
 
   /** Position in `previous`: the ids before it are smaller than the last id pushed. */
   private previousAt = 0;
@@ -177,17 +281,13 @@ export class SandboxTableBuilder {
     // A little headroom, so a fleet that grew by a few sandboxes still fits in one allocation.
     const capacity = Math.max(INITIAL_CAPACITY, Math.ceil(expected * 1.0625));
     this.ids = new Array<string>(capacity);
-    this.templateIdx = new Uint32Array(capacity);
-    this.stateIdx = new Uint32Array(capacity);
-    this.cpu = new Float64Array(capacity);
-    this.memory = new Float64Array(capacity);
-    this.started = new Float64Array(capacity);
+    this.cols = emptyColumns(capacity);
   }
 
-  /** Adds one sandbox. */
+  /** Adds one sandbox; of its metadata only the probe tag is kept. */
   push(s: Sandbox): void {
     const row = this.count++;
-    if (row === this.cpu.length) this.grow();
+    if (row === this.cols.cpu.length) this.grow();
     if (this.ascending && row > 0 && !(s.id > (this.ids[row - 1] as string))) {
       this.ascending = false;
       this.previous = undefined;
@@ -195,11 +295,15 @@ export class SandboxTableBuilder {
     const id = this.known(s.id);
     if (row < this.ids.length) this.ids[row] = id;
     else this.ids.push(id);
-    this.templateIdx[row] = this.templates.code(s.templateId);
-    this.stateIdx[row] = this.states.code(s.state);
-    this.cpu[row] = s.cpuCount ?? Number.NaN;
-    this.memory[row] = s.memoryMB ?? Number.NaN;
-    this.started[row] = s.startedAt ?? Number.NaN;
+    const c = this.cols;
+    c.template[row] = this.templates.code(s.templateId);
+    c.state[row] = this.states.code(s.state);
+    const tag = s.metadata[PROBE_TAG_KEY];
+    c.probe[row] = tag === undefined ? 0 : this.probeTags.code(tag) + 1;
+    c.cpu[row] = s.cpuCount ?? Number.NaN;
+    c.memory[row] = s.memoryMB ?? Number.NaN;
+    c.started[row] = s.startedAt ?? Number.NaN;
+    c.ends[row] = s.endAt ?? Number.NaN;
   }
 
   /** The finished table. */
@@ -208,19 +312,15 @@ export class SandboxTableBuilder {
     this.ids.length = n;
     if (!this.ascending) return this.sorted();
     // Views when little capacity is left over, copies when much is (a fleet that shrank).
-    const trim = n * 8 >= this.cpu.length * 7;
-    const cut = <A extends Uint32Array | Float64Array>(a: A): A =>
-      (trim ? a.subarray(0, n) : a.slice(0, n)) as A;
-    return this.make(
+    const trim = n * 8 >= this.cols.cpu.length * 7;
+    return this.made(
       this.ids,
-      cut(this.templateIdx),
-      cut(this.stateIdx),
-      this.templates.values,
-      this.states.values,
-      cut(this.cpu),
-      cut(this.memory),
-      cut(this.started),
+      mapColumns(this.cols, (a) => (trim ? a.subarray(0, n) : a.slice(0, n)) as typeof a),
     );
+  }
+
+  private made(ids: string[], cols: Columns): SandboxTable {
+    return this.make(ids, this.templates.values, this.states.values, this.probeTags.values, cols);
   }
 
   /**
@@ -252,44 +352,20 @@ export class SandboxTableBuilder {
       if (next === undefined || ids[next] !== ids[row]) order[n++] = row;
     }
     const out = new Array<string>(n);
-    const templateIdx = new Uint32Array(n);
-    const stateIdx = new Uint32Array(n);
-    const cpu = new Float64Array(n);
-    const memory = new Float64Array(n);
-    const started = new Float64Array(n);
-    for (let j = 0; j < n; j++) {
-      const row = order[j] as number;
-      out[j] = ids[row] as string;
-      templateIdx[j] = this.templateIdx[row] as number;
-      stateIdx[j] = this.stateIdx[row] as number;
-      cpu[j] = this.cpu[row] as number;
-      memory[j] = this.memory[row] as number;
-      started[j] = this.started[row] as number;
-    }
-    return this.make(
+    for (let j = 0; j < n; j++) out[j] = ids[order[j] as number] as string;
+    return this.made(
       out,
-      templateIdx,
-      stateIdx,
-      this.templates.values,
-      this.states.values,
-      cpu,
-      memory,
-      started,
+      mapColumns(this.cols, (a) => pickRows(a, order, n)),
     );
   }
 
   private grow(): void {
-    const size = this.cpu.length * 2;
-    const widen = <A extends Uint32Array | Float64Array>(a: A, make: (n: number) => A): A => {
-      const b = make(size);
+    const size = this.cols.cpu.length * 2;
+    this.cols = mapColumns(this.cols, (a) => {
+      const b = sameKind(a, size);
       b.set(a);
       return b;
-    };
-    this.templateIdx = widen(this.templateIdx, (n) => new Uint32Array(n));
-    this.stateIdx = widen(this.stateIdx, (n) => new Uint32Array(n));
-    this.cpu = widen(this.cpu, (n) => new Float64Array(n));
-    this.memory = widen(this.memory, (n) => new Float64Array(n));
-    this.started = widen(this.started, (n) => new Float64Array(n));
+    });
   }
 }
 

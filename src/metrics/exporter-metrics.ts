@@ -102,7 +102,7 @@ export class ExporterMetrics {
   private readonly self: SelfMetrics;
   private readonly platform: PlatformFamilies;
   private readonly aggregates: SandboxAggregates;
-  private readonly churn = new ChurnTracker();
+  private readonly churn: ChurnTracker;
   private readonly perSandbox: PerSandboxSeries | undefined;
   private cache: Cached = { gauges: [], counters: [], countersText: {} };
   /** The last updateAsync call's run; the next one starts after it. */
@@ -126,6 +126,7 @@ export class ExporterMetrics {
     });
     this.registry = this.self.registry;
     this.platform = new PlatformFamilies(ns);
+    this.churn = new ChurnTracker({ pausedStates: o.pausedStates });
     this.aggregates = new SandboxAggregates({
       ns,
       runningStates: o.runningStates,
@@ -219,10 +220,13 @@ export class ExporterMetrics {
     if (own) {
       yield;
       // Churn compares walks: a snapshot that repeats the last walk's list is not a new one.
-      if (snapshot.walked) yield* this.churn.steps(own, snapshot.sandboxesComplete, slice);
+      if (snapshot.walked)
+        yield* this.churn.steps(own, snapshot.sandboxesComplete, walkEndedAt(snapshot), slice);
       yield;
       const templates = snapshot.templates?.map((t) => t.id) ?? [];
-      small.push(...(yield* this.aggregates.steps(own, templates, guard, slice)));
+      small.push(
+        ...(yield* this.aggregates.steps(own, templates, snapshot.finishedAt, guard, slice)),
+      );
       if (this.perSandbox) {
         yield;
         const records = Array.isArray(own) ? (own as readonly Sandbox[]) : Array.from(own);
@@ -302,6 +306,12 @@ export class ExporterMetrics {
     this.warned.add(key);
     this.o.logger?.warn(obj, msg);
   }
+}
+
+/** When the walk a walked snapshot carries ended: when it could tell which ids had gone. */
+function walkEndedAt(snapshot: Snapshot): number {
+  const walk = snapshot.collectors.sandboxes;
+  return walk.lastAttemptAt + walk.durationMs;
 }
 
 /** What the guard cut or left out of this snapshot's exposition. */

@@ -9,10 +9,10 @@ import { runSteps, type Steps } from "./render-steps.js";
 
 const MIB = 1_048_576;
 const CACHED = "Cached from the last successful walk of GET /v2/sandboxes.";
-/** Families: info, start time, cpus, memory. */
-const FAMILIES = 4;
+/** Families: info, start time, end time, cpus, memory. */
+const FAMILIES = 5;
 /** Bytes per sample line assumed when sizing a first render. */
-const LINE_ESTIMATE = [120, 80, 60, 72];
+const LINE_ESTIMATE = [120, 80, 84, 60, 72];
 /** Matches anything but printable ASCII, tab and newline: then UTF-8 length may differ from length. */
 const NON_ASCII = /[^ -~\t\n]/;
 
@@ -38,6 +38,7 @@ interface Entry extends WalkRecord {
   cpu: number | undefined;
   memory: number | undefined;
   start: number | undefined;
+  end: number | undefined;
   meta: Array<string | undefined>;
   /** Label values its lines carry cut (see ValueGuard), counted again when the lines are reused. */
   cut: number;
@@ -60,10 +61,17 @@ export class PerSandboxSeries {
 
   constructor(private readonly o: PerSandboxOptions) {
     const n = `${o.ns}_sandbox`;
-    const names = [`${n}_info`, `${n}_start_time_seconds`, `${n}_cpus`, `${n}_memory_bytes`];
+    const names = [
+      `${n}_info`,
+      `${n}_start_time_seconds`,
+      `${n}_end_timestamp_seconds`,
+      `${n}_cpus`,
+      `${n}_memory_bytes`,
+    ];
     const helps = [
       "One series per sandbox, value 1; metadata labels only from the allow-list.",
       "Start time of the sandbox, Unix seconds.",
+      "Scheduled end time (endAt) of the sandbox, Unix seconds; no series when the platform sends none.",
       "CPU count of the sandbox.",
       "Memory of the sandbox.",
     ];
@@ -147,7 +155,8 @@ export class PerSandboxSeries {
       e.template !== s.templateId ||
       e.cpu !== s.cpuCount ||
       e.memory !== s.memoryMB ||
-      e.start !== s.startedAt
+      e.start !== s.startedAt ||
+      e.end !== s.endAt
     )
       return false;
     const keys = this.metaKeys;
@@ -166,7 +175,13 @@ export class PerSandboxSeries {
     e: Entry | undefined,
     guard: ValueGuard,
   ): Entry {
-    const [pInfo, pStart, pCpus, pMemory] = this.prefix as [string, string, string, string];
+    const [pInfo, pStart, pEnd, pCpus, pMemory] = this.prefix as [
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     const before = guard.truncated;
     const id = escapeLabel(guard.label(s.id));
     let info = `${pInfo}${id}",template="${escapeLabel(guard.label(s.templateId))}",state="${escapeLabel(guard.label(s.state))}"`;
@@ -181,17 +196,20 @@ export class PerSandboxSeries {
     // Only label values can be non-ASCII, and all of them are on the info line.
     const ascii = !NON_ASCII.test(info);
     put(writers, 0, at, off, len, info, ascii);
-    const { startedAt, cpuCount, memoryMB } = s;
+    const { startedAt, endAt, cpuCount, memoryMB } = s;
     if (startedAt !== undefined)
       put(writers, 1, at, off, len, `${pStart}${id}"} ${formatValue(startedAt / 1000)}\n`, ascii);
     else off[at + 1] = (writers[1] as SectionWriter).position;
+    if (endAt !== undefined)
+      put(writers, 2, at, off, len, `${pEnd}${id}"} ${formatValue(endAt / 1000)}\n`, ascii);
+    else off[at + 2] = (writers[2] as SectionWriter).position;
     // A negative size is not a size: left out here, counted by the aggregates.
     if (cpuCount !== undefined && cpuCount >= 0)
-      put(writers, 2, at, off, len, `${pCpus}${id}"} ${formatValue(cpuCount)}\n`, ascii);
-    else off[at + 2] = (writers[2] as SectionWriter).position;
-    if (memoryMB !== undefined && memoryMB >= 0)
-      put(writers, 3, at, off, len, `${pMemory}${id}"} ${formatValue(memoryMB * MIB)}\n`, ascii);
+      put(writers, 3, at, off, len, `${pCpus}${id}"} ${formatValue(cpuCount)}\n`, ascii);
     else off[at + 3] = (writers[3] as SectionWriter).position;
+    if (memoryMB !== undefined && memoryMB >= 0)
+      put(writers, 4, at, off, len, `${pMemory}${id}"} ${formatValue(memoryMB * MIB)}\n`, ascii);
+    else off[at + 4] = (writers[4] as SectionWriter).position;
     if (!e)
       return {
         id: s.id,
@@ -202,6 +220,7 @@ export class PerSandboxSeries {
         cpu: cpuCount,
         memory: memoryMB,
         start: startedAt,
+        end: endAt,
         meta,
         cut,
       };
@@ -210,6 +229,7 @@ export class PerSandboxSeries {
     e.cpu = cpuCount;
     e.memory = memoryMB;
     e.start = startedAt;
+    e.end = endAt;
     e.meta = meta;
     e.cut = cut;
     return e;

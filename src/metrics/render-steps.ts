@@ -1,7 +1,6 @@
 // Rendering a snapshot in steps: each part yields between slices of sandboxes, so updateAsync can
 // give the event loop a turn (scrapes of the previous body are answered) while update runs the
 // same steps straight through.
-import { forEachRow, type RowVisitor, type SandboxList } from "../collect/sandbox-table.js";
 import type { Sandbox } from "../platform/types.js";
 import { inShard } from "../util/shard.js";
 
@@ -25,23 +24,6 @@ export async function runStepsYielding<T>(
     const r = steps.next();
     if (r.done) return r.value;
     await turn();
-  }
-}
-
-/**
- * forEachRow in slices: yields after every `slice` records of an array. A compact table is visited
- * at once: its rows are typed-array columns, several times faster than records to visit.
- */
-export function* visitRows(list: SandboxList, visit: RowVisitor, slice: number): Steps<void> {
-  if (!Array.isArray(list)) {
-    forEachRow(list, visit);
-    return;
-  }
-  const records = list as readonly Sandbox[];
-  for (let i = 0; i < records.length; i++) {
-    if (i > 0 && i % slice === 0) yield;
-    const s = records[i] as Sandbox;
-    visit(s.id, s.templateId, s.state, s.cpuCount, s.memoryMB, s.startedAt);
   }
 }
 

@@ -1,19 +1,34 @@
-// Sandboxes rolled up by state x template (always on): count, CPU and memory sums, oldest start.
-import type { SandboxList } from "../collect/sandbox-table.js";
+// Sandboxes rolled up by state x template (always on): count, CPU and memory sums, oldest start,
+// and how many end soon.
+import { type SandboxList, visitFullRows } from "../collect/sandbox-table.js";
 import { MAX_REMEMBERED_STATES } from "./exposition/state-memory.js";
 import { Family, labels } from "./exposition/text.js";
 import { noGuard, type ValueGuard } from "./exposition/value-guard.js";
-import { runSteps, type Steps, visitRows } from "./render-steps.js";
+import { runSteps, type Steps } from "./render-steps.js";
 
 const MIB = 1_048_576;
 const CACHED = "Cached from the last successful walk of GET /v2/sandboxes.";
+/** A sandbox whose endAt is at most this far after the snapshot's time is ending soon. */
+export const ENDING_SOON_MS = 5 * 60_000;
 
 interface Group {
   count: number;
   cpus: number;
   memory: number;
   oldest: number;
+  /** Sandboxes with an endAt, and those of them ending within ENDING_SOON_MS. */
+  withEnd: number;
+  endingSoon: number;
 }
+
+const emptyGroup = (): Group => ({
+  count: 0,
+  cpus: 0,
+  memory: 0,
+  oldest: Number.POSITIVE_INFINITY,
+  withEnd: 0,
+  endingSoon: 0,
+});
 
 /** Settings of the roll-up. */
 export interface AggregateOptions {
@@ -39,22 +54,31 @@ export class SandboxAggregates {
     for (const s of [...o.runningStates, ...o.pausedStates]) this.liveStates.add(s.toLowerCase());
   }
 
-  /** Families of `sandboxes` (already this shard's); `templates` lists ids known to exist. */
-  render(sandboxes: SandboxList, templates: readonly string[], guard = noGuard()): Family[] {
-    return runSteps(this.steps(sandboxes, templates, guard, Number.POSITIVE_INFINITY));
+  /**
+   * Families of `sandboxes` (already this shard's); `templates` lists ids known to exist; `at`
+   * (epoch ms) is the snapshot's time, from which ending soon is counted.
+   */
+  render(
+    sandboxes: SandboxList,
+    templates: readonly string[],
+    at: number,
+    guard = noGuard(),
+  ): Family[] {
+    return runSteps(this.steps(sandboxes, templates, at, guard, Number.POSITIVE_INFINITY));
   }
 
   /** The same render in steps, yielding after every `slice` records. */
   *steps(
     sandboxes: SandboxList,
     templates: readonly string[],
+    at: number,
     guard: ValueGuard,
     slice: number,
   ): Steps<Family[]> {
     const groups = new Map<string, Map<string, Group>>();
-    yield* visitRows(
+    yield* visitFullRows(
       sandboxes,
-      (_id, templateId, state, cpuCount, memoryMB, startedAt) => {
+      (_id, templateId, state, cpuCount, memoryMB, startedAt, endAt) => {
         let byState = groups.get(templateId);
         if (!byState) {
           byState = new Map();
@@ -62,7 +86,7 @@ export class SandboxAggregates {
         }
         let g = byState.get(state);
         if (!g) {
-          g = { count: 0, cpus: 0, memory: 0, oldest: Number.POSITIVE_INFINITY };
+          g = emptyGroup();
           byState.set(state, g);
           if (this.liveStates.has(state)) this.seenLive.add(state);
         }
@@ -70,6 +94,10 @@ export class SandboxAggregates {
         g.cpus += guard.resource("cpu", cpuCount) ?? 0;
         g.memory += (guard.resource("memory", memoryMB) ?? 0) * MIB;
         if (startedAt !== undefined && startedAt < g.oldest) g.oldest = startedAt;
+        if (endAt !== undefined) {
+          g.withEnd++;
+          if (endAt >= at && endAt - at <= ENDING_SOON_MS) g.endingSoon++;
+        }
       },
       slice,
     );
@@ -93,9 +121,7 @@ export class SandboxAggregates {
         if (seen.size <= MAX_REMEMBERED_STATES) break;
         if (!byState.has(st)) seen.delete(st);
       }
-      for (const st of seen)
-        if (!byState.has(st))
-          byState.set(st, { count: 0, cpus: 0, memory: 0, oldest: Number.POSITIVE_INFINITY });
+      for (const st of seen) if (!byState.has(st)) byState.set(st, emptyGroup());
     }
   }
 
@@ -121,6 +147,11 @@ export class SandboxAggregates {
       "gauge",
       `Start time of the oldest sandbox by state and template, Unix seconds. ${CACHED}`,
     );
+    const endingSoon = new Family(
+      `${ns}_sandboxes_ending_soon`,
+      "gauge",
+      `Sandboxes by state and template whose endAt is within the next ${ENDING_SOON_MS / 60_000} minutes of the snapshot; only groups with a sandbox that has an endAt. ${CACHED}`,
+    );
     const rows: Array<[string, string, Group]> = [];
     for (const [t, byState] of groups) for (const [st, g] of byState) rows.push([st, t, g]);
     rows.sort(([sa, ta], [sb, tb]) => compare(sa, sb) || compare(ta, tb));
@@ -135,8 +166,10 @@ export class SandboxAggregates {
       cpus.add(l, g.cpus);
       memory.add(l, g.memory);
       if (g.oldest !== Number.POSITIVE_INFINITY) oldest.add(l, g.oldest / 1000);
+      // No endAt known is not "none ending": the series is left out rather than 0.
+      if (g.withEnd > 0) endingSoon.add(l, g.endingSoon);
     }
-    return [count, cpus, memory, oldest];
+    return [count, cpus, memory, oldest, endingSoon];
   }
 }
 

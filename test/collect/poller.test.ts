@@ -3,12 +3,15 @@ import type { AddressInfo } from "node:net";
 import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Poller, type PollerOptions, smallerPageLimit } from "../../src/collect/poller.js";
+import { SandboxTable } from "../../src/collect/sandbox-table.js";
 import type { Snapshot } from "../../src/collect/snapshot.js";
 import { collectorFamilies } from "../../src/metrics/collector-families.js";
 import { ControlClient } from "../../src/platform/control/control.js";
 import { PlatformHttpError } from "../../src/platform/http-errors.js";
+import { PROBE_TAG_KEY } from "../../src/platform/types.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
+import { linesOf, metricsWith, scrapeText } from "../metrics/fixtures.js";
 
 const INTERVAL = 1_000;
 let sim: Simulator;
@@ -367,4 +370,74 @@ describe("capability detection of an endpoint that refuses us", () => {
       clock.advance(10 * INTERVAL);
     }
   });
+});
+
+describe("end times over the wire", () => {
+  const MIN = 60_000;
+  /** Non-zero samples of a family, without the family name. */
+  const nonZero = (text: string, name: string) =>
+    linesOf(text, name)
+      .filter((l) => !l.endsWith(" 0"))
+      .map((l) => l.slice(name.length));
+
+  it.each([
+    ["a slim walk into a compact table", true],
+    ["a walk of whole records", false],
+  ])(
+    "carries endAt and the probe tag through %s, into ending-soon gauges and disappearance reasons",
+    async (_, compact) => {
+      sim.state.setSandboxCount(0);
+      const template = sim.state.templates[0]?.templateID as string;
+      const t = clock.now();
+      const add = (sandboxID: string, over: Record<string, unknown> = {}) =>
+        sim.state.addSandbox({ sandboxID, templateID: template, endAt: t + 60 * MIN, ...over });
+      add("sb-expires", { endAt: t + 10 * MIN });
+      add("sb-killed");
+      add("sb-paused", { state: "paused" });
+      add("sb-probe", { metadata: { [PROBE_TAG_KEY]: "default", team: "ml" } });
+      // An end time of 0 reaches the exporter as 1970-01-01T00:00:00Z, which means none.
+      add("sb-no-end", { endAt: 0 });
+      add("sb-soon", { endAt: t + 4 * MIN });
+      add("sb-later");
+      const { metrics } = metricsWith({ perSandboxMetrics: !compact });
+      const { p } = poller({
+        compactSandboxes: compact,
+        onSnapshot: (s) => metrics.update(s),
+      });
+      const first = await cycle(p);
+      expect(first.sandboxes instanceof SandboxTable).toBe(compact);
+      const before = await scrapeText(metrics);
+      expect(nonZero(before, "sandbox_sandboxes_ending_soon")).toEqual([
+        `{state="running",template="${template}"} 1`,
+      ]);
+      // Every group has a sandbox with an endAt: 0, not absent, where none ends soon.
+      expect(linesOf(before, "sandbox_sandboxes_ending_soon")).toContain(
+        `sandbox_sandboxes_ending_soon{state="paused",template="${template}"} 0`,
+      );
+      const ends = linesOf(before, "sandbox_sandbox_end_timestamp_seconds");
+      if (compact) expect(ends).toEqual([]);
+      else {
+        expect(ends).toHaveLength(6);
+        expect(ends).toContain(
+          `sandbox_sandbox_end_timestamp_seconds{sandbox_id="sb-soon"} ${(t + 4 * MIN) / 1000}`,
+        );
+        expect(ends.some((l) => l.includes("sb-no-end"))).toBe(false);
+      }
+
+      for (const id of ["sb-expires", "sb-killed", "sb-paused", "sb-probe", "sb-no-end"])
+        sim.state.removeSandbox(id);
+      clock.advance(11 * MIN);
+      await cycle(p);
+      const after = await scrapeText(metrics);
+      expect(nonZero(after, "sandbox_sandboxes_disappeared_total")).toEqual(
+        ["early", "expired", "paused", "probe", "unknown"].map(
+          (r) => `{template="${template}",reason="${r}"} 1`,
+        ),
+      );
+      // sb-soon is past its end now (overdue, not ending soon); sb-later ends in 49 minutes.
+      expect(linesOf(after, "sandbox_sandboxes_ending_soon")).toEqual([
+        `sandbox_sandboxes_ending_soon{state="running",template="${template}"} 0`,
+      ]);
+    },
+  );
 });

@@ -1,7 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { forEachRow, SandboxTable, shardOfList } from "../../src/collect/sandbox-table.js";
-import type { Sandbox } from "../../src/platform/types.js";
+import {
+  forEachFullRow,
+  forEachRow,
+  SandboxTable,
+  shardOfList,
+  visitFullRows,
+} from "../../src/collect/sandbox-table.js";
+import { PROBE_TAG_KEY, type Sandbox } from "../../src/platform/types.js";
 import { idOrder } from "../../src/util/id-order.js";
 import { inShard } from "../../src/util/shard.js";
 
@@ -21,13 +27,14 @@ function sandbox(i: number, over: Partial<Sandbox> = {}): Sandbox {
   };
 }
 
-/** What a compact table keeps of a sandbox. */
+/** What a compact table keeps of a sandbox, as forEachFullRow passes it. */
 function fields(s: Sandbox): unknown[] {
-  return [s.id, s.templateId, s.state, s.cpuCount, s.memoryMB, s.startedAt];
+  const probe = Object.hasOwn(s.metadata, PROBE_TAG_KEY);
+  return [s.id, s.templateId, s.state, s.cpuCount, s.memoryMB, s.startedAt, s.endAt, probe];
 }
 
 describe("SandboxTable", () => {
-  it("gives back every row's id, template, state, CPU, memory and start, past its first growth", () => {
+  it("gives back every row's id, template, state, CPU, memory, start and end, past its first growth", () => {
     const rows = Array.from({ length: 3000 }, (_, i) => sandbox(i));
     const b = SandboxTable.builder();
     for (const s of rows) b.push(s);
@@ -38,12 +45,20 @@ describe("SandboxTable", () => {
     const byId = [...rows].sort((x, y) => (x.id < y.id ? -1 : 1));
     expect(back.map(fields)).toEqual(byId.map(fields));
     // What nothing reads in compact mode is not kept.
-    expect(back[5]).toMatchObject({ metadata: {}, extra: {}, domain: undefined, endAt: undefined });
+    expect(back[5]).toMatchObject({ metadata: {}, extra: {}, domain: undefined });
+    expect(back[5]?.endAt).toBe(1_796_000_000_000);
   });
 
   it("keeps absent numbers absent and lets a repeated id replace its earlier row", () => {
     const b = SandboxTable.builder();
-    b.push(sandbox(1, { cpuCount: undefined, memoryMB: undefined, startedAt: undefined }));
+    b.push(
+      sandbox(1, {
+        cpuCount: undefined,
+        memoryMB: undefined,
+        startedAt: undefined,
+        endAt: undefined,
+      }),
+    );
     b.push(sandbox(2));
     b.push(sandbox(1, { state: "killed", cpuCount: 0 }));
     const [first, second, ...rest] = b.build();
@@ -52,20 +67,31 @@ describe("SandboxTable", () => {
     expect(first?.memoryMB).toBe(512);
     expect(second?.id).toBe("s2");
     const c = SandboxTable.builder();
-    c.push(sandbox(7, { cpuCount: undefined, memoryMB: undefined, startedAt: undefined }));
-    const [only] = c.build();
+    c.push(
+      sandbox(7, { cpuCount: undefined, memoryMB: undefined, startedAt: undefined, endAt: 0 }),
+    );
+    c.push(sandbox(8, { endAt: undefined }));
+    const [only, noEnd] = c.build();
     expect(only?.cpuCount).toBeUndefined();
     expect(only?.memoryMB).toBeUndefined();
     expect(only?.startedAt).toBeUndefined();
+    // 0 is a value (the normalizer never makes one); only an absent end time is absent.
+    expect(only?.endAt).toBe(0);
+    expect(noEnd?.endAt).toBeUndefined();
   });
 
-  it("visits with forEachRow the same rows as iteration, as values, absent numbers absent", () => {
+  it("visits with forEachFullRow the same rows as iteration, as values, absent numbers absent", () => {
     const b = SandboxTable.builder();
     for (let i = 0; i < 1500; i++)
-      b.push(sandbox(i, i % 7 === 0 ? { cpuCount: undefined, startedAt: undefined } : {}));
+      b.push(
+        sandbox(
+          i,
+          i % 7 === 0 ? { cpuCount: undefined, startedAt: undefined, endAt: undefined } : {},
+        ),
+      );
     const table = b.build();
     const visited: unknown[] = [];
-    forEachRow(table, (...row) => {
+    forEachFullRow(table, (...row) => {
       visited.push(row);
     });
     expect(visited).toEqual([...table].map(fields));
@@ -76,14 +102,57 @@ describe("SandboxTable", () => {
       undefined,
       1536,
       undefined,
+      undefined,
+      false,
     ]);
+    // forEachRow reads the same rows.
+    const short: unknown[] = [];
+    forEachRow(table, (id, templateId, state, cpu, memory, started) => {
+      short.push([id, templateId, state, cpu, memory, started]);
+    });
+    expect(short).toEqual(visited.map((v) => (v as unknown[]).slice(0, 6)));
     // An array of records is a SandboxList too: the same visitor reads it.
-    const arr: Sandbox[] = [sandbox(1)];
+    const arr: Sandbox[] = [sandbox(1), sandbox(2, { metadata: { [PROBE_TAG_KEY]: "x" } })];
     const rows: unknown[] = [];
-    forEachRow(arr, (...row) => {
+    forEachFullRow(arr, (...row) => {
       rows.push(row);
     });
-    expect(rows).toEqual([fields(sandbox(1))]);
+    expect(rows).toEqual(arr.map(fields));
+    expect(rows.map((r) => (r as unknown[])[7])).toEqual([false, true]);
+  });
+
+  it("visits records in slices, yielding between them, and a table at once", () => {
+    const arr = Array.from({ length: 25 }, (_, i) => sandbox(i));
+    const b = SandboxTable.builder();
+    for (const s of arr) b.push(s);
+    for (const [list, yields] of [
+      [arr, 2],
+      [b.build(), 0],
+    ] as const) {
+      const seen: string[] = [];
+      const steps = visitFullRows(list, (id) => seen.push(id), 10);
+      let n = 0;
+      while (!steps.next().done) n++;
+      expect(n).toBe(yields);
+      expect(seen).toHaveLength(25);
+    }
+  });
+
+  it("keeps of the metadata only the probe tag, through sorting and sharding", () => {
+    const b = SandboxTable.builder();
+    const tagged = (i: number, tag: string) =>
+      sandbox(i, { metadata: { team: "ml", [PROBE_TAG_KEY]: tag } });
+    for (const s of [tagged(9, "one"), sandbox(8), tagged(7, "two"), tagged(6, "one")]) b.push(s);
+    const table = b.build();
+    const meta = (list: Iterable<Sandbox>) => [...list].map((s) => [s.id, s.metadata]);
+    expect(meta(table)).toEqual([
+      ["s6", { [PROBE_TAG_KEY]: "one" }],
+      ["s7", { [PROBE_TAG_KEY]: "two" }],
+      ["s8", {}],
+      ["s9", { [PROBE_TAG_KEY]: "one" }],
+    ]);
+    const part = table.filter((id) => id !== "s7");
+    expect(meta(part)).toEqual(meta(table).filter(([id]) => id !== "s7"));
   });
 
   it("keeps a shard's part of a table as a table, and of records as records", () => {

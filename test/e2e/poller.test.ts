@@ -168,7 +168,10 @@ describe("poller and /metrics against the simulator", () => {
       const added = sim.state.addSandbox({ templateID: tpl });
       await e.runCycle();
       const m = samples(await scrape(e));
-      expect(m.get(`sandbox_sandboxes_disappeared_total{template="${tpl}"}`)).toBe(1);
+      // Removed before its end time: an early end.
+      expect(m.get(`sandbox_sandboxes_disappeared_total{template="${tpl}",reason="early"}`)).toBe(
+        1,
+      );
       expect(m.get(`sandbox_sandboxes_created_total{template="${added.templateID}"}`)).toBe(1);
     },
   );

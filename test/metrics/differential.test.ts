@@ -19,7 +19,8 @@ type Op =
   | { op: "state"; id: string; state: string }
   | { op: "meta"; id: string; team?: string; env?: string }
   | { op: "template"; id: string; template: string }
-  | { op: "resources"; id: string; cpu?: number; memory?: number };
+  | { op: "resources"; id: string; cpu?: number; memory?: number }
+  | { op: "timeout"; id: string; endAt?: number };
 
 const arbId = fc.constantFrom(...IDS);
 const arbOp: fc.Arbitrary<Op> = fc.oneof(
@@ -48,6 +49,11 @@ const arbOp: fc.Arbitrary<Op> = fc.oneof(
     cpu: fc.option(fc.constantFrom(1, 2, 0.5, 8), { nil: undefined }),
     memory: fc.option(fc.constantFrom(256, 512, 1024.5), { nil: undefined }),
   }),
+  fc.record({
+    op: fc.constant("timeout" as const),
+    id: arbId,
+    endAt: fc.option(fc.constantFrom(T0 + 60_000, T0 + 3_600_000, T0 - 1_000), { nil: undefined }),
+  }),
 );
 
 /** Applies one change to the fleet (ids that do not exist are ignored, as a platform would 404). */
@@ -66,6 +72,7 @@ function apply(fleet: Map<string, Sandbox>, o: Op): void {
   else if (o.op === "state") fleet.set(o.id, { ...s, state: o.state });
   else if (o.op === "template") fleet.set(o.id, { ...s, templateId: o.template });
   else if (o.op === "resources") fleet.set(o.id, { ...s, cpuCount: o.cpu, memoryMB: o.memory });
+  else if (o.op === "timeout") fleet.set(o.id, { ...s, endAt: o.endAt });
   else {
     const metadata: Record<string, string> = {};
     if (o.team !== undefined) metadata.team = o.team;
@@ -106,6 +113,11 @@ function referencePerSandbox(own: readonly Sandbox[], maxSeries: number): string
         s.startedAt === undefined
           ? undefined
           : `{sandbox_id="${esc(s.id)}"} ${num(s.startedAt / 1000)}`,
+    ],
+    [
+      "sandbox_sandbox_end_timestamp_seconds",
+      (s) =>
+        s.endAt === undefined ? undefined : `{sandbox_id="${esc(s.id)}"} ${num(s.endAt / 1000)}`,
     ],
     [
       "sandbox_sandbox_cpus",

@@ -29,7 +29,7 @@ function small() {
       },
     ],
     sandboxes: [
-      sandbox("a", { metadata: { team: "ml", secret: "s3cr3t" } }),
+      sandbox("a", { metadata: { team: "ml", secret: "s3cr3t" }, endAt: T0 + 120_000 }),
       sandbox("b", { state: "paused", startedAt: T0 - 120_500, cpuCount: 4, memoryMB: 256 }),
     ],
   });
@@ -64,6 +64,7 @@ describe("ExporterMetrics snapshot families", () => {
       'sandbox_sandboxes_memory_bytes{state="running",template="base"} 536870912',
       'sandbox_sandboxes_oldest_start_time_seconds{state="paused",template="base"} 1789999879.5',
       'sandbox_sandboxes_oldest_start_time_seconds{state="running",template="base"} 1789999940',
+      'sandbox_sandboxes_ending_soon{state="running",template="base"} 1',
       "sandbox_exporter_sandbox_series_dropped 0",
       ...["health", "overview", "nodes", "templates", "sandboxes"].map(
         (c) => `sandbox_exporter_collect_duration_seconds{collector="${c}"} 0.25`,
@@ -90,12 +91,15 @@ describe("ExporterMetrics snapshot families", () => {
       'sandbox_sandbox_info{sandbox_id="b",template="base",state="paused",team=""} 1',
       'sandbox_sandbox_start_time_seconds{sandbox_id="a"} 1789999940',
       'sandbox_sandbox_start_time_seconds{sandbox_id="b"} 1789999879.5',
+      'sandbox_sandbox_end_timestamp_seconds{sandbox_id="a"} 1790000120',
       'sandbox_sandbox_cpus{sandbox_id="a"} 2',
       'sandbox_sandbox_cpus{sandbox_id="b"} 4',
       'sandbox_sandbox_memory_bytes{sandbox_id="a"} 536870912',
       'sandbox_sandbox_memory_bytes{sandbox_id="b"} 268435456',
       'sandbox_sandboxes_created_total{template="base"} 0',
-      'sandbox_sandboxes_disappeared_total{template="base"} 0',
+      ...["early", "expired", "paused", "probe", "unknown"].map(
+        (r) => `sandbox_sandboxes_disappeared_total{template="base",reason="${r}"} 0`,
+      ),
     ]);
   });
 

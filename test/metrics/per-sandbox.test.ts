@@ -21,9 +21,9 @@ function fresh(list: readonly Sandbox[], maxSeries = OPTIONS.maxSeries): string 
 }
 
 describe("PerSandboxSeries", () => {
-  it("writes the four families, one line per sandbox, leaving out absent fields", () => {
+  it("writes the five families, one line per sandbox, leaving out absent fields", () => {
     const out = new PerSandboxSeries(OPTIONS).render([
-      sandbox("a", { metadata: { team: "ml" } }),
+      sandbox("a", { metadata: { team: "ml" }, endAt: T0 + 300_500 }),
       sandbox("b", { cpuCount: undefined, memoryMB: undefined, startedAt: undefined }),
     ]);
     expect(out.written).toBe(2);
@@ -36,6 +36,7 @@ describe("PerSandboxSeries", () => {
       'sandbox_sandbox_info{sandbox_id="a",template="base",state="running",team="ml",env=""} 1',
       'sandbox_sandbox_info{sandbox_id="b",template="base",state="running",team="",env=""} 1',
       'sandbox_sandbox_start_time_seconds{sandbox_id="a"} 1789999940',
+      'sandbox_sandbox_end_timestamp_seconds{sandbox_id="a"} 1790000300.5',
       'sandbox_sandbox_cpus{sandbox_id="a"} 2',
       'sandbox_sandbox_memory_bytes{sandbox_id="a"} 536870912',
     ]);
@@ -103,6 +104,7 @@ describe("PerSandboxSeries", () => {
       cpuCount: fc.option(fc.constantFrom(1, 2, 0.5), { nil: undefined }),
       memoryMB: fc.option(fc.constantFrom(256, 512), { nil: undefined }),
       startedAt: fc.option(fc.constantFrom(T0, T0 - 1_500), { nil: undefined }),
+      endAt: fc.option(fc.constantFrom(T0 + 60_000, T0 + 90_000), { nil: undefined }),
       metadata: fc.record({ team: fc.constantFrom("x", "y\n") }, { requiredKeys: [] }),
       extra: fc.constant({}),
     }) as fc.Arbitrary<Sandbox>;
@@ -119,6 +121,17 @@ describe("PerSandboxSeries", () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+
+  it("writes an end time that changed, even when nothing else did (an extended timeout)", () => {
+    const p = new PerSandboxSeries(OPTIONS);
+    p.render([sandbox("a", { endAt: T0 + 60_000 }), sandbox("b", { endAt: T0 + 60_000 })]);
+    const out = text(p.render([sandbox("a", { endAt: T0 + 120_000 }), sandbox("b")]).chunks);
+    expect(out).toContain('sandbox_sandbox_end_timestamp_seconds{sandbox_id="a"} 1790000120\n');
+    expect(out).not.toContain('sandbox_sandbox_end_timestamp_seconds{sandbox_id="b"}');
+    expect(out).toContain(
+      "# HELP sandbox_sandbox_end_timestamp_seconds Scheduled end time (endAt) of the sandbox, Unix seconds",
     );
   });
 });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { SandboxTable } from "../../src/collect/sandbox-table.js";
 import type { Family } from "../../src/metrics/exposition/text.js";
-import { SandboxAggregates } from "../../src/metrics/sandbox-aggregates.js";
+import { ENDING_SOON_MS, SandboxAggregates } from "../../src/metrics/sandbox-aggregates.js";
+import type { Sandbox } from "../../src/platform/types.js";
 import { sandbox, T0 } from "./fixtures.js";
 
 const OPTIONS = { ns: "sandbox", runningStates: ["running", "active"], pausedStates: ["paused"] };
@@ -23,6 +25,7 @@ describe("SandboxAggregates", () => {
         sandbox("d", { templateId: "py", state: "paused", startedAt: undefined }),
       ],
       [],
+      T0,
     );
     expect(lines(f)).toEqual([
       'sandbox_sandboxes{state="paused",template="base"} 0',
@@ -43,10 +46,11 @@ describe("SandboxAggregates", () => {
 
   it("shows 0 instead of dropping a state x template pair that went away while the template exists", () => {
     const a = new SandboxAggregates(OPTIONS);
-    a.render([sandbox("a", { state: "starting" }), sandbox("b", { templateId: "py" })], []);
+    a.render([sandbox("a", { state: "starting" }), sandbox("b", { templateId: "py" })], [], T0);
     const f = a.render(
       [sandbox("b", { templateId: "py" }), sandbox("c", { templateId: "base" })],
       [],
+      T0,
     );
     expect(lines(f)).toEqual([
       'sandbox_sandboxes{state="running",template="base"} 1',
@@ -60,6 +64,7 @@ describe("SandboxAggregates", () => {
     const f = a.render(
       [sandbox("a", { state: "paused" }), sandbox("b", { templateId: "py", state: "starting" })],
       ["base", "py", "go"],
+      T0,
     );
     expect(lines(f)).toEqual([
       'sandbox_sandboxes{state="paused",template="base"} 1',
@@ -71,16 +76,46 @@ describe("SandboxAggregates", () => {
 
   it("forgets templates that are gone, and bounds remembered free-text states", () => {
     const a = new SandboxAggregates(OPTIONS);
-    a.render([sandbox("a", { templateId: "old" })], []);
-    for (let i = 0; i < 100; i++) a.render([sandbox("b", { state: `weird-${i}` })], []);
-    const f = a.render([sandbox("b")], []);
+    a.render([sandbox("a", { templateId: "old" })], [], T0);
+    for (let i = 0; i < 100; i++) a.render([sandbox("b", { state: `weird-${i}` })], [], T0);
+    const f = a.render([sandbox("b")], [], T0);
     expect(lines(f).some((l) => l.includes('template="old"'))).toBe(false);
     expect(lines(f).length).toBeLessThanOrEqual(33);
     expect(lines(f)).toContain('sandbox_sandboxes{state="running",template="base"} 1');
   });
 
   it("adds the shard label when given one", () => {
-    const f = new SandboxAggregates({ ...OPTIONS, shardLabel: "2" }).render([sandbox("a")], []);
+    const f = new SandboxAggregates({ ...OPTIONS, shardLabel: "2" }).render([sandbox("a")], [], T0);
     expect(lines(f)).toEqual(['sandbox_sandboxes{state="running",template="base",shard="2"} 1']);
+  });
+
+  it("counts by state x template the sandboxes whose endAt is within the next 5 minutes of the snapshot", () => {
+    const at = T0 + 1_000;
+    const list: Sandbox[] = [
+      sandbox("now", { endAt: at }),
+      sandbox("edge", { endAt: at + ENDING_SOON_MS }),
+      sandbox("past-edge", { endAt: at + ENDING_SOON_MS + 1 }),
+      sandbox("overdue", { endAt: at - 1 }),
+      sandbox("no-end"),
+      sandbox("paused-soon", { state: "paused", endAt: at + 60_000 }),
+      sandbox("py-later", { templateId: "py", endAt: at + 3_600_000 }),
+      sandbox("go-unknown", { templateId: "go" }),
+    ];
+    expect(ENDING_SOON_MS).toBe(300_000);
+    const fromRecords = new SandboxAggregates(OPTIONS).render(list, ["go"], at);
+    // A group none of whose sandboxes has an endAt (go, and the zero-filled pairs) has no series.
+    expect(lines(fromRecords, "sandbox_sandboxes_ending_soon")).toEqual([
+      'sandbox_sandboxes_ending_soon{state="paused",template="base"} 1',
+      'sandbox_sandboxes_ending_soon{state="running",template="base"} 2',
+      'sandbox_sandboxes_ending_soon{state="running",template="py"} 0',
+    ]);
+    const b = SandboxTable.builder();
+    for (const s of list) b.push(s);
+    const fromTable = new SandboxAggregates(OPTIONS).render(b.build(), ["go"], at);
+    expect(lines(fromTable, "sandbox_sandboxes_ending_soon")).toEqual(
+      lines(fromRecords, "sandbox_sandboxes_ending_soon"),
+    );
+    const help = fromRecords.find((f) => f.name === "sandbox_sandboxes_ending_soon")?.help;
+    expect(help).toContain("within the next 5 minutes");
   });
 });

@@ -191,7 +191,7 @@ export class ControlClient {
 
   /**
    * One page of /v2/sandboxes whose items are normalized on demand (see walkPages); `slim` leaves
-   * out metadata and the end time, for a caller that keeps neither.
+   * out the metadata but the probe tag, and the unmapped fields, for a caller that keeps neither.
    */
   async listSandboxPage(
     q: SandboxQuery,

@@ -1,7 +1,13 @@
 // One platform record -> one domain object: sandboxes (the hot path), nodes, templates, log entries.
 
 import { epochMs, parseIsoTime } from "../../util/time.js";
-import type { LogEntry, PlatformNode, Sandbox, Template } from "../types.js";
+import {
+  type LogEntry,
+  type PlatformNode,
+  PROBE_TAG_KEY,
+  type Sandbox,
+  type Template,
+} from "../types.js";
 import { collectFields, EMPTY_NUMBERS, EMPTY_STRINGS, remember, shareIfSame } from "./collect.js";
 import { type FieldSpec, type FieldTable, keyOf } from "./fields.js";
 import type { Normalizer } from "./normalizer.js";
@@ -28,7 +34,8 @@ const SHARE_CACHE_LIMIT = 4096;
 
 /**
  * Normalizes one sandbox record; `path` names it in errors (e.g. `sandboxes[3]`). `slim` skips
- * metadata, the end time and the unmapped fields (`extra`): the compact snapshot keeps none.
+ * the unmapped fields (`extra`) and every metadata key but the probe tag: the compact snapshot
+ * keeps neither, and churn tells the prober's own deletions apart by the tag.
  */
 export function normalizeSandbox(
   n: Normalizer,
@@ -47,13 +54,15 @@ export function normalizeSandbox(
   const cpuCount = num(raw, f.cpuCount, t, path, readCpuCount);
   const memoryMB = num(raw, f.memoryMB, t, path, readMemoryMB);
   const startedAt = time(raw, f.startedAt, t, path);
-  const endAt = slim ? undefined : time(raw, f.endAt, t, path);
+  const endAt = time(raw, f.endAt, t, path);
   const domain = str(raw, f.domain, t, path) || undefined;
-  const metaRaw = slim ? undefined : f.metadata.read(raw, t);
+  const metaRaw = f.metadata.read(raw, t);
   const metadata =
     metaRaw === undefined
       ? EMPTY_STRINGS
-      : shareMetadata(n.metadata, readMetadata(metaRaw, raw, f.metadata, path));
+      : slim
+        ? probeTagOnly(n.metadata, metaRaw)
+        : shareMetadata(n.metadata, readMetadata(metaRaw, raw, f.metadata, path));
   // One object literal with every property, so all sandboxes share a single hidden class.
   return { id, templateId, state, cpuCount, memoryMB, startedAt, endAt, domain, metadata, extra };
 }
@@ -159,6 +168,26 @@ function shareMetadata(
   return frozen;
 }
 
+/**
+ * The probe tag alone, as a shared map, else EMPTY_STRINGS. The rest of the metadata is not read,
+ * so a slim walk costs one keyed load for it and fails on nothing it does not keep.
+ */
+function probeTagOnly(
+  cache: Map<string, Record<string, string>>,
+  v: unknown,
+): Record<string, string> {
+  let tag: unknown;
+  if (isRecord(v)) tag = v[PROBE_TAG_KEY];
+  else if (Array.isArray(v))
+    for (const p of v)
+      if (isRecord(p) && (p.key ?? p.name) === PROBE_TAG_KEY) {
+        tag = p.value;
+        break;
+      }
+  if (tag === undefined || tag === null) return EMPTY_STRINGS;
+  return shareMetadata(cache, { [PROBE_TAG_KEY]: metadataText(tag) });
+}
+
 function lowerState(cache: Map<string, string>, s: string | undefined): string {
   if (s === undefined || s === "") return "unknown";
   return remember(cache, s, STATE_CACHE_LIMIT, lowerCased);
@@ -201,9 +230,14 @@ function coerceMap(v: Json): Record<string, string> {
     const x = v[k];
     // "__proto__" from JSON.parse is an own key; assigning it would re-prototype `out`.
     if (x === null || x === undefined || k === "__proto__") continue;
-    out[k] = typeof x === "string" ? x : typeof x === "object" ? JSON.stringify(x) : String(x);
+    out[k] = metadataText(x);
   }
   return out;
+}
+
+/** A metadata value as text: objects as JSON. */
+function metadataText(x: unknown): string {
+  return typeof x === "string" ? x : typeof x === "object" ? JSON.stringify(x) : String(x);
 }
 
 function pairsMap(list: unknown[], path: string): Record<string, string> {

@@ -151,9 +151,15 @@ describe("ControlClient against the simulator", () => {
     expect(full.some((s) => Object.keys(s.metadata).length > 0 && s.endAt !== undefined)).toBe(
       true,
     );
-    expect(slim.every((s) => Object.keys(s.metadata).length === 0 && s.endAt === undefined)).toBe(
-      true,
-    );
+    // Slim records keep the end time and, of the metadata, only the probe tag (churn needs both).
+    expect(
+      slim.every(
+        (s) =>
+          Object.keys(s.metadata).length === 0 ||
+          Object.keys(s.metadata).every((k) => k === "sandbox-exporter/probe"),
+      ),
+    ).toBe(true);
+    expect(slim.map((s) => s.endAt)).toEqual(full.map((s) => s.endAt));
     // The simulator's diskSizeMB is an unmapped number: extra on full pages, left out of slim ones.
     expect(full.every((s) => typeof s.extra.disk_size_mb === "number")).toBe(true);
     expect(slim.every((s) => Object.keys(s.extra).length === 0)).toBe(true);
@@ -445,7 +451,7 @@ async function probePlatform(): Promise<string> {
           templateID: "base",
           startedAt: "2026-03-01T10:00:00Z",
           endAt: "2026-03-01T11:00:00Z",
-          metadata: { "sandbox-exporter/probe": "default" },
+          metadata: { "sandbox-exporter/probe": "default", team: "ml" },
           state: "running",
         })),
       );
@@ -458,11 +464,13 @@ describe("ControlClient normalizers", () => {
     const c = client({ apiUrl: await probePlatform() });
     await c.createSandbox({ templateId: "base" });
     const slim = (await c.listSandboxPage({}, { slim: true })).items();
-    expect(slim.map((s) => s.metadata)).toEqual([{}, {}]);
+    // A slim walk keeps only the probe tag of the metadata.
+    const tag = { "sandbox-exporter/probe": "default" };
+    expect(slim.map((s) => s.metadata)).toEqual([tag, tag]);
     const full = await c.listSandboxes({});
-    expect(full.items.map((s) => s.metadata["sandbox-exporter/probe"])).toEqual([
-      "default",
-      "default",
+    expect(full.items.map((s) => s.metadata)).toEqual([
+      { ...tag, team: "ml" },
+      { ...tag, team: "ml" },
     ]);
     expect(full.items.every((s) => s.endAt === Date.parse("2026-03-01T11:00:00Z"))).toBe(true);
   });

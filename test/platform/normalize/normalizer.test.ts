@@ -41,8 +41,12 @@ describe("Normalizer memos", () => {
     const n = new Normalizer();
     expect(normalizeSandbox(n, CREATED, "created").metadata).toEqual({});
     const slim = slimWalk(n, listPage());
-    expect(slim.every((s) => s.endAt === undefined && Object.keys(s.metadata).length === 0)).toBe(
-      true,
+    // A slim walk keeps the end time and, of the metadata, the probe tag alone.
+    expect(slim.map((s) => [s.endAt, s.metadata])).toEqual(
+      listPage().map(() => [
+        Date.parse("2026-03-01T11:00:00Z"),
+        { "sandbox-exporter/probe": "default" },
+      ]),
     );
     // The sweep's read: same key shape as the slim walk, but metadata and endAt were never read
     // under it, so the "absent" memo from the create answer must not be trusted.
@@ -105,5 +109,50 @@ describe("separate Normalizers", () => {
     expect(fromB.metadata).toEqual(fromA.metadata);
     expect(fromB.metadata).not.toBe(fromA.metadata);
     expect(fromB.extra).not.toBe(fromA.extra);
+  });
+});
+
+describe("slim reads", () => {
+  const record = (metadata: unknown, endAt: unknown = "2026-03-01T11:00:00Z") => ({
+    sandboxID: "sb-1",
+    templateID: "base",
+    state: "running",
+    endAt,
+    metadata,
+  });
+  const slim = (raw: unknown) => normalizeSandbox(new Normalizer(), raw, "sandboxes[0]", true);
+
+  it("keep the end time, absent when the record has none or a zero time", () => {
+    expect(slim(record({})).endAt).toBe(Date.parse("2026-03-01T11:00:00Z"));
+    expect(slim(record({}, "0001-01-01T00:00:00Z")).endAt).toBeUndefined();
+    expect(slim({ sandboxID: "sb-1" }).endAt).toBeUndefined();
+  });
+
+  it("keep only the probe tag, from an object or a list of pairs, and share its map", () => {
+    const n = new Normalizer();
+    const tag = { "sandbox-exporter/probe": "default" };
+    const a = normalizeSandbox(n, record({ team: "ml", ...tag }), "a", true);
+    const b = normalizeSandbox(
+      n,
+      record([
+        { key: "team", value: "ml" },
+        { name: "sandbox-exporter/probe", value: "default" },
+      ]),
+      "b",
+      true,
+    );
+    expect(a.metadata).toEqual(tag);
+    expect(b.metadata).toBe(a.metadata);
+    expect(slim(record({ team: "ml" })).metadata).toEqual({});
+    expect(slim(record({ "sandbox-exporter/probe": 7 })).metadata).toEqual({
+      "sandbox-exporter/probe": "7",
+    });
+  });
+
+  it("fail on no metadata they do not keep, where a full read does", () => {
+    for (const bad of [42, "team=ml", [{ value: "no key" }]]) {
+      expect(slim(record(bad)).metadata).toEqual({});
+      expect(() => normalizeSandbox(new Normalizer(), record(bad), "s")).toThrow(NormalizeError);
+    }
   });
 });
