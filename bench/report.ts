@@ -4,6 +4,7 @@ import type { DemoStartup } from "./demo-case.js";
 import type { CaseFigures, PollFigures } from "./exporter-case.js";
 import type { LatencyCase, LatencyFigures } from "./latency-case.js";
 import type { PolicyCost } from "./policy-case.js";
+import type { PolicyFleet } from "./policy-fleet-case.js";
 import type { ProbeTiming } from "./probe-case.js";
 import type { RenderComparison } from "./render-case.js";
 import type { ScaleCase } from "./scale-case.js";
@@ -15,6 +16,7 @@ export interface Parts {
   byStart: PollFigures;
   probe: ProbeTiming;
   policy: PolicyCost;
+  policyFleet: PolicyFleet;
   demo: DemoStartup;
   render: RenderComparison;
   latency: LatencyCase;
@@ -49,6 +51,17 @@ function latencyRow(k: string, f: LatencyFigures, n: string): void {
   row(`${k} p50 / p99 ms`, f.p50Ms, f.p99Ms, `${f.n} ${n}`, `max ${f.maxMs.toFixed(1)} ms`);
 }
 
+/** The machine line every table starts with. */
+export function printMachine(machine: {
+  cpus: number;
+  loadAverage1m: { start?: number; end?: number };
+}): void {
+  const load = machine.loadAverage1m;
+  console.log(
+    `${machine.cpus} CPUs; 1-minute load average ${num(load.start)} at the start, ${num(load.end)} at the end`,
+  );
+}
+
 /** Prints the whole table. */
 export function printTable(
   results: {
@@ -62,10 +75,7 @@ export function printTable(
   const cycles = `med of ${off.runs} pairs`;
   console.log(`\nsandbox-exporter bench, ${results.sandboxes} sandboxes, ${off.pages} pages`);
   console.log(`(${results.isolation})`);
-  const load = results.machine.loadAverage1m;
-  console.log(
-    `${results.machine.cpus} CPUs; 1-minute load average ${num(load.start)} at the start, ${num(load.end)} at the end`,
-  );
+  printMachine(results.machine);
 
   head("poll cycle (per-sandbox off unless said)", "exporter", "bare loop");
   row(
@@ -208,22 +218,7 @@ export function printTable(
 
   if (p.scale) printScale(p.scale);
   printProbe(p.probe);
-  const pc = p.policy;
-  head(
-    `policy cycle: ${pc.sandboxes} sandboxes, ${pc.matching} pass the cheap filters, ${pc.idle} idle`,
-    "cold",
-    "warm",
-  );
-  row(
-    "log reads issued",
-    pc.cold.logReads,
-    pc.warm.logReads,
-    "1 run each",
-    "a sample per idle rule, then what the run needs",
-  );
-  row("policy run ms", pc.cold.policyMs, pc.warm.policyMs, "1 run each", "");
-  row("poll cycle incl. policy ms", pc.cold.cycleMs, pc.warm.cycleMs, "1 run each", "");
-  row("candidates (idle, matching)", pc.cold.candidates, pc.warm.candidates, "1 run each", "");
+  printPolicy(p.policy, p.policyFleet);
   console.log("");
   const d = p.demo;
   row(
@@ -311,5 +306,82 @@ function printProbe(p: ProbeTiming): void {
     "start: delayed minus no-delay start point ≈ startDelayMs. end: the simulator waits endDelayMs after the\n" +
       "last output, so (end - first_data) delayed minus no-delay ≈ endDelayMs; the end point itself moves by both.\n" +
       `Target |error| <= 2 ms. Scraped gauge vs runner result: max |diff| ${p.metricVsResultMaxMs.toFixed(4)} ms.`,
+  );
+}
+
+/** The policy's sections: the cost of a run, then the policy on a large fleet. */
+export function printPolicy(pc: PolicyCost, pf: PolicyFleet): void {
+  head(
+    `policy cycle: ${pc.sandboxes} sandboxes, ${pc.matching} pass the cheap filters, ${pc.idle} idle`,
+    "cold",
+    "warm",
+  );
+  row(
+    "log reads issued",
+    pc.cold.logReads,
+    pc.warm.logReads,
+    "1 run each",
+    "a sample per idle rule, then what the run needs",
+  );
+  row("policy run ms", pc.cold.policyMs, pc.warm.policyMs, "1 run each", "");
+  row("poll cycle incl. policy ms", pc.cold.cycleMs, pc.warm.cycleMs, "1 run each", "");
+  row("candidates (idle, matching)", pc.cold.candidates, pc.warm.candidates, "1 run each", "");
+  printPolicyFleet(pf);
+}
+
+function printPolicyFleet(pf: PolicyFleet): void {
+  const c = pf.conditions;
+  const share = (n: number) => `${Math.round((n * 100) / c.running)} %`;
+  head(
+    `policy on a large fleet: ${c.sandboxes} sandboxes, ${c.running} running (${share(c.idle)} idle, ${share(c.silentBusy)} silent-but-busy, ${share(c.active)} active), ${c.latencyMs} ms on every request;\n` +
+      `poll every ${c.schedule}, pages of ${c.pageLimit}, ${c.maxRequestsPerSecond} requests/s budget; one dry-run pause rule on every running sandbox, idle by logs and CPU,\n` +
+      `${c.maxActionsPerCycle} actions a cycle, maxMatchPercent ${c.maxMatchPercent}; ${pf.isolation}.\n` +
+      "Before: the engine inside the poll cycle cannot be run any more; that column quotes the issue's figures",
+    "after",
+    "before",
+  );
+  const runs = `${pf.runs} runs`;
+  const req = pf.requestsPerRun;
+  row(
+    "upstream requests per run: first / others (med)",
+    req.first,
+    req.medianAfter,
+    runs,
+    `max ${req.max}; before: about 2,000 log reads per cycle`,
+  );
+  row(
+    "poll ticks skipped",
+    pf.skippedTicks,
+    "some",
+    `${pf.pollCycles} cycles`,
+    `target 0${pf.skippedAtMs.length ? `; at ${pf.skippedAtMs.map((t) => `${(t / 1000).toFixed(1)} s`).join(", ")} after the start, ${pf.skippedAfterFirstWalk} after the first walk` : ""}; last walk ${(pf.walkMs / 1000).toFixed(1)} s`,
+  );
+  row(
+    "policy log lines per run, max",
+    pf.linesPerRunMax,
+    "11925/20 s",
+    runs,
+    `target <= actions + rules + 1: ${pf.runsOverLineBound} runs over; ${pf.auditLines} audit lines in all; before: 11,925 audit lines in 20 s`,
+  );
+  row(
+    "start to the first action ms",
+    pf.firstActionMs,
+    undefined,
+    "1 start",
+    `consecutiveCycles 2: the second run's; median run ${(pf.runMsMedian / 1000).toFixed(1)} s`,
+  );
+  row(
+    "dry-run actions in all",
+    pf.actions,
+    undefined,
+    runs,
+    `per run: ${pf.perRun.map((r) => r.actions).join(", ")}`,
+  );
+  row(
+    "busy sandboxes acted on (dry-run)",
+    pf.busyActedOn,
+    undefined,
+    `${pf.actions} actions`,
+    `target 0; active ones acted on: ${pf.activeActedOn}`,
   );
 }

@@ -1,9 +1,10 @@
 // `npm run bench`: figures (not pass/fail) into bench/results.json and a printed table.
 // Every part runs in its own process: the simulator, the exporter under test, the bare undici
 // loop and the render comparison are children; this parent only drives them and scrapes.
-// `npm run bench -- --1m` adds the cases at 1,000,000 sandboxes (a few minutes more).
+// `npm run bench -- --1m` adds the cases at 1,000,000 sandboxes (a few minutes more);
+// `npm run bench -- --only policy` runs the policy cases alone (figures to .tmp/bench/).
 import { execFileSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { demoStartup } from "./demo-case.js";
 import {
@@ -17,9 +18,10 @@ import {
 import { forkChild } from "./ipc.js";
 import { latencyCase } from "./latency-case.js";
 import { policyCost } from "./policy-case.js";
+import { policyFleet } from "./policy-fleet-case.js";
 import { probeTiming } from "./probe-case.js";
 import { renderComparison } from "./render-case.js";
-import { printTable } from "./report.js";
+import { printMachine, printPolicy, printTable } from "./report.js";
 import { scaleCases } from "./scale-case.js";
 
 const SANDBOXES = Number(process.env.BENCH_SANDBOXES ?? 100_000);
@@ -28,162 +30,215 @@ const SCRAPES = 100;
 const SCALE_SANDBOXES = Number(process.env.BENCH_SCALE_SANDBOXES ?? 1_000_000);
 const LATENCY_S = Number(process.env.BENCH_LATENCY_SECONDS ?? 30);
 const LATENCY = { scheduleMs: 3_000, forMs: LATENCY_S * 1000, idleMs: (LATENCY_S * 1000) / 3 };
+const POLICY = {
+  cycles: Number(process.env.BENCH_POLICY_CYCLES ?? 10),
+  schedule: process.env.BENCH_POLICY_SCHEDULE ?? "15s",
+};
+const POLICY_MEASURED = {
+  policyCycle:
+    "one cold and one warm run; in-process simulator and exporter under tsx; policyMs: the engine's run (log reads, evaluation, dry-run actions); cycleMs: the whole poll cycle including it",
+  policyFleet:
+    "one start of the exporter on its schedule, counted until the given number of policy runs ended: requests to the policy's routes by the simulator's counters between each run's start and end; lines of the policy's logger in the same window (pino at info); skipped ticks from /metrics; firstActionMs from startExporter to the first dry_run audit line; busy / active acted on: dry_run sandboxes the simulator has at or over cpuBelowPercent / with a log line within idleFor",
+};
 const withScale = process.argv.includes("--1m");
+const onlyAt = process.argv.indexOf("--only");
+const only = onlyAt < 0 ? undefined : process.argv[onlyAt + 1];
+if (only !== undefined && only !== "policy")
+  throw new Error(`--only takes "policy" (the one case that runs alone), not ${only}`);
 const t0 = performance.now();
 // Other work on the machine skews every figure: the load before and after goes into the results.
 const loadAtStart = loadavg();
 
-const exporterChild = buildExporterChild();
-const bareScript = compiledChild(exporterChild, "bare-loop-child");
-const flags = exporterChild.nodeFlags;
-// The floor under any node process's RSS, for comparison with the exporter child's.
-const idleNodeMB = Number(
-  execFileSync(
-    process.execPath,
-    [...flags, "--expose-gc", "-e", "gc(); console.log(process.memoryUsage().rss / 1048576)"],
-    { encoding: "utf8" },
-  ).trim(),
-);
-const sim = await forkChild<{ apiUrl: string }>("bench/sim-child.ts", [String(SANDBOXES)]);
-const bare = await forkChild<{ idleMemoryMB: Record<string, number> }>(
-  bareScript,
-  [sim.ready.apiUrl],
-  flags,
-);
-let off: Awaited<ReturnType<typeof exporterCase>>;
-let on: Awaited<ReturnType<typeof exporterCase>>;
-let latency: Awaited<ReturnType<typeof latencyCase>>;
-let simMemory: Record<string, number>;
-try {
-  off = await exporterCase(exporterChild, sim.ready.apiUrl, "off", SCRAPES, bare);
-  on = await exporterCase(exporterChild, sim.ready.apiUrl, "on", SCRAPES, undefined);
-  latency = await latencyCase(exporterChild, sim.ready.apiUrl, LATENCY);
-  simMemory = await sim.call("memory");
-} finally {
-  await bare.stop();
-  await sim.stop();
-}
-// The same fleet paged newest first, as E2B pages it: the exporter then sorts each walk.
-const simByStart = await forkChild<{ apiUrl: string }>("bench/sim-child.ts", [
-  String(SANDBOXES),
-  "started",
-]);
-const bareByStart = await forkChild(bareScript, [simByStart.ready.apiUrl], flags);
-let byStart: Awaited<ReturnType<typeof pollCase>>;
-try {
-  byStart = await pollCase(exporterChild, simByStart.ready.apiUrl, bareByStart);
-} finally {
-  await bareByStart.stop();
-  await simByStart.stop();
-}
-const render = renderComparison(exporterChild, SANDBOXES);
-const probe = await probeTiming(exporterChild, PROBE_RUNS);
-const policy = await policyCost(SANDBOXES);
-const demo = await demoStartup();
-const defaultSeconds = (performance.now() - t0) / 1000;
-const scale = withScale ? await scaleCases(exporterChild, SCALE_SANDBOXES) : undefined;
-const scaleSeconds = (performance.now() - t0) / 1000 - defaultSeconds;
-
-const cpu = cpus();
-const pollRuns = `median of ${MEASURED_CYCLES} paired runs after ${WARM_CYCLES} warm-up runs each`;
-const results = {
-  date: new Date().toISOString(),
-  node: process.version,
-  machine: {
+/** The machine and its load, in every results file. */
+function machine() {
+  const cpu = cpus();
+  return {
     cpus: cpu.length,
     model: cpu[0]?.model ?? "",
     memoryGB: totalmem() / 2 ** 30,
     loadAverage1m: { start: loadAtStart[0], end: loadavg()[0] },
-  },
-  sandboxes: SANDBOXES,
-  benchSeconds: { default: defaultSeconds, ...(withScale ? { scale1M: scaleSeconds } : {}) },
-  isolation: `exporter, bare loop and render comparison compiled to JS on plain node with the node flags of the image's ENTRYPOINT (${flags.join(" ") || "none"}), each in its own child process; simulator under tsx in another; scrape client in the parent`,
-  pollCycle: {
-    cycleMs: off.cycleMs,
-    walkMs: off.walkMs,
-    cycleCpuMs: off.cycleCpuMs,
-    bareUndiciLoopMs: off.bareLoopMs,
-    bareUndiciLoopCpuMs: off.bareLoopCpuMs,
-    ratio: off.cycleMs / (off.bareLoopMs ?? Number.NaN),
-    runs: off.runs,
-    statistic: pollRuns,
-    target: "<= 1.3",
-  },
-  pollCycleNewestFirst: {
-    cycleMs: byStart.cycleMs,
-    bareUndiciLoopMs: byStart.bareLoopMs,
-    ratio: byStart.cycleMs / (byStart.bareLoopMs ?? Number.NaN),
-    cycleCpuMs: byStart.cycleCpuMs,
-    bareUndiciLoopCpuMs: byStart.bareLoopCpuMs,
-    runs: byStart.runs,
-    statistic: pollRuns,
-    order: "start time, newest first, then id (E2B's order)",
-  },
-  pollCycleOn: { cycleMs: on.cycleMs, runs: on.runs, statistic: `median of ${on.runs} cycles` },
-  scrapeOff: { ...off.scrape, target: "p99 < 20 ms" },
-  scrapeOn: { ...on.scrape, target: "p99 < 100 ms" },
-  gzipOff: off.gzip,
-  gzipOn: { ...on.gzip, target: "p99 < 100 ms" },
-  scrapeMeasured: `${SCRAPES} scrapes back to back after 5 unmeasured, one connection, no cycle running: the cached body`,
-  render: {
-    ...render,
-    renderVsRender: render.promClient.renderMs / render.ours.steadyMs,
-    firstVsFirst: (render.promClient.loadMs + render.promClient.renderMs) / render.ours.firstMs,
-    cachedScrapeP99VsPromClientRender: render.promClient.renderMs / on.scrape.p99Ms,
-    measured: `medians of ${render.runs} after one unmeasured; ours: ExporterMetrics.update of a snapshot of the simulator's fleet, per-sandbox on (aggregates, churn and the four per-sandbox families), first render by a fresh instance and re-render of a walk with 1 % of sandboxes changed (steadyAsyncMs: the same through updateAsync); prom-client: loadMs resets and sets its four gauges from the same fleet, renderMs is registry.metrics()`,
-    target: "prom-client render / ours >= 5x",
-  },
-  latencyDuringCycles: {
-    ...latency,
-    measured: `one run: per-sandbox on, a cycle every ${LATENCY.scheduleMs} ms for ${LATENCY.forMs / 1000} s while the parent scrapes every ${latency.scrapeEveryMs} ms as Prometheus 2.42 (its Accept header, gzip, one connection); duringCycles: scrapes overlapping a cycle from its start until its body and gzip were cached; idle: ${LATENCY.idleMs / 1000} s of the same scrapes with no cycle; loop delay: the exporter's own event-loop monitor`,
-    target: "p99 < 50 ms during cycles",
-  },
-  rss: {
-    offAfterCyclesMB: off.memory.afterCycles.rss,
-    onAfterCyclesMB: on.memory.afterCycles.rss,
-    offAfterCyclesForcedGcMB: off.memory.afterCyclesForcedGc.rss,
-    onAfterCyclesForcedGcMB: on.memory.afterCyclesForcedGc.rss,
-    offAfterScrapesMB: off.memory.afterScrapes.rss,
-    onAfterScrapesMB: on.memory.afterScrapes.rss,
-    offAfterScrapesForcedGcMB: off.memory.afterScrapesForcedGc.rss,
-    onAfterScrapesForcedGcMB: on.memory.afterScrapesForcedGc.rss,
-    exporterStartedMB: off.memory.start.rss,
-    idleNodeMB,
-    idleChildMB: bare.ready.idleMemoryMB.rss,
-    simulatorMB: simMemory.rss,
-    measured: `the exporter child's process.memoryUsage().rss, one reading each: after its ${WARM_CYCLES + MEASURED_CYCLES} cycles as is, then after a forced full GC (global.gc()); after the ${2 * SCRAPES + 10} scrapes, as is and after a forced GC. idleNodeMB: an empty node process; idleChildMB: the idle bare-loop child (compiled, same flags)`,
-    target: "off < 150 MB, on < 400 MB",
-  },
-  memoryMB: { off: off.memory, on: on.memory },
-  probeTiming: {
-    ...probe,
-    compared:
-      "start: delayed minus no-delay start; end: (end - first_data) delayed minus no-delay, as the simulator waits endDelayMs after the last output; endTotal: delayed minus no-delay end (both delays); medians of `runs` each",
-    target: "|error| <= 2 ms",
-  },
-  demoStartup: { ...demo, target: "first /metrics answer < 5000 ms" },
-  policyCycle: {
-    ...policy,
-    runs: 1,
-    measured:
-      "one cold and one warm run; in-process simulator and exporter under tsx; policyMs: the engine's run (log reads, evaluation, dry-run actions); cycleMs: the whole poll cycle including it",
-  },
-  ...(scale
-    ? {
-        scale: {
-          ...scale,
-          cases: scale.cases.map((c) => ({
-            ...c,
-            ratio: c.poll.cycleMs / (c.poll.bareLoopMs ?? Number.NaN),
-          })),
-          measured:
-            "one simulator of 1,000,000 sandboxes; per case: two cycles (RSS as is and after a forced GC after each), 20 gzip scrapes, then 3 paired runs with the bare loop (medians)",
-        },
-      }
-    : {}),
-};
-writeFileSync("bench/results.json", `${JSON.stringify(results, null, 2)}\n`);
-printTable(results, { off, on, byStart, probe, policy, demo, render, latency, scale });
-console.log(
-  `\nwritten to bench/results.json; ${defaultSeconds.toFixed(0)} s${withScale ? ` + ${scaleSeconds.toFixed(0)} s for the 1M cases` : ""}`,
-);
+  };
+}
+
+if (only === "policy") {
+  const policy = await policyCost(SANDBOXES);
+  const fleet = await policyFleet(SANDBOXES, POLICY);
+  const results = {
+    date: new Date().toISOString(),
+    node: process.version,
+    machine: machine(),
+    sandboxes: SANDBOXES,
+    benchSeconds: { policy: (performance.now() - t0) / 1000 },
+    policyCycle: { ...policy, runs: 1, measured: POLICY_MEASURED.policyCycle },
+    policyFleet: { ...fleet, measured: POLICY_MEASURED.policyFleet },
+  };
+  // Apart from bench/results.json, which holds a whole run.
+  mkdirSync(".tmp/bench", { recursive: true });
+  writeFileSync(".tmp/bench/results-policy.json", `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`\nsandbox-exporter bench, policy cases only, ${SANDBOXES} sandboxes`);
+  printMachine(results.machine);
+  printPolicy(policy, fleet);
+  console.log(
+    `\nwritten to .tmp/bench/results-policy.json; ${results.benchSeconds.policy.toFixed(0)} s`,
+  );
+} else await everything();
+
+/** Every case but the 1M ones unless --1m; figures to bench/results.json. */
+async function everything(): Promise<void> {
+  const exporterChild = buildExporterChild();
+  const bareScript = compiledChild(exporterChild, "bare-loop-child");
+  const flags = exporterChild.nodeFlags;
+  // The floor under any node process's RSS, for comparison with the exporter child's.
+  const idleNodeMB = Number(
+    execFileSync(
+      process.execPath,
+      [...flags, "--expose-gc", "-e", "gc(); console.log(process.memoryUsage().rss / 1048576)"],
+      { encoding: "utf8" },
+    ).trim(),
+  );
+  const sim = await forkChild<{ apiUrl: string }>("bench/sim-child.ts", [String(SANDBOXES)]);
+  const bare = await forkChild<{ idleMemoryMB: Record<string, number> }>(
+    bareScript,
+    [sim.ready.apiUrl],
+    flags,
+  );
+  let off: Awaited<ReturnType<typeof exporterCase>>;
+  let on: Awaited<ReturnType<typeof exporterCase>>;
+  let latency: Awaited<ReturnType<typeof latencyCase>>;
+  let simMemory: Record<string, number>;
+  try {
+    off = await exporterCase(exporterChild, sim.ready.apiUrl, "off", SCRAPES, bare);
+    on = await exporterCase(exporterChild, sim.ready.apiUrl, "on", SCRAPES, undefined);
+    latency = await latencyCase(exporterChild, sim.ready.apiUrl, LATENCY);
+    simMemory = await sim.call("memory");
+  } finally {
+    await bare.stop();
+    await sim.stop();
+  }
+  // The same fleet paged newest first, as E2B pages it: the exporter then sorts each walk.
+  const simByStart = await forkChild<{ apiUrl: string }>("bench/sim-child.ts", [
+    String(SANDBOXES),
+    "started",
+  ]);
+  const bareByStart = await forkChild(bareScript, [simByStart.ready.apiUrl], flags);
+  let byStart: Awaited<ReturnType<typeof pollCase>>;
+  try {
+    byStart = await pollCase(exporterChild, simByStart.ready.apiUrl, bareByStart);
+  } finally {
+    await bareByStart.stop();
+    await simByStart.stop();
+  }
+  const render = renderComparison(exporterChild, SANDBOXES);
+  const probe = await probeTiming(exporterChild, PROBE_RUNS);
+  const policy = await policyCost(SANDBOXES);
+  const fleet = await policyFleet(SANDBOXES, POLICY);
+  const demo = await demoStartup();
+  const defaultSeconds = (performance.now() - t0) / 1000;
+  const scale = withScale ? await scaleCases(exporterChild, SCALE_SANDBOXES) : undefined;
+  const scaleSeconds = (performance.now() - t0) / 1000 - defaultSeconds;
+
+  const pollRuns = `median of ${MEASURED_CYCLES} paired runs after ${WARM_CYCLES} warm-up runs each`;
+  const results = {
+    date: new Date().toISOString(),
+    node: process.version,
+    machine: machine(),
+    sandboxes: SANDBOXES,
+    benchSeconds: { default: defaultSeconds, ...(withScale ? { scale1M: scaleSeconds } : {}) },
+    isolation: `exporter, bare loop and render comparison compiled to JS on plain node with the node flags of the image's ENTRYPOINT (${flags.join(" ") || "none"}), each in its own child process; simulator under tsx in another; scrape client in the parent`,
+    pollCycle: {
+      cycleMs: off.cycleMs,
+      walkMs: off.walkMs,
+      cycleCpuMs: off.cycleCpuMs,
+      bareUndiciLoopMs: off.bareLoopMs,
+      bareUndiciLoopCpuMs: off.bareLoopCpuMs,
+      ratio: off.cycleMs / (off.bareLoopMs ?? Number.NaN),
+      runs: off.runs,
+      statistic: pollRuns,
+      target: "<= 1.3",
+    },
+    pollCycleNewestFirst: {
+      cycleMs: byStart.cycleMs,
+      bareUndiciLoopMs: byStart.bareLoopMs,
+      ratio: byStart.cycleMs / (byStart.bareLoopMs ?? Number.NaN),
+      cycleCpuMs: byStart.cycleCpuMs,
+      bareUndiciLoopCpuMs: byStart.bareLoopCpuMs,
+      runs: byStart.runs,
+      statistic: pollRuns,
+      order: "start time, newest first, then id (E2B's order)",
+    },
+    pollCycleOn: { cycleMs: on.cycleMs, runs: on.runs, statistic: `median of ${on.runs} cycles` },
+    scrapeOff: { ...off.scrape, target: "p99 < 20 ms" },
+    scrapeOn: { ...on.scrape, target: "p99 < 100 ms" },
+    gzipOff: off.gzip,
+    gzipOn: { ...on.gzip, target: "p99 < 100 ms" },
+    scrapeMeasured: `${SCRAPES} scrapes back to back after 5 unmeasured, one connection, no cycle running: the cached body`,
+    render: {
+      ...render,
+      renderVsRender: render.promClient.renderMs / render.ours.steadyMs,
+      firstVsFirst: (render.promClient.loadMs + render.promClient.renderMs) / render.ours.firstMs,
+      cachedScrapeP99VsPromClientRender: render.promClient.renderMs / on.scrape.p99Ms,
+      measured: `medians of ${render.runs} after one unmeasured; ours: ExporterMetrics.update of a snapshot of the simulator's fleet, per-sandbox on (aggregates, churn and the four per-sandbox families), first render by a fresh instance and re-render of a walk with 1 % of sandboxes changed (steadyAsyncMs: the same through updateAsync); prom-client: loadMs resets and sets its four gauges from the same fleet, renderMs is registry.metrics()`,
+      target: "prom-client render / ours >= 5x",
+    },
+    latencyDuringCycles: {
+      ...latency,
+      measured: `one run: per-sandbox on, a cycle every ${LATENCY.scheduleMs} ms for ${LATENCY.forMs / 1000} s while the parent scrapes every ${latency.scrapeEveryMs} ms as Prometheus 2.42 (its Accept header, gzip, one connection); duringCycles: scrapes overlapping a cycle from its start until its body and gzip were cached; idle: ${LATENCY.idleMs / 1000} s of the same scrapes with no cycle; loop delay: the exporter's own event-loop monitor`,
+      target: "p99 < 50 ms during cycles",
+    },
+    rss: {
+      offAfterCyclesMB: off.memory.afterCycles.rss,
+      onAfterCyclesMB: on.memory.afterCycles.rss,
+      offAfterCyclesForcedGcMB: off.memory.afterCyclesForcedGc.rss,
+      onAfterCyclesForcedGcMB: on.memory.afterCyclesForcedGc.rss,
+      offAfterScrapesMB: off.memory.afterScrapes.rss,
+      onAfterScrapesMB: on.memory.afterScrapes.rss,
+      offAfterScrapesForcedGcMB: off.memory.afterScrapesForcedGc.rss,
+      onAfterScrapesForcedGcMB: on.memory.afterScrapesForcedGc.rss,
+      exporterStartedMB: off.memory.start.rss,
+      idleNodeMB,
+      idleChildMB: bare.ready.idleMemoryMB.rss,
+      simulatorMB: simMemory.rss,
+      measured: `the exporter child's process.memoryUsage().rss, one reading each: after its ${WARM_CYCLES + MEASURED_CYCLES} cycles as is, then after a forced full GC (global.gc()); after the ${2 * SCRAPES + 10} scrapes, as is and after a forced GC. idleNodeMB: an empty node process; idleChildMB: the idle bare-loop child (compiled, same flags)`,
+      target: "off < 150 MB, on < 400 MB",
+    },
+    memoryMB: { off: off.memory, on: on.memory },
+    probeTiming: {
+      ...probe,
+      compared:
+        "start: delayed minus no-delay start; end: (end - first_data) delayed minus no-delay, as the simulator waits endDelayMs after the last output; endTotal: delayed minus no-delay end (both delays); medians of `runs` each",
+      target: "|error| <= 2 ms",
+    },
+    demoStartup: { ...demo, target: "first /metrics answer < 5000 ms" },
+    policyCycle: { ...policy, runs: 1, measured: POLICY_MEASURED.policyCycle },
+    policyFleet: { ...fleet, measured: POLICY_MEASURED.policyFleet },
+    ...(scale
+      ? {
+          scale: {
+            ...scale,
+            cases: scale.cases.map((c) => ({
+              ...c,
+              ratio: c.poll.cycleMs / (c.poll.bareLoopMs ?? Number.NaN),
+            })),
+            measured:
+              "one simulator of 1,000,000 sandboxes; per case: two cycles (RSS as is and after a forced GC after each), 20 gzip scrapes, then 3 paired runs with the bare loop (medians)",
+          },
+        }
+      : {}),
+  };
+  writeFileSync("bench/results.json", `${JSON.stringify(results, null, 2)}\n`);
+  printTable(results, {
+    off,
+    on,
+    byStart,
+    probe,
+    policy,
+    policyFleet: fleet,
+    demo,
+    render,
+    latency,
+    scale,
+  });
+  console.log(
+    `\nwritten to bench/results.json; ${defaultSeconds.toFixed(0)} s${withScale ? ` + ${scaleSeconds.toFixed(0)} s for the 1M cases` : ""}`,
+  );
+}

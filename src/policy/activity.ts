@@ -81,6 +81,8 @@ export class ActivityTracker {
       sample?: ReadonlySet<Sandbox>;
       /** Idle sandboxes worth knowing this run (the actions it may take). */
       enough?: number;
+      /** Ids no action can reach this run (cooldown): known idle, they do not count as enough. */
+      spent?: ReadonlySet<string>;
       /** Past `until` (epoch ms, read from `clock`) no read starts. */
       until?: number;
       clock?: () => number;
@@ -91,6 +93,7 @@ export class ActivityTracker {
     const until = opts.until ?? Number.POSITIVE_INFINITY;
     const enough = opts.enough ?? Number.POSITIVE_INFINITY;
     const sample = opts.sample ?? new Set<Sandbox>();
+    const spent = opts.spent ?? new Set<string>();
     const generation = this.generation;
     const next = new Map<string, CacheEntry>();
     const unknown: Sandbox[] = [];
@@ -100,7 +103,7 @@ export class ActivityTracker {
       if (hit && hit.startedAt === s.startedAt && hit.at !== undefined && !sample.has(s)) {
         stats.cacheHits++;
         next.set(s.id, hit);
-        if (now - hit.at >= idleFor) idle++;
+        if (now - hit.at >= idleFor && !spent.has(s.id)) idle++;
       } else if (!sample.has(s)) unknown.push(s);
     }
     // Oldest first: the likeliest to be idle, and the ones a limit should reach first.
@@ -135,7 +138,7 @@ export class ActivityTracker {
         }
         next.set(s.id, { ...a, startedAt: s.startedAt });
         const idleFor = wanted.get(s) as number;
-        if (a.at !== undefined && now - a.at >= idleFor) idle++;
+        if (a.at !== undefined && now - a.at >= idleFor && !spent.has(s.id)) idle++;
       });
     }
     if (generation === this.generation) this.cache = next;

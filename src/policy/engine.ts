@@ -173,9 +173,14 @@ export class PolicyEngine {
     const samples = this.samples(own, now);
     const sample = new Set([...samples.values()].flat());
     const asked = this.idleAsked(own, now);
+    const cooling = this.cooling();
+    // A sandbox first found idle now is acted on consecutiveCycles runs later: knowing that many
+    // runs' worth of actions keeps every run's budget filled (and no more is read).
+    const enough = spec.maxActionsPerCycle * spec.consecutiveCycles;
     const read = await this.activity.lastActivity(asked, now, {
       sample,
-      enough: spec.maxActionsPerCycle,
+      enough,
+      spent: cooling,
       until,
       clock,
     });
@@ -184,7 +189,7 @@ export class PolicyEngine {
     const activity = new Map<string, number | undefined>();
     for (const [id, a] of read.activity) activity.set(id, a.at);
     const busy = spec.activity.usage
-      ? await this.usageCheck(asked, activity, sample, spec, now, { until, clock })
+      ? await this.usageCheck(asked, activity, sample, cooling, enough, spec, now, { until, clock })
       : undefined;
     const estimates = this.estimate(samples, read.activity, now, busy?.busy);
     const evaluation = evaluatePolicy({
@@ -280,6 +285,8 @@ export class PolicyEngine {
     asked: ReadonlyMap<Sandbox, number>,
     activity: Map<string, number | undefined>,
     sample: ReadonlySet<Sandbox>,
+    cooling: ReadonlySet<string>,
+    enough: number,
     spec: PolicySpec,
     now: number,
     budget: { until: number; clock: () => number },
@@ -290,11 +297,14 @@ export class PolicyEngine {
       const at = activity.get(s.id);
       if (at !== undefined && now - at >= idleFor) idleByLogs.push(s);
     }
-    // The sample first (the estimate needs it), then the longest idle.
+    // The sample first (the estimate needs it), then those a run can act on: the ones already
+    // held on an earlier run's idle streak (unchecked, their streak would start over), then the
+    // longest idle; sandboxes in cooldown last, and they never count toward the run's actions.
+    const held = new Set([...this.memory.streaks.keys()].map(idOfKey));
+    const rank = (x: Sandbox) =>
+      sample.has(x) ? 0 : cooling.has(x.id) ? 3 : held.has(x.id) ? 1 : 2;
     idleByLogs.sort(
-      (a, b) =>
-        Number(sample.has(b)) - Number(sample.has(a)) ||
-        (activity.get(a.id) ?? 0) - (activity.get(b.id) ?? 0),
+      (a, b) => rank(a) - rank(b) || (activity.get(a.id) ?? 0) - (activity.get(b.id) ?? 0),
     );
     const busy = new Set<string>();
     const checked = new Set<string>();
@@ -304,7 +314,7 @@ export class PolicyEngine {
     for (let at = 0; at < idleByLogs.length; at += USAGE_BATCH) {
       const part = idleByLogs.slice(at, at + USAGE_BATCH);
       const sampled = part.some((s) => sample.has(s));
-      if (!sampled && idleByBoth >= spec.maxActionsPerCycle) break;
+      if (!sampled && idleByBoth >= enough) break;
       if (requests >= spec.activity.maxReadsPerRun || budget.clock() >= budget.until) break;
       requests++;
       let usage: Map<string, SandboxUsage>;
@@ -319,7 +329,7 @@ export class PolicyEngine {
         if (u === undefined) continue;
         checked.add(s.id);
         if (u.cpuPct >= below) busy.add(s.id);
-        else idleByBoth++;
+        else if (!cooling.has(s.id)) idleByBoth++;
       }
     }
     for (const s of idleByLogs) {
@@ -420,6 +430,11 @@ export class PolicyEngine {
     if (now - s.startedAt > this.spec.maxSnapshotAgeMs) return "stale";
     if (!s.collectors.health.success || s.health?.up !== true) return "health_down";
     return undefined;
+  }
+
+  /** Ids an action took recently (dry-run too): their cooldown keeps this run from acting again. */
+  private cooling(): Set<string> {
+    return new Set([...this.memory.lastAction.keys()].map(idOfKey));
   }
 
   /** Sandbox -> the shortest idleFor asked of it, over rules whose cheap filters it passes. */
@@ -524,4 +539,9 @@ export function wilsonUpper(k: number, n: number): number {
   const centre = p + z2n / 2;
   const spread = z * Math.sqrt((p * (1 - p)) / n + z2n / (4 * n));
   return Math.min(1, (centre + spread) / (1 + z2n));
+}
+
+/** The sandbox id of a `rule\0id` memory key. */
+function idOfKey(key: string): string {
+  return key.slice(key.indexOf("\0") + 1);
 }

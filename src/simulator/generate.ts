@@ -1,7 +1,8 @@
 // Deterministic fixture generation: the same seed always builds the same fleet.
 
-import type { SandboxInit, SimNode, SimTemplate } from "./model.js";
+import type { SandboxInit, SimNode, SimSandbox, SimTemplate } from "./model.js";
 import type { Prng } from "./prng.js";
+import { BUSY_CPU_PCT, IDLE_CPU_PCT } from "./usage.js";
 
 const ALIASES = ["base", "code-interpreter", "desktop", "python-data", "node-web"];
 const TEAMS = ["ml", "web", "data", "infra"];
@@ -112,4 +113,52 @@ export function generateSandbox(
     envdVersion: template.envdVersion,
     nodeID: nodes.length > 0 ? rng.pick(nodes).nodeID : "",
   };
+}
+
+/** What a running sandbox of a mixed fleet does: see applyActivityMix. */
+export type ActivityKind = "idle" | "silent_busy" | "active";
+
+/** Shares (0..1) of the running sandboxes that are idle and silent-but-busy; the rest are active. */
+export interface ActivityMix {
+  idle: number;
+  silentBusy: number;
+  /** Newest log entry of an idle or silent-but-busy sandbox at least this long ago. */
+  quietForMs: number;
+  /** Newest log entry of an active sandbox this long ago (or newer). */
+  activeAgoMs: number;
+}
+
+/**
+ * Gives the running sandboxes a known mix, in exact shares: idle (quiet logs, idle CPU),
+ * silent-but-busy (quiet logs, busy CPU: a computation that writes no log line) and active (a
+ * recent log line, idle CPU). Sandboxes are taken in generation order, which is random with respect
+ * to ids and start times. A quiet one that started too recently to be quiet is started earlier:
+ * call this before any log of the fleet is read. Returns each running sandbox's kind.
+ */
+export function applyActivityMix(
+  sandboxes: Iterable<SimSandbox>,
+  runningStates: ReadonlySet<string>,
+  mix: ActivityMix,
+  now: number,
+): Map<string, ActivityKind> {
+  const running = [...sandboxes].filter((s) => runningStates.has(s.state));
+  const busy = Math.round(running.length * mix.silentBusy);
+  const quiet = busy + Math.round(running.length * mix.idle);
+  const kinds = new Map<string, ActivityKind>();
+  running.forEach((s, i) => {
+    const kind: ActivityKind = i < busy ? "silent_busy" : i < quiet ? "idle" : "active";
+    kinds.set(s.sandboxID, kind);
+    s.cpuPct = kind === "silent_busy" ? BUSY_CPU_PCT : IDLE_CPU_PCT;
+    if (kind === "active") {
+      // Generated log entries follow the start: one a few minutes ago makes the sandbox active.
+      const at = now - mix.activeAgoMs;
+      const logs = s.logs;
+      if ((logs.at(-1)?.timestamp ?? 0) < at)
+        logs.push({ timestamp: at, line: "work", level: "info" });
+    } else {
+      // Logs are generated from the start, a few seconds apart, when first read.
+      s.startedAt = Math.min(s.startedAt, now - mix.quietForMs - 60_000);
+    }
+  });
+  return kinds;
 }

@@ -386,8 +386,12 @@ rules:
     const rules = `${IDLE_RULE()}\nmaxActionsPerCycle: 3\nactivity: { sampleSize: 5 }\n`;
     const { exporter: e } = await exporter(p, rules);
     await e.runCycle();
-    // The 5 sampled are read fresh; they are idle, so 3 actions' worth is known: no more reads.
-    expect(p.sim.counters.get(LOGS)).toBe(5);
+    // The 5 sampled are read fresh and idle. A sandbox found idle now is acted on 2 runs later
+    // (consecutiveCycles), so 3 actions x 2 runs = 6 idle are worth knowing: one batch of 8 more.
+    expect(p.sim.counters.get(LOGS)).toBe(13);
+    await e.runCycle();
+    // The next run reads only the 5 of its new sample: 13 idle are known, none acted on yet.
+    expect(p.sim.counters.get(LOGS)).toBe(18);
     const s = (await (await fetch(`${e.server.url}/status`)).json()) as {
       policy: { rules: Array<{ sample?: { sampled: number; idle: number } }> };
     };
@@ -798,6 +802,24 @@ describe("resource usage as an idle signal", () => {
     const m = await scrape(e);
     expect(metric(m, 'sandbox_policy_candidates{rule="idle"}')).toBe(1);
     expect(metric(m, 'sandbox_policy_usage_reads_total{result="ok"}')).toBe(1);
+  });
+
+  it("fills the run's actions every run on a fleet idle far beyond them, checking held streaks first", async () => {
+    const p = await platform();
+    // More idle sandboxes than one usage batch (100 ids), and a budget that is a good share of it.
+    for (let i = 0; i < 300; i++) p.add(2 * 60 * MIN + i * 1_000, { cpuPct: 0.5 });
+    const rules = `${IDLE_RULE()}\nconsecutiveCycles: 2\nmaxActionsPerCycle: 40\nactivity: { sampleSize: 10, usage: { cpuBelowPercent: 2 } }\n`;
+    const { exporter: e } = await exporter(p, rules);
+    const perRun: number[] = [];
+    for (let run = 0; run < 5; run++) {
+      await e.runCycle();
+      const outcomes = e.policy?.lastRun?.outcomes ?? [];
+      perRun.push(outcomes.filter((o) => o.result === "dry_run").length);
+      p.clock.advance(1_000);
+    }
+    // The first run starts the streaks; every later one acts on its full budget, on new sandboxes
+    // (those acted on are in cooldown, and must not take the places of those that can be).
+    expect(perRun).toEqual([0, 40, 40, 40, 40]);
   });
 
   it("finds nothing idle when usage cannot be read", async () => {
