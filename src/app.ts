@@ -14,10 +14,10 @@ import { RequestLimiter } from "./platform/control/limiter.js";
 import { DataClient } from "./platform/data/data.js";
 import { PolicyEngine } from "./policy/engine.js";
 import { PolicyLoop } from "./policy/policy-loop.js";
-import { Prober } from "./probe/prober.js";
+import { ProbeService } from "./probe/probe-service.js";
 import { type RunningServer, startServer } from "./server/server.js";
 import { statusReport } from "./server/status.js";
-import type { Clock } from "./util/clock.js";
+import { type Clock, systemClock } from "./util/clock.js";
 import { startSchedule, tickInterval } from "./util/schedule.js";
 import { Secrets } from "./util/secrets.js";
 import { VERSION } from "./version.js";
@@ -44,7 +44,7 @@ export interface Exporter {
   readonly metrics: ExporterMetrics;
   readonly poller: Poller;
   /** The synthetic prober, when probes are enabled. */
-  readonly prober: Prober | undefined;
+  readonly prober: ProbeService | undefined;
   /** The policy engine, when policy is enabled. */
   readonly policy: PolicyEngine | undefined;
   /** Re-reads the config and policy files; a bad file is rejected and the old one kept. */
@@ -201,11 +201,14 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     if ((await poller.tick()).walkBusy) onSkip();
   };
   const onError = (err: unknown): void => logger.error({ err: String(err) }, "poll cycle failed");
+  // The first cycle runs at start (below): the schedule's first tick comes an interval later,
+  // not at the next whole second while that cycle still walks. croner keeps the system's time.
   const schedule = startSchedule(
     deps.manual ? undefined : config.poll.schedule,
     cycle,
     onSkip,
     onError,
+    { firstTickAt: systemClock.now() + pollIntervalMs - 500 },
   );
   const reload = async (): Promise<{ ok: boolean; error?: string }> => {
     try {
@@ -328,7 +331,7 @@ function newProber(
   secrets: Secrets,
   metrics: ExporterMetrics,
   deps: AppDeps,
-): Prober {
+): ProbeService {
   const p = config.platform;
   const data = new DataClient({
     sandboxDomain: p.sandboxDomain,
@@ -340,7 +343,7 @@ function newProber(
     secrets,
   });
   const probe = config.probe;
-  return new Prober({
+  return new ProbeService({
     control,
     data,
     registry: metrics.registry,
@@ -348,11 +351,20 @@ function newProber(
     logger: deps.logger,
     namespace: config.metrics.namespace,
     instance: probe.instance,
-    template: probe.template,
-    filePath: probe.filePath,
-    command: probe.command,
-    schedule: deps.manual ? null : probe.schedule,
-    phaseTimeoutMs: probe.phaseTimeoutMs,
-    totalTimeoutMs: probe.timeoutMs,
+    concurrency: probe.concurrency,
+    states: config.states,
+    modules: probe.modules.map((m) => ({
+      module: m.name,
+      template: m.template,
+      schedule: deps.manual ? null : m.schedule,
+      steps: m.phases,
+      command: m.command,
+      filePath: m.filePath,
+      totalTimeoutMs: m.timeoutMs,
+      phaseTimeoutMs: m.phaseTimeoutMs,
+      phaseTimeouts: m.phaseTimeouts,
+      lifecycleRounds: m.lifecycleRounds,
+      labels: m.labels,
+    })),
   });
 }

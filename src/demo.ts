@@ -16,16 +16,41 @@ function wantsE2b(args: readonly string[]): boolean {
   return args.includes("--flavor=e2b") || (i >= 0 && args[i + 1] === "e2b");
 }
 
+/** The demo's files (config, admin token), removed when it exits. */
+const demoDir = mkdtempSync(join(tmpdir(), "sandbox-exporter-demo-"));
+process.on("exit", () => rmSync(demoDir, { recursive: true, force: true }));
+
 /**
  * The exporter flags that give it the admin token E2B wants on /nodes, from a file as in
- * production (the flag takes no value); the file goes when the demo exits.
+ * production (the flag takes no value).
  */
 function adminTokenFlags(): string[] {
-  const dir = mkdtempSync(join(tmpdir(), "sandbox-exporter-demo-"));
-  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
-  const file = join(dir, "admin-token");
+  const file = join(demoDir, "admin-token");
   writeFileSync(file, DEMO_ADMIN_TOKEN, { mode: 0o600 });
   return ["--admin-token-file", file];
+}
+
+/**
+ * Two probe modules, as a config file (modules have no flags): the quick one every 15 s, and one
+ * that also pauses and resumes its sandbox twice, every 30 s.
+ */
+function probeModulesFlags(): string[] {
+  const file = join(demoDir, "probes.yaml");
+  const yaml = [
+    "probe:",
+    "  enabled: true",
+    "  template: base",
+    "  modules:",
+    "    - name: quick",
+    "      schedule: 15s",
+    "    - name: lifecycle",
+    "      schedule: 30s",
+    "      phases: [exec, file, lifecycle]",
+    "      lifecycleRounds: 2",
+    "",
+  ].join("\n");
+  writeFileSync(file, yaml);
+  return ["--config", file];
 }
 
 const e2b = wantsE2b(process.argv.slice(2));
@@ -52,12 +77,8 @@ const exporter = await main(
     "--poll-schedule",
     "5s",
     "--per-sandbox-metrics",
-    // Synthetic probes through the simulator's data plane, every 15 s.
-    "--probe",
-    "--probe-schedule",
-    "15s",
-    "--probe-template",
-    "base",
+    // Synthetic probes through the simulator's data plane: two modules.
+    ...probeModulesFlags(),
     ...dataPlaneFlags(sim.dataPort),
     // The example rules, in dry-run: the plan is on /status, the audit in the log.
     "--policy",

@@ -148,9 +148,13 @@ describe("sandbox-exporter CLI", () => {
       const printed = await waitForOutput(out, (t) => /metrics:\s+http/.test(t), 300);
       const url = /metrics:\s+(http:\S+)\/metrics/.exec(printed)?.[1];
       expect(url, printed).toBeDefined();
-      // Bounded wait for the first cycle's policy run (the gauge is 0 until then).
+      // Bounded wait for the first cycle's policy run (the gauge is 0 until then) and the first
+      // run of both probe modules, the quick one and the pause/resume one.
       let text = "";
-      const ran = (t: string) => /^sandbox_policy_last_run_timestamp_seconds [1-9]/m.test(t);
+      const ran = (t: string) =>
+        /^sandbox_policy_last_run_timestamp_seconds [1-9]/m.test(t) &&
+        /^sandbox_probe_success\{module="quick",template="base"\} 1$/m.test(t) &&
+        /^sandbox_probe_success\{module="lifecycle",template="base"\} 1$/m.test(t);
       for (let i = 0; i < 100 && !ran(text); i++) {
         text = await (await fetch(`${url}/metrics`)).text();
         if (!ran(text)) await new Promise((r) => setTimeout(r, 100));
@@ -159,10 +163,14 @@ describe("sandbox-exporter CLI", () => {
       expect(text).toContain("sandbox_platform_up 1");
       expect(text).toMatch(/sandbox_sandbox_info\{/);
       expect(text).toMatch(/sandbox_policy_candidates\{rule="idle-dev"\}/);
-      expect(text).toContain("# TYPE sandbox_probe_success gauge");
+      expect(text).toMatch(
+        /^sandbox_probe_phase_duration_seconds\{module="lifecycle",[^}]*phase="resume"\} /m,
+      );
       const status = (await (await fetch(`${url}/status`)).json()) as {
         policy?: { rules: Array<{ name: string; dryRun: boolean }> };
+        probe?: { modules: Array<{ module: string }> };
       };
+      expect(status.probe?.modules.map((m) => m.module)).toEqual(["quick", "lifecycle"]);
       expect(status.policy?.rules.map((r) => r.dryRun)).toEqual([true, true, true]);
       child.kill("SIGINT");
       const [code] = await once(child, "exit");

@@ -1,6 +1,12 @@
 // Field schemas shared by the configuration and the policy rule file.
 import { z } from "zod";
 import { DURATION_FORMS, MAX_TIMER_MS, parseDuration } from "../util/duration.js";
+import {
+  parseSchedule,
+  SCHEDULE_FORMS,
+  ScheduleError,
+  type ScheduleSpec,
+} from "../util/schedule.js";
 
 /** An integer in [min, max] with one message for every way it can be wrong. */
 export function int(min: number, max?: number) {
@@ -37,3 +43,14 @@ function tryDuration(v: string | number): number | undefined {
     return undefined;
   }
 }
+
+/** An interval of whole seconds ("15s") or a cron expression, parsed once into a ScheduleSpec. */
+export const schedule = text.transform((spec, ctx): ScheduleSpec => {
+  try {
+    return parseSchedule(spec);
+  } catch (err) {
+    if (!(err instanceof ScheduleError)) throw err;
+    ctx.addIssue({ code: "custom", message: `${SCHEDULE_FORMS} (${err.detail})`, input: spec });
+    return z.NEVER;
+  }
+});

@@ -2,25 +2,9 @@
 // Each schema's error text is the "expected ..." phrase of a ConfigProblem.
 import { isIP } from "node:net";
 import { z } from "zod";
-import {
-  parseSchedule,
-  SCHEDULE_FORMS,
-  ScheduleError,
-  type ScheduleSpec,
-} from "../util/schedule.js";
-import { bool, duration, int, list, oneOf, text } from "./fields.js";
+import { bool, duration, int, list, oneOf, schedule, text } from "./fields.js";
 import { PolicySectionSchema } from "./policy-schema.js";
-
-/** An interval of whole seconds ("15s") or a cron expression, parsed once into a ScheduleSpec. */
-const schedule = text.transform((spec, ctx): ScheduleSpec => {
-  try {
-    return parseSchedule(spec);
-  } catch (err) {
-    if (!(err instanceof ScheduleError)) throw err;
-    ctx.addIssue({ code: "custom", message: `${SCHEDULE_FORMS} (${err.detail})`, input: spec });
-    return z.NEVER;
-  }
-});
+import { ProbeSchema } from "./probe-schema.js";
 
 const apiUrl = text.refine((s) => s === "" || isHttpUrl(s), {
   error: "an http(s) URL like https://api.example.com",
@@ -215,22 +199,6 @@ const FieldMapSchema = z.strictObject({
 const StatesSchema = z.strictObject({
   running: list.default(["running", "active"]),
   paused: list.default(["paused", "suspended"]),
-});
-
-const ProbeSchema = z.strictObject({
-  enabled: bool.default(false),
-  schedule: schedule.prefault("60s"),
-  template: text.min(1, { error: "a template id" }).default("base"),
-  timeoutMs: duration().default(60_000),
-  /** Deadline of each phase, within timeoutMs. */
-  phaseTimeoutMs: duration().default(20_000),
-  /** Tags probe sandboxes `sandbox-exporter/probe=<instance>` for the orphan sweep. */
-  instance: text.min(1, { error: "a non-empty instance name" }).default("default"),
-  /** The command run in the sandbox; `{nonce}` is replaced by the expected output. */
-  command: text
-    .includes("{nonce}", { error: "a command containing {nonce}" })
-    .default("echo {nonce}"),
-  filePath: text.min(1, { error: "a file path" }).default("/tmp/sandbox-exporter-probe.txt"),
 });
 
 const LogSchema = z.strictObject({

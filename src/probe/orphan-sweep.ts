@@ -3,6 +3,7 @@
 import { PlatformNotFoundError } from "../platform/http-errors.js";
 import type { Sandbox } from "../platform/types.js";
 import { PROBE_TAG_KEY } from "../platform/types.js";
+import type { Clock } from "../util/clock.js";
 import { abortable } from "./abortable.js";
 import type { ProbeControl } from "./phase.js";
 
@@ -23,12 +24,17 @@ export interface SweepOptions {
 /** What one sweep did. */
 export interface SweepResult {
   deleted: string[];
+  /** The deleted sandboxes as listed (their module tag and template attribute the count). */
+  deletedSandboxes: Sandbox[];
   failed: Array<{ id: string; error: string }>;
 }
 
-/** The metadata of this instance's probe sandboxes. */
-export function probeTag(instance: string): Record<string, string> {
-  return { [PROBE_TAG_KEY]: instance };
+/** Metadata key naming the probe module that created a probe sandbox. */
+export const PROBE_MODULE_KEY = "sandbox-exporter/probe-module";
+
+/** The metadata of this instance's probe sandboxes (and of its module, when given). */
+export function probeTag(instance: string, module?: string): Record<string, string> {
+  return { [PROBE_TAG_KEY]: instance, ...(module !== undefined && { [PROBE_MODULE_KEY]: module }) };
 }
 
 /**
@@ -50,11 +56,12 @@ export async function sweepOrphans(control: ProbeControl, o: SweepOptions): Prom
     seen.add(got.nextToken);
     nextToken = got.nextToken;
   }
-  const result: SweepResult = { deleted: [], failed: [] };
+  const result: SweepResult = { deleted: [], deletedSandboxes: [], failed: [] };
   for (const s of orphans) {
     try {
       await abortable(control.deleteSandbox(s.id), o.signal);
       result.deleted.push(s.id);
+      result.deletedSandboxes.push(s);
     } catch (err) {
       if (err instanceof PlatformNotFoundError) continue;
       if (o.signal.aborted) throw err;
@@ -68,4 +75,82 @@ function isOrphan(s: Sandbox, o: SweepOptions): boolean {
   if (s.metadata[PROBE_TAG_KEY] !== o.instance) return false;
   // Without a start time the age is unknown: leave it to the sandbox's own time to live.
   return s.startedAt !== undefined && o.now - s.startedAt > o.minAgeMs;
+}
+
+/** The sweep's /status section. */
+export interface SweepStatus {
+  time: string;
+  deleted: number;
+  error: string | null;
+}
+
+/** What the sweeper needs. */
+export interface SweeperOptions {
+  control: ProbeControl;
+  instance: string;
+  /** Only sandboxes older than this are orphans: the longest total timeout of any module. */
+  minAgeMs: number;
+  clock: Clock;
+  logger?: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  /** Counts each deleted sandbox (by its module tag and template). */
+  onDeleted?: (sandbox: Sandbox) => void;
+}
+
+/**
+ * One sweep at a time for every module of an instance (they share the tag): a caller that asks
+ * while one runs gets that one's count. stop() aborts the sweep in flight.
+ */
+export class OrphanSweeper {
+  private running: Promise<number> | undefined;
+  private readonly abort = new AbortController();
+  private total = 0;
+  private last: SweepStatus | null = null;
+
+  constructor(private readonly o: SweeperOptions) {}
+
+  /** Sweeps now (or joins the sweep in flight); the number deleted. Never throws. */
+  sweep(): Promise<number> {
+    this.running ??= this.run().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  stop(): void {
+    this.abort.abort();
+  }
+
+  /** Sandboxes deleted so far, and the last sweep. */
+  status(): { orphansDeleted: number; lastSweep: SweepStatus | null } {
+    return { orphansDeleted: this.total, lastSweep: this.last };
+  }
+
+  private async run(): Promise<number> {
+    const { o } = this;
+    const now = o.clock.now();
+    const time = new Date(now).toISOString();
+    if (this.abort.signal.aborted) return 0;
+    try {
+      const r = await sweepOrphans(o.control, {
+        instance: o.instance,
+        minAgeMs: o.minAgeMs,
+        now,
+        signal: this.abort.signal,
+      });
+      this.total += r.deleted.length;
+      for (const s of r.deletedSandboxes) o.onDeleted?.(s);
+      const error = r.failed.length
+        ? `${r.failed.length} deletes failed: ${r.failed[0]?.error}`
+        : null;
+      this.last = { time, deleted: r.deleted.length, error };
+      if (r.deleted.length || error)
+        o.logger?.info({ deleted: r.deleted, failed: r.failed }, "probe orphan sweep");
+      return r.deleted.length;
+    } catch (err) {
+      const error = err instanceof Error ? err.message : String(err);
+      this.last = { time, deleted: 0, error };
+      o.logger?.warn({ error }, "probe orphan sweep failed");
+      return 0;
+    }
+  }
 }

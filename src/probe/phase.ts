@@ -3,8 +3,31 @@ import type { ControlClient, CreatedSandbox } from "../platform/control/control.
 import type { DataClient, SandboxRef } from "../platform/data/data.js";
 
 /** The phases of one probe, in the order they run; terminate always runs. */
-export const PROBE_PHASES = ["create", "exec", "file_write", "file_read", "terminate"] as const;
+export const PROBE_PHASES = [
+  "create",
+  "exec",
+  "file_write",
+  "file_read",
+  "pause",
+  "resume",
+  "state_check",
+  "terminate",
+] as const;
 export type ProbePhase = (typeof PROBE_PHASES)[number];
+
+/**
+ * The optional parts of a probe (create and terminate always run): `exec` runs exec, `file` runs
+ * file_write and file_read, `lifecycle` runs pause, resume and state_check once per round.
+ */
+export const PROBE_STEPS = ["exec", "file", "lifecycle"] as const;
+export type ProbeStep = (typeof PROBE_STEPS)[number];
+
+/** The phases of one pause/resume round, in order. */
+export const LIFECYCLE_PHASES = [
+  "pause",
+  "resume",
+  "state_check",
+] as const satisfies readonly ProbePhase[];
 
 /** Points of the exec stream, timed from sending the Start request. */
 export const STREAM_POINTS = ["first_envelope", "start", "first_data", "end"] as const;
@@ -13,7 +36,12 @@ export type StreamPoint = (typeof STREAM_POINTS)[number];
 /** The control-channel calls a probe makes. */
 export type ProbeControl = Pick<
   ControlClient,
-  "createSandbox" | "getSandbox" | "deleteSandbox" | "listSandboxes"
+  | "createSandbox"
+  | "getSandbox"
+  | "deleteSandbox"
+  | "listSandboxes"
+  | "pauseSandbox"
+  | "resumeSandbox"
 >;
 
 /** The data-channel calls a probe makes. */
@@ -28,10 +56,27 @@ export interface ProbeSettings {
   filePath: string;
   /** Metadata of the probe sandbox (carries the instance's probe tag). */
   metadata: Record<string, string>;
-  /** Time to live asked for at create, so a probe lost to SIGKILL is reaped by the platform too. */
+  /** Time to live asked for at create (and at each resume), so a probe lost to SIGKILL is reaped. */
   sandboxTtlS: number;
   /** Sent as Keepalive-Ping-Interval on the exec stream when set. */
   keepaliveIntervalS?: number;
+  /**
+   * Which optional parts run. `lifecycle` is meant to follow `file` (the Prober and the config
+   * refuse it without); alone, it writes the nonce file itself before the first pause.
+   */
+  steps: ReadonlyArray<ProbeStep>;
+  /** Pause/resume rounds of the lifecycle step, at least 1. */
+  lifecycleRounds: number;
+  /** Ms between two reads of the sandbox while waiting for it to be paused or running; default 200. */
+  statePollMs?: number;
+  /** States a read of a paused and of a running sandbox may report; default the config's defaults. */
+  states?: LifecycleStates;
+}
+
+/** The sandbox states the lifecycle waits for (compared in lower case). */
+export interface LifecycleStates {
+  running: ReadonlyArray<string>;
+  paused: ReadonlyArray<string>;
 }
 
 /** Exec stream timings: seconds from sending the request to each point reached, and keepalives. */
@@ -48,12 +93,16 @@ export interface ProbeRun {
   readonly nonce: string;
   /** Monotonic milliseconds. */
   readonly monotonic: () => number;
+  /** Waits `ms` (the pause between two state reads); rejects when `signal` aborts. */
+  readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   /** The probe sandbox once create answered; cleared when terminate confirmed it gone. */
   sandbox?: SandboxRef;
   /** Id of the probe sandbox once known; kept after terminate, for the result and logs. */
   sandboxId?: string;
   /** A create call still on the wire after create gave up on it; terminate awaits and deletes it. */
   pendingCreate?: Promise<CreatedSandbox>;
+  /** Pid of the background process the lifecycle started; it must survive every pause. */
+  markerPid?: number;
   stream: StreamTimings;
 }
 

@@ -27,6 +27,11 @@ export type FailureReason =
   | "wrong_output"
   | "mismatch"
   | "not_deleted"
+  | "not_paused"
+  | "not_resumed"
+  | "not_found"
+  | "file_lost"
+  | "process_lost"
   | "aborted"
   | "other";
 

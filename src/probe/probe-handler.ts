@@ -1,9 +1,11 @@
-// GET /probe in the blackbox_exporter manner: runs one probe and answers with that probe's metrics.
+// GET /probe?module=NAME in the blackbox_exporter manner: runs one probe of a module and answers
+// with that probe's metrics, or with a readable trace of the run when `debug=true`.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Registry } from "prom-client";
 import type { Clock } from "../util/clock.js";
-import { ProbeMetrics } from "./probe-metrics.js";
+import { ProbeFamilies, type ProbeId, ProbeMetrics } from "./probe-metrics.js";
 import type { ProbeResult } from "./runner.js";
+import { ProbeTrace } from "./trace.js";
 
 /** Same shape as the server's RouteHandler (the probe layer does not import the server's). */
 export type ProbeRouteHandler = (
@@ -12,58 +14,116 @@ export type ProbeRouteHandler = (
   res: ServerResponse,
 ) => Promise<void>;
 
+/** Seconds kept back from Prometheus' scrape timeout for the answer itself (blackbox's offset). */
+const SCRAPE_TIMEOUT_OFFSET_S = 0.5;
+/** The header Prometheus sends with each scrape. */
+const SCRAPE_TIMEOUT_HEADER = "x-prometheus-scrape-timeout-seconds";
+
+/** A module the handler can run. */
+export interface OnDemandModule {
+  readonly module: string;
+  readonly id: ProbeId;
+  readonly labelNames: readonly string[];
+  /** Runs one probe; undefined when one of this module is already in flight or it is stopping. */
+  runOnDemand(o: { timeoutMs?: number; trace?: ProbeTrace }): Promise<ProbeResult | undefined>;
+}
+
 /** What the handler needs. */
 export interface ProbeHandlerDeps {
-  /** Runs one probe; undefined when one is already in flight or the prober is stopping. */
-  run(): Promise<ProbeResult | undefined>;
+  /** The modules, in configuration order; `module=` may be left out when there is one. */
+  modules: readonly OnDemandModule[];
   clock: Clock;
-  /** At most one on-demand probe per this many ms; faster callers get 429. */
+  monotonic: () => number;
+  /** At most one on-demand probe of a module per this many ms; faster callers get 429. */
   minIntervalMs: number;
   namespace: string;
-  /** The module and template labels of the probe series. */
-  module: string;
-  template: string;
 }
 
 /** Builds the /probe handler; each answer is rendered from a fresh registry holding one probe. */
 export function probeHandler(deps: ProbeHandlerDeps): ProbeRouteHandler {
-  let last: number | undefined;
-  return async (req, _url, res) => {
+  const last = new Map<string, number>();
+  const byName = new Map(deps.modules.map((m) => [m.module, m]));
+  return async (req, url, res) => {
     if (req.method !== "GET") {
-      res.writeHead(405, { allow: "GET", "content-type": "text/plain; charset=utf-8" });
-      res.end("method not allowed\n");
+      text(res, 405, "method not allowed\n", { allow: "GET" });
+      return;
+    }
+    const name = url.searchParams.get("module") ?? soleModule(deps.modules);
+    const module = name === undefined ? undefined : byName.get(name);
+    if (!module) {
+      const known = deps.modules.map((m) => m.module).join(", ");
+      const why = name === undefined ? "module parameter is missing" : `unknown module ${name}`;
+      text(res, 400, `${why}; modules: ${known}\n`);
+      return;
+    }
+    const timeout = scrapeTimeoutMs(req);
+    if (timeout instanceof Error) {
+      text(res, 400, `${timeout.message}\n`);
       return;
     }
     const now = deps.clock.now();
-    if (last !== undefined && now - last < deps.minIntervalMs) {
-      tooMany(res, deps.minIntervalMs - (now - last), "on-demand probes are rate-limited");
+    const previous = last.get(module.module);
+    if (previous !== undefined && now - previous < deps.minIntervalMs) {
+      tooMany(res, deps.minIntervalMs - (now - previous), "on-demand probes are rate-limited");
       return;
     }
     // Taken before the run, so concurrent callers are limited while it is in flight too.
-    last = now;
-    const result = await deps.run();
+    last.set(module.module, now);
+    const debug = url.searchParams.get("debug") === "true";
+    const trace = debug ? new ProbeTrace(deps.monotonic) : undefined;
+    const result = await module.runOnDemand({
+      ...(timeout !== undefined && { timeoutMs: timeout }),
+      ...(trace && { trace }),
+    });
     if (!result) {
-      last = undefined;
-      tooMany(res, deps.minIntervalMs, "a probe is already running");
+      last.delete(module.module);
+      tooMany(res, deps.minIntervalMs, `a probe of module ${module.module} is already running`);
+      return;
+    }
+    if (trace) {
+      const head =
+        timeout === undefined ? "" : `Timeout: ${timeout} ms (from the scrape timeout)\n`;
+      text(res, 200, head + trace.render(module.module, result));
       return;
     }
     const registry = new Registry();
-    new ProbeMetrics(registry, {
+    const families = new ProbeFamilies(registry, {
       namespace: deps.namespace,
       history: false,
-      module: deps.module,
-      template: deps.template,
-    }).record(result);
+      extraLabels: module.labelNames,
+    });
+    new ProbeMetrics(families, module.id).record(result);
     const body = await registry.metrics();
     res.writeHead(200, { "content-type": registry.contentType });
     res.end(body);
   };
 }
 
+function soleModule(modules: readonly OnDemandModule[]): string | undefined {
+  return modules.length === 1 ? modules[0]?.module : undefined;
+}
+
+/** The run's cap from Prometheus' header, minus the offset; an Error names a bad header. */
+function scrapeTimeoutMs(req: IncomingMessage): number | undefined | Error {
+  const raw = req.headers[SCRAPE_TIMEOUT_HEADER];
+  if (raw === undefined) return undefined;
+  const s = Number(Array.isArray(raw) ? raw[0] : raw);
+  if (!Number.isFinite(s) || s <= 0)
+    return new Error(`header X-Prometheus-Scrape-Timeout-Seconds: not a positive number`);
+  // A scrape timeout below the offset still leaves the probe something to run with.
+  return Math.round(Math.max(s - SCRAPE_TIMEOUT_OFFSET_S, s / 2) * 1000);
+}
+
+function text(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, { ...headers, "content-type": "text/plain; charset=utf-8" });
+  res.end(body);
+}
+
 function tooMany(res: ServerResponse, waitMs: number, why: string): void {
-  res.writeHead(429, {
-    "retry-after": String(Math.max(1, Math.ceil(waitMs / 1000))),
-    "content-type": "text/plain; charset=utf-8",
-  });
-  res.end(`${why}\n`);
+  text(res, 429, `${why}\n`, { "retry-after": String(Math.max(1, Math.ceil(waitMs / 1000))) });
 }

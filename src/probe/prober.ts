@@ -1,21 +1,31 @@
-// The probe service: schedule, one probe in flight at most, orphan sweeps, metrics, /status, /probe.
+// One probe module: its schedule, one run in flight at most, its series, /status and /probe runs.
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Registry } from "prom-client";
+import { DEFAULT_PROBE_MODULE } from "../config/probe-schema.js";
 import { type Clock, systemClock } from "../util/clock.js";
 import { ExporterError } from "../util/errors.js";
 import { type Schedule, type ScheduleSpec, startSchedule } from "../util/schedule.js";
+import type { Slots } from "../util/slots.js";
 import { type FailureEntry, FailureLog } from "./failure-log.js";
-import { probeTag, sweepOrphans } from "./orphan-sweep.js";
-import type { ProbeControl, ProbeData, ProbePhase, ProbeSettings } from "./phase.js";
+import { OrphanSweeper, probeTag, type SweepStatus } from "./orphan-sweep.js";
+import type {
+  LifecycleStates,
+  ProbeControl,
+  ProbeData,
+  ProbePhase,
+  ProbeSettings,
+  ProbeStep,
+} from "./phase.js";
 import { ProbeAbortedError } from "./probe-error.js";
 import { type ProbeRouteHandler, probeHandler } from "./probe-handler.js";
-import { ProbeMetrics } from "./probe-metrics.js";
+import { ProbeFamilies, type ProbeId, ProbeMetrics } from "./probe-metrics.js";
 import { type ProbeResult, type RunnerLimits, runProbe } from "./runner.js";
+import type { ProbeTrace } from "./trace.js";
 
 // Defaults of the options no setting exposes (the others come from the config schema).
-/** The module label of the one probe configuration (probe modules will name theirs). */
-const DEFAULT_MODULE = "default";
+const DEFAULT_STEPS: readonly ProbeStep[] = ["exec", "file"];
+const DEFAULT_LIFECYCLE_ROUNDS = 2;
 const SWEEP_EVERY_RUNS = 10;
 const ON_DEMAND_MIN_INTERVAL_MS = 10_000;
 const FAILURE_HISTORY = 20;
@@ -36,6 +46,22 @@ export interface ProberOptions {
   data: ProbeData;
   /** Registry the scheduled probe's families go into (e.g. ExporterMetrics.registry). */
   registry: Registry;
+  /** Families shared with other modules of the registry; default: registered here. */
+  families?: ProbeFamilies;
+  /** The module's name (the `module` label); default "default". */
+  module?: string;
+  /** Extra labels on every series of this module. */
+  labels?: Readonly<Record<string, string>>;
+  /** Optional parts of a run (create and terminate always run); default exec and file. */
+  steps?: readonly ProbeStep[];
+  /** Pause/resume rounds of the lifecycle step; default 2. */
+  lifecycleRounds?: number;
+  /** State names that read as running and as paused (config `states`). */
+  states?: LifecycleStates;
+  /** The sweep shared by every module of the instance; default one of its own. */
+  sweeper?: OrphanSweeper;
+  /** Run slots shared by the modules (concurrency limit); default unlimited. */
+  slots?: Slots;
   /** Wall clock: result times, rate limit, orphan age. Default the system clock. */
   clock?: Clock;
   /** Monotonic ms for timings; default performance.now. */
@@ -75,6 +101,10 @@ export interface ProberOptions {
 /** The prober's /status section. */
 export interface ProbeStatus {
   enabled: boolean;
+  module: string;
+  template: string;
+  labels: Record<string, string>;
+  steps: ProbeStep[];
   instance: string;
   schedule: string | null;
   inFlight: boolean;
@@ -88,8 +118,16 @@ export interface ProbeStatus {
     stream: ProbeResult["stream"];
   } | null;
   orphansDeleted: number;
-  lastSweep: { time: string; deleted: number; error: string | null } | null;
+  lastSweep: SweepStatus | null;
   recentFailures: FailureEntry[];
+}
+
+/** How an on-demand run differs from a scheduled one. */
+export interface OnDemandOptions {
+  /** Caps the run's total timeout (e.g. by the scrape timeout Prometheus sends). */
+  timeoutMs?: number;
+  /** Records every call of the run (debug=true). */
+  trace?: ProbeTrace;
 }
 
 /** Invalid prober settings. */
@@ -101,15 +139,19 @@ export class ProbeConfigError extends ExporterError {
 
 type Source = "schedule" | "on_demand";
 
-/** Runs synthetic probes on a schedule and on demand, never more than one at a time. */
+/** Runs one module's probes on a schedule and on demand, never more than one at a time. */
 export class Prober {
+  readonly module: string;
+  /** The labels of this module's series (module, template and its own). */
+  readonly id: ProbeId;
   private readonly clock: Clock;
   private readonly monotonic: () => number;
   private readonly settings: ProbeSettings;
   private readonly limits: RunnerLimits;
+  private readonly families: ProbeFamilies;
   private readonly metrics: ProbeMetrics;
   private readonly failures: FailureLog;
-  private readonly namespace: string;
+  private readonly sweeper: OrphanSweeper;
   private readonly instance: string;
   private current: { promise: Promise<unknown>; abort: AbortController } | undefined;
   private schedule: Schedule | undefined;
@@ -117,19 +159,20 @@ export class Prober {
   private stopped = false;
   private runs = 0;
   private skipped = 0;
-  private orphansDeleted = 0;
   private last: ProbeResult | undefined;
-  private lastSweep: ProbeStatus["lastSweep"] = null;
 
   constructor(private readonly o: ProberOptions) {
     this.clock = o.clock ?? systemClock;
     this.monotonic = o.monotonic ?? (() => performance.now());
-    this.namespace = o.namespace;
     this.instance = o.instance;
+    this.module = o.module ?? DEFAULT_PROBE_MODULE;
     const { command, totalTimeoutMs } = o;
     if (!command.includes("{nonce}"))
       throw new ProbeConfigError(`probe command must contain {nonce}: ${command}`);
     if (!(totalTimeoutMs > 0)) throw new ProbeConfigError("probe total timeout must be positive");
+    const steps = o.steps ?? DEFAULT_STEPS;
+    if (steps.includes("lifecycle") && !steps.includes("file"))
+      throw new ProbeConfigError("the lifecycle step needs the file step (it checks the file)");
     this.limits = {
       phaseTimeoutMs: o.phaseTimeoutMs,
       totalTimeoutMs,
@@ -139,23 +182,40 @@ export class Prober {
       template: o.template,
       command,
       filePath: o.filePath,
-      metadata: probeTag(this.instance),
+      metadata: probeTag(this.instance, this.module),
       sandboxTtlS: o.sandboxTtlS ?? Math.ceil(totalTimeoutMs / 1000) + TTL_MARGIN_S,
+      steps,
+      lifecycleRounds: o.lifecycleRounds ?? DEFAULT_LIFECYCLE_ROUNDS,
+      ...(o.states ? { states: o.states } : {}),
       ...(o.keepaliveIntervalS !== undefined ? { keepaliveIntervalS: o.keepaliveIntervalS } : {}),
     };
-    this.metrics = new ProbeMetrics(o.registry, {
-      namespace: this.namespace,
-      module: DEFAULT_MODULE,
-      template: o.template,
-    });
+    this.families =
+      o.families ??
+      new ProbeFamilies(o.registry, {
+        namespace: o.namespace,
+        extraLabels: Object.keys(o.labels ?? {}),
+      });
+    this.id = this.families.idOf(this.module, o.template, o.labels);
+    this.metrics = new ProbeMetrics(this.families, this.id);
     this.failures = new FailureLog(o.failureHistory ?? FAILURE_HISTORY);
+    this.sweeper =
+      o.sweeper ??
+      new OrphanSweeper({
+        control: o.control,
+        instance: this.instance,
+        minAgeMs: totalTimeoutMs,
+        clock: this.clock,
+        ...(o.logger ? { logger: o.logger } : {}),
+        onDeleted: () => this.metrics.orphansDeleted(1),
+      });
   }
 
   /** Sweeps orphans, then starts the schedule (and the first probe unless runAtStart is false). */
   async start(): Promise<void> {
     if (this.o.enabled === false || this.started || this.stopped) return;
     this.started = true;
-    await this.exclusive((signal) => this.sweep(signal));
+    // A shared sweeper is swept by its owner before the modules start.
+    if (!this.o.sweeper) await this.exclusive(() => this.sweeper.sweep());
     if (this.stopped) return;
     this.schedule = startSchedule(
       this.o.schedule ?? undefined,
@@ -172,6 +232,7 @@ export class Prober {
   async stop(): Promise<void> {
     this.stopped = true;
     this.current?.abort.abort(new ProbeAbortedError());
+    if (!this.o.sweeper) this.sweeper.stop();
     await this.schedule?.stop();
     await this.current?.promise.catch(() => undefined);
   }
@@ -185,7 +246,7 @@ export class Prober {
     return this.exclusive(async (signal) => {
       this.runs++;
       const every = this.o.sweepEveryRuns ?? SWEEP_EVERY_RUNS;
-      if (every > 0 && this.runs % every === 0) await this.sweep(signal);
+      if (every > 0 && this.runs % every === 0) await this.sweeper.sweep();
       const result = await this.probe(signal, "schedule");
       this.metrics.record(result);
       this.last = result;
@@ -194,15 +255,15 @@ export class Prober {
   }
 
   /** Runs one probe for /probe (not recorded in the shared metrics); undefined when busy. */
-  async runOnDemand(): Promise<ProbeResult | undefined> {
+  async runOnDemand(o: OnDemandOptions = {}): Promise<ProbeResult | undefined> {
     if (this.busy()) return undefined;
-    return this.exclusive((signal) => this.probe(signal, "on_demand"));
+    return this.exclusive((signal) => this.probe(signal, "on_demand", o));
   }
 
   /** Runs the orphan sweep now; the number deleted, or undefined when a probe is in flight. */
   async sweepOrphans(): Promise<number | undefined> {
     if (this.busy()) return undefined;
-    return this.exclusive((signal) => this.sweep(signal));
+    return this.exclusive(() => this.sweeper.sweep());
   }
 
   /** The /status section: counters, the last run and the ring buffer of recent failures. */
@@ -210,6 +271,10 @@ export class Prober {
     const last = this.last;
     return {
       enabled: this.o.enabled !== false,
+      module: this.module,
+      template: this.settings.template,
+      labels: { ...this.o.labels },
+      steps: [...this.settings.steps],
       instance: this.instance,
       schedule: this.o.schedule?.text ?? null,
       inFlight: this.current !== undefined,
@@ -224,24 +289,32 @@ export class Prober {
             stream: last.stream,
           }
         : null,
-      orphansDeleted: this.orphansDeleted,
-      lastSweep: this.lastSweep,
+      ...this.sweeper.status(),
       recentFailures: this.failures.entries(),
     };
   }
 
-  /** Routes to mount on the server: GET /probe. */
+  /** Routes to mount on the server: GET /probe (this module only). */
   routes(): Record<string, ProbeRouteHandler> {
     return {
       "/probe": probeHandler({
-        run: () => this.runOnDemand(),
+        modules: [this],
         clock: this.clock,
+        monotonic: this.monotonic,
         minIntervalMs: this.o.onDemandMinIntervalMs ?? ON_DEMAND_MIN_INTERVAL_MS,
-        namespace: this.namespace,
-        module: DEFAULT_MODULE,
-        template: this.settings.template,
+        namespace: this.o.namespace,
       }),
     };
+  }
+
+  /** The longest a run may take before terminate: the module's total timeout. */
+  get totalTimeoutMs(): number {
+    return this.limits.totalTimeoutMs;
+  }
+
+  /** The label names of this module's own labels. */
+  get labelNames(): string[] {
+    return Object.keys(this.o.labels ?? {});
   }
 
   private busy(): boolean {
@@ -250,13 +323,24 @@ export class Prober {
 
   private skip(why: string): void {
     this.skipped++;
-    this.o.logger?.warn({ why }, "probe skipped");
+    this.o.logger?.warn({ module: this.module, why }, "probe skipped");
   }
 
-  /** Holds the single probe slot while `job` runs; stop() aborts its signal. */
+  /**
+   * Holds this module's single slot while `job` runs (stop() aborts its signal), and one of the
+   * shared run slots while it works on the platform.
+   */
   private async exclusive<T>(job: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const abort = new AbortController();
-    const promise = job(abort.signal);
+    const run = async () => {
+      const release = await this.o.slots?.acquire(abort.signal);
+      try {
+        return await job(abort.signal);
+      } finally {
+        release?.();
+      }
+    };
+    const promise = run();
     this.current = { promise, abort };
     try {
       return await promise;
@@ -265,18 +349,30 @@ export class Prober {
     }
   }
 
-  private async probe(signal: AbortSignal, source: Source): Promise<ProbeResult> {
+  private async probe(
+    signal: AbortSignal,
+    source: Source,
+    o: OnDemandOptions = {},
+  ): Promise<ProbeResult> {
+    const trace = o.trace;
+    const limits =
+      o.timeoutMs !== undefined && o.timeoutMs < this.limits.totalTimeoutMs
+        ? { ...this.limits, totalTimeoutMs: o.timeoutMs }
+        : this.limits;
     const result = await runProbe(
       {
-        control: this.o.control,
-        data: this.o.data,
+        control: trace ? trace.wrap(this.o.control, "control") : this.o.control,
+        data: trace ? trace.wrap(this.o.data, "data") : this.o.data,
         clock: this.clock,
         monotonic: this.monotonic,
         nonce: this.o.nonce ?? (() => randomBytes(NONCE_BYTES).toString("hex")),
-        ...(this.o.onPhase ? { onPhase: this.o.onPhase } : {}),
+        onPhase: (phase) => {
+          trace?.add(`phase ${phase}`);
+          this.o.onPhase?.(phase);
+        },
       },
       this.settings,
-      this.limits,
+      limits,
       signal,
     );
     const time = new Date(result.finishedAt).toISOString();
@@ -290,41 +386,19 @@ export class Prober {
         ...(result.sandboxId ? { sandboxId: result.sandboxId } : {}),
       });
     }
-    const log = { source, sandboxId: result.sandboxId, seconds: result.durationSeconds };
+    const log = {
+      module: this.module,
+      source,
+      sandboxId: result.sandboxId,
+      seconds: result.durationSeconds,
+    };
     if (result.success) this.o.logger?.debug(log, "probe passed");
     else this.o.logger?.warn({ ...log, failures: result.failures }, "probe failed");
     if (result.leftBehind)
       this.o.logger?.warn(
-        { sandboxId: result.leftBehind },
+        { module: this.module, sandboxId: result.leftBehind },
         "probe sandbox not confirmed deleted; the orphan sweep will retry",
       );
     return result;
-  }
-
-  /** Deletes this instance's probe sandboxes older than the total timeout; never throws. */
-  private async sweep(signal: AbortSignal): Promise<number> {
-    const now = this.clock.now();
-    try {
-      const r = await sweepOrphans(this.o.control, {
-        instance: this.instance,
-        minAgeMs: this.limits.totalTimeoutMs,
-        now,
-        signal,
-      });
-      this.orphansDeleted += r.deleted.length;
-      this.metrics.orphansDeleted(r.deleted.length);
-      const error = r.failed.length
-        ? `${r.failed.length} deletes failed: ${r.failed[0]?.error}`
-        : null;
-      this.lastSweep = { time: new Date(now).toISOString(), deleted: r.deleted.length, error };
-      if (r.deleted.length || error)
-        this.o.logger?.info({ deleted: r.deleted, failed: r.failed }, "probe orphan sweep");
-      return r.deleted.length;
-    } catch (err) {
-      const error = err instanceof Error ? err.message : String(err);
-      this.lastSweep = { time: new Date(now).toISOString(), deleted: 0, error };
-      this.o.logger?.warn({ error }, "probe orphan sweep failed");
-      return 0;
-    }
   }
 }

@@ -1,29 +1,51 @@
 // Sequences the phases of one probe: stops at the first failure, then always terminates.
+import { setTimeout as delay } from "node:timers/promises";
 import type { Clock } from "../util/clock.js";
 import { timeoutSignal, timerMs } from "../util/duration.js";
 import { createPhase } from "./create.js";
 import { execPhase } from "./exec.js";
 import { fileReadPhase } from "./file-read.js";
 import { fileWritePhase } from "./file-write.js";
-import type {
-  PhaseFn,
-  ProbeControl,
-  ProbeData,
-  ProbePhase,
-  ProbeRun,
-  ProbeSettings,
-  StreamTimings,
+import { prepareLifecycle } from "./lifecycle.js";
+import { pausePhase } from "./pause.js";
+import {
+  LIFECYCLE_PHASES,
+  type PhaseFn,
+  type ProbeControl,
+  type ProbeData,
+  type ProbePhase,
+  type ProbeRun,
+  type ProbeSettings,
+  type ProbeStep,
+  type StreamTimings,
 } from "./phase.js";
 import { type FailureReason, failureReason, failureText } from "./probe-error.js";
+import { resumePhase } from "./resume.js";
+import { stateCheckPhase } from "./state-check.js";
 import { terminatePhase } from "./terminate.js";
 
-/** Phases that stop at the first failure; terminate runs after them whatever happened. */
-const MAIN_PHASES: ReadonlyArray<[ProbePhase, PhaseFn]> = [
-  ["create", createPhase],
-  ["exec", execPhase],
-  ["file_write", fileWritePhase],
-  ["file_read", fileReadPhase],
-];
+const PHASE_FNS: Readonly<Record<ProbePhase, PhaseFn>> = {
+  create: createPhase,
+  exec: execPhase,
+  file_write: fileWritePhase,
+  file_read: fileReadPhase,
+  pause: pausePhase,
+  resume: resumePhase,
+  state_check: stateCheckPhase,
+  terminate: terminatePhase,
+};
+
+/** The phases that run once, before the lifecycle rounds, for the configured steps. */
+function oncePhases(steps: ReadonlyArray<ProbeStep>): ProbePhase[] {
+  return [
+    "create",
+    ...(steps.includes("exec") ? (["exec"] as const) : []),
+    ...(steps.includes("file") ? (["file_write", "file_read"] as const) : []),
+  ];
+}
+
+/** Seconds taken by phases, by phase. */
+export type PhaseSeconds = Partial<Record<ProbePhase, number>>;
 
 /** One failed phase. */
 export interface ProbeFailure {
@@ -39,8 +61,10 @@ export interface ProbeResult {
   startedAt: number;
   finishedAt: number;
   durationSeconds: number;
-  /** Seconds taken by each phase that ran. */
-  phases: Partial<Record<ProbePhase, number>>;
+  /** Seconds taken by each phase that ran; a lifecycle phase: its last round. */
+  phases: PhaseSeconds;
+  /** Seconds of pause, resume and state_check in each lifecycle round that started, in order. */
+  rounds?: PhaseSeconds[];
   stream: StreamTimings;
   /** Every failed phase: at most one main phase, then possibly terminate. */
   failures: ProbeFailure[];
@@ -59,6 +83,8 @@ export interface RunnerDeps {
   nonce: () => string;
   /** Called as each phase starts (tests await it instead of sleeping). */
   onPhase?: (phase: ProbePhase) => void;
+  /** Waits between two reads of the sandbox's state; default a timer. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 /** Time limits of a probe run, ms. */
@@ -67,13 +93,15 @@ export interface RunnerLimits {
   phaseTimeoutMs: number;
   /** Per-phase overrides. */
   phaseTimeouts?: Partial<Record<ProbePhase, number>>;
-  /** Bound on create..file_read together; terminate gets its own phase limit on top. */
+  /** Bound on every phase before terminate together; terminate gets its own phase limit on top. */
   totalTimeoutMs: number;
 }
 
 /**
- * Runs one probe. Failures are data in the result, never a rejection. `signal` (shutdown) aborts
- * the main phases but not terminate, so the sandbox is deleted before this resolves.
+ * Runs one probe: create, the phases of the configured steps, then `lifecycleRounds` rounds of
+ * pause, resume and state_check (after the background process started), then terminate. Failures
+ * are data in the result, never a rejection. `signal` (shutdown) aborts every phase but terminate,
+ * so the sandbox (paused or not) is deleted before this resolves.
  */
 export async function runProbe(
   deps: RunnerDeps,
@@ -90,25 +118,35 @@ export async function runProbe(
     settings,
     nonce: deps.nonce(),
     monotonic,
+    sleep: deps.sleep ?? ((ms, s) => delay(timerMs(ms), undefined, { signal: s })),
     stream: { points: {}, keepalives: 0 },
   };
-  const phases: ProbeResult["phases"] = {};
+  const phases: PhaseSeconds = {};
+  const rounds: PhaseSeconds[] = [];
   const failures: ProbeFailure[] = [];
   const limitOf = (p: ProbePhase): number => limits.phaseTimeouts?.[p] ?? limits.phaseTimeoutMs;
 
   const total = timeoutSignal(limits.totalTimeoutMs);
   const outer = signal ? AbortSignal.any([signal, total]) : total;
-  for (const [phase, fn] of MAIN_PHASES) {
-    const limit = limitOf(phase);
-    const remaining = limits.totalTimeoutMs - (monotonic() - t0);
-    const budget = timerMs(Math.min(limit, remaining));
-    const phaseSignal = AbortSignal.any([outer, timeoutSignal(limit)]);
-    const failure = await timed(phase, fn, budget, phaseSignal);
-    if (failure) {
-      failures.push(failure);
-      break;
+  let failure: ProbeFailure | undefined;
+  for (const phase of oncePhases(settings.steps)) {
+    failure = await bounded(phase, PHASE_FNS[phase]);
+    if (failure) break;
+  }
+  if (!failure && settings.steps.includes("lifecycle")) {
+    // Starting the background process is no platform operation worth a duration: its failure is
+    // the pause phase's, its time counts only in the total.
+    failure = await bounded("pause", prepareLifecycle, { setup: true });
+    for (let round = 0; !failure && round < Math.max(1, settings.lifecycleRounds); round++) {
+      const times: PhaseSeconds = {};
+      rounds.push(times);
+      for (const phase of LIFECYCLE_PHASES) {
+        failure = await bounded(phase, PHASE_FNS[phase], { round: times });
+        if (failure) break;
+      }
     }
   }
+  if (failure) failures.push(failure);
   const limit = limitOf("terminate");
   const terminated = await timed("terminate", terminatePhase, timerMs(limit), timeoutSignal(limit));
   if (terminated) failures.push(terminated);
@@ -120,11 +158,25 @@ export async function runProbe(
     finishedAt,
     durationSeconds: (monotonic() - t0) / 1000,
     phases,
+    ...(rounds.length > 0 ? { rounds } : {}),
     stream: run.stream,
     failures,
     ...(run.sandboxId !== undefined ? { sandboxId: run.sandboxId } : {}),
     ...(leftBehind !== undefined ? { leftBehind } : {}),
   };
+
+  /** Runs a phase before terminate within its own limit and what is left of the total. */
+  function bounded(
+    phase: ProbePhase,
+    fn: PhaseFn,
+    o: TimedOptions = {},
+  ): Promise<ProbeFailure | undefined> {
+    const limit = limitOf(phase);
+    const remaining = limits.totalTimeoutMs - (monotonic() - t0);
+    const budget = timerMs(Math.min(limit, remaining));
+    const phaseSignal = AbortSignal.any([outer, timeoutSignal(limit)]);
+    return timed(phase, fn, budget, phaseSignal, o);
+  }
 
   /** Runs one phase, records its duration and returns its failure, if any. */
   async function timed(
@@ -132,17 +184,21 @@ export async function runProbe(
     fn: PhaseFn,
     budget: number,
     phaseSignal: AbortSignal,
+    o: TimedOptions = {},
   ): Promise<ProbeFailure | undefined> {
-    deps.onPhase?.(phase);
+    if (!o.setup) deps.onPhase?.(phase);
     const begin = monotonic();
     try {
       await fn(run, phaseSignal, budget);
       return undefined;
     } catch (err) {
       const reason = failureReason(err, phaseSignal);
-      return { phase, reason, message: describe(phase, reason, err, phaseSignal) };
+      const message = describe(phase, reason, err, phaseSignal);
+      return { phase, reason, message: o.setup ? `before the first pause: ${message}` : message };
     } finally {
-      phases[phase] = (monotonic() - begin) / 1000;
+      const seconds = (monotonic() - begin) / 1000;
+      if (!o.setup) phases[phase] = seconds;
+      if (o.round) o.round[phase] = seconds;
     }
   }
 
@@ -158,4 +214,12 @@ export async function runProbe(
       ? `${phase}: probe total timeout of ${limits.totalTimeoutMs} ms reached`
       : `${phase}: no result within the phase timeout of ${limitOf(phase)} ms`;
   }
+}
+
+/** How a phase run is recorded. */
+interface TimedOptions {
+  /** Preparation run under the phase's name and limits, but neither announced nor timed. */
+  setup?: boolean;
+  /** The lifecycle round whose durations it joins. */
+  round?: PhaseSeconds;
 }

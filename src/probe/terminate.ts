@@ -6,7 +6,13 @@ import type { PhaseFn } from "./phase.js";
 import { ProbeCheckError } from "./probe-error.js";
 
 /** States a platform may report for a sandbox that is on its way out; as good as a 404. */
-const GONE_STATES = new Set(["killed", "terminated", "deleted", "dead", "stopped"]);
+export const GONE_STATES: ReadonlySet<string> = new Set([
+  "killed",
+  "terminated",
+  "deleted",
+  "dead",
+  "stopped",
+]);
 
 /**
  * Deletes the probe sandbox and confirms with a GET that it is gone (404). Runs after every probe;

@@ -35,6 +35,24 @@ export interface StreamFaults {
   wrongStdout?: boolean;
 }
 
+/** Knobs of pause and resume (E2B: connect). Delays run on the simulator's clock. */
+export interface LifecycleFaults {
+  /** A resume empties the sandbox's files. */
+  loseFilesOnResume?: boolean;
+  /** A resume ends every background process of the sandbox. */
+  loseProcessesOnResume?: boolean;
+  /** The Nth resume of a sandbox (1-based) and every later one answer 500, leaving it paused. */
+  failResumeFrom?: number;
+  /** Pause answers 204, and the sandbox is gone: every later call about it answers 404. */
+  notFoundAfterPause?: boolean;
+  /** After a pause, reads of the sandbox keep reporting "running" for this long. */
+  pauseDelayMs?: number;
+  /** After a resume, reads of the sandbox keep reporting "paused" for this long. */
+  resumeDelayMs?: number;
+  /** Pause answers 204 but the sandbox keeps running. */
+  stayRunningAfterPause?: boolean;
+}
+
 /** What the dispatcher must do to one request because of faults. */
 export interface FaultDecision {
   latencyMs: number;
@@ -56,6 +74,8 @@ export class SimFaults {
   deleteFails: number | undefined = undefined;
   /** GET /health answers 503. */
   healthDown = false;
+  /** Pause and resume knobs. */
+  lifecycle: LifecycleFaults = {};
 
   private readonly routes = new Map<string, RouteFault>();
   private rng: Prng;
@@ -80,6 +100,7 @@ export class SimFaults {
     this.createFails = undefined;
     this.deleteFails = undefined;
     this.healthDown = false;
+    this.lifecycle = {};
     this.rng = new Prng(deriveSeed(this.seed, "faults"));
   }
 

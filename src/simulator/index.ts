@@ -2,13 +2,20 @@
 export type { SimFlavor } from "./context.js";
 export { SimCounters } from "./counters.js";
 export { SimulatorError } from "./errors.js";
-export { type FaultDecision, type RouteFault, SimFaults, type StreamFaults } from "./faults.js";
+export {
+  type FaultDecision,
+  type LifecycleFaults,
+  type RouteFault,
+  SimFaults,
+  type StreamFaults,
+} from "./faults.js";
 export { API_PREFIX } from "./management-server.js";
 export {
   type GroundTruthRow,
   type SandboxInit,
   type SimLogEntry,
   type SimNode,
+  type SimProcess,
   SimSandbox,
   type SimTemplate,
 } from "./model.js";

@@ -35,6 +35,22 @@ export interface SandboxInit {
   files?: Map<string, Buffer>;
 }
 
+/** A background process of a sandbox (started with `cmd &`); it survives pause and resume. */
+export interface SimProcess {
+  pid: number;
+  command: string;
+  /** Epoch ms on the simulator's clock. */
+  startedAt: number;
+  /** When it exits by itself (a background `sleep`), epoch ms; undefined: never. */
+  endsAt?: number;
+}
+
+/** A state a read keeps reporting after the real one changed, until `until` (epoch ms). */
+export interface ShownState {
+  state: string;
+  until: number;
+}
+
 /** Lines of the generated sandbox logs. */
 const LOG_LINES: ReadonlyArray<[SimLogEntry["level"], string]> = [
   ["info", "[envd] starting envd"],
@@ -65,8 +81,13 @@ export class SimSandbox {
   nodeID: string;
   accessToken: string | undefined;
   cpuPct: number | undefined;
+  /** Resumes (or E2B connects of a paused sandbox) attempted so far. */
+  resumes = 0;
+  /** Set by a slow pause or resume: what reads report until the change shows. */
+  shownState: ShownState | undefined;
   private logList: SimLogEntry[] | undefined;
   private fileMap: Map<string, Buffer> | undefined;
+  private processMap: Map<number, SimProcess> | undefined;
   private readonly logSeed: number;
   private readonly logCount: number;
 
@@ -117,6 +138,19 @@ export class SimSandbox {
   get files(): Map<string, Buffer> {
     this.fileMap ??= new Map();
     return this.fileMap;
+  }
+
+  /** Background processes by pid. */
+  get processes(): Map<number, SimProcess> {
+    this.processMap ??= new Map();
+    return this.processMap;
+  }
+
+  /** The state a read reports at `now` (epoch ms): the real one once a slow change showed. */
+  visibleState(now: number): string {
+    if (this.shownState && now < this.shownState.until) return this.shownState.state;
+    this.shownState = undefined;
+    return this.state;
   }
 }
 

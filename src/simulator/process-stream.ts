@@ -184,7 +184,16 @@ export async function startProcess(
       PWD: request.process.cwd ?? HOME_DIR,
       ...request.process.envs,
     };
-    const shell = runScript(scriptOf(request), { files: sandbox.files, cwd: env.PWD, env });
+    const shell = runScript(scriptOf(request), {
+      files: sandbox.files,
+      cwd: env.PWD,
+      env,
+      jobs: {
+        table: sandbox.processes,
+        nextPid: () => ctx.nextPid++,
+        now: () => ctx.clock.now(),
+      },
+    });
     let step = shell.next();
     while (!step.done) {
       const op = step.value;

@@ -2,6 +2,7 @@
 import { z } from "zod";
 import type { ApiHandler, SimContext } from "./context.js";
 import { BodyTooLargeError, readBody, sendError, sendJson } from "./http-io.js";
+import type { SimSandbox } from "./model.js";
 import { renderNewSandbox, renderSandbox } from "./render.js";
 import type { RouteDef } from "./router.js";
 
@@ -51,24 +52,54 @@ function isError(v: unknown): v is { error: string } {
 const getSandbox: ApiHandler = (ctx, _req, res, [id]) => {
   const s = ctx.state.sandbox(id ?? "");
   if (!s) return sendError(res, 404, `sandbox '${id}' not found`);
-  sendJson(res, 200, renderSandbox(s, ctx.domain, true));
+  sendJson(res, 200, {
+    ...renderSandbox(s, ctx.domain, true),
+    state: s.visibleState(ctx.clock.now()),
+  });
 };
 
 const deleteSandbox: ApiHandler = (ctx, _req, res, [id]) => {
   if (ctx.faults.deleteFails !== undefined)
     return sendError(res, ctx.faults.deleteFails, "delete failed");
+  // Paused or not: deleting never needs a resume.
   if (!ctx.state.removeSandbox(id ?? "")) return sendError(res, 404, `sandbox '${id}' not found`);
   res.writeHead(204).end();
 };
 
+/** Files and background processes stay; the lifecycle knobs may lose the sandbox or not pause it. */
 const pauseSandbox: ApiHandler = (ctx, _req, res, [id]) => {
   const s = ctx.state.sandbox(id ?? "");
   if (!s) return sendError(res, 404, `sandbox '${id}' not found`);
   if (s.state !== "running")
     return sendError(res, 409, `sandbox '${id}' is ${s.state}, not running`);
-  s.state = "paused";
+  const knobs = ctx.faults.lifecycle;
+  if (knobs.notFoundAfterPause) ctx.state.removeSandbox(s.sandboxID);
+  else if (!knobs.stayRunningAfterPause) {
+    changeState(ctx, s, "paused", knobs.pauseDelayMs);
+  }
   res.writeHead(204).end();
 };
+
+/** Moves a sandbox to `state`; reads keep reporting the old one for `delayMs` (simulator clock). */
+function changeState(ctx: SimContext, s: SimSandbox, state: string, delayMs = 0): void {
+  s.shownState = delayMs > 0 ? { state: s.state, until: ctx.clock.now() + delayMs } : undefined;
+  s.state = state;
+}
+
+/**
+ * Resumes a paused sandbox (resume and E2B's connect), with its files and background processes
+ * unless a knob loses them; a string is the refusal (500) of a knob failing the Nth resume.
+ */
+function resume(ctx: SimContext, s: SimSandbox): string | undefined {
+  const knobs = ctx.faults.lifecycle;
+  s.resumes++;
+  if (knobs.failResumeFrom !== undefined && s.resumes >= knobs.failResumeFrom)
+    return `resume ${s.resumes} of sandbox '${s.sandboxID}' failed`;
+  if (knobs.loseFilesOnResume) s.files.clear();
+  if (knobs.loseProcessesOnResume) s.processes.clear();
+  changeState(ctx, s, "running", knobs.resumeDelayMs);
+  return undefined;
+}
 
 const resumeSandbox: ApiHandler = async (ctx, req, res, [id]) => {
   const body = await parseBody(req, ResumeBody, false);
@@ -76,7 +107,8 @@ const resumeSandbox: ApiHandler = async (ctx, req, res, [id]) => {
   const s = ctx.state.sandbox(id ?? "");
   if (!s) return sendError(res, 404, `sandbox '${id}' not found`);
   if (s.state !== "paused") return sendError(res, 409, `sandbox '${id}' is ${s.state}, not paused`);
-  s.state = "running";
+  const refused = resume(ctx, s);
+  if (refused !== undefined) return sendError(res, 500, refused);
   if (body.timeout !== undefined) s.endAt = ctx.clock.now() + body.timeout * 1000;
   sendJson(res, 201, renderSandbox(s, ctx.domain, true));
 };
@@ -113,7 +145,10 @@ const connectSandbox: ApiHandler = async (ctx, req, res, [id]) => {
   if (s.state !== "paused" && s.state !== "running")
     return sendError(res, 409, `sandbox '${id}' is ${s.state}`);
   const resumed = s.state === "paused";
-  s.state = "running";
+  if (resumed) {
+    const refused = resume(ctx, s);
+    if (refused !== undefined) return sendError(res, 500, refused);
+  }
   s.endAt = Math.max(s.endAt, ctx.clock.now() + body.timeout * 1000);
   sendJson(res, resumed ? 201 : 200, renderNewSandbox(s, ctx.domain));
 };

@@ -1,9 +1,18 @@
-// Parses the small subset of bash the simulator runs: words, quotes, $VAR, ; && || > >>.
+// Parses the small subset of bash the simulator runs: words, quotes, $VAR, $!, ; && || &,
+// and the redirections > >> N> N>> N>&M &> <.
 
-/** One simple command with an optional stdout redirection. */
+/** Where an output stream of a command goes: one of the two streams of the run, or a file. */
+export type Sink = { fd: 1 | 2 } | { path: string; append: boolean };
+
+/** One simple command with its redirections. */
 export interface ShellCommand {
   argv: string[];
-  redirect?: { path: string; append: boolean };
+  stdout: Sink;
+  stderr: Sink;
+  /** File read as stdin (`< path`). */
+  stdin?: string;
+  /** Started as a background job (`cmd &`). */
+  background: boolean;
 }
 
 /** A command and how it joins the previous one. */
@@ -12,15 +21,22 @@ export interface ShellStep {
   command: ShellCommand;
 }
 
-type Token = { kind: "word"; value: string } | { kind: "op"; value: string };
+type Token = { kind: "word"; value: string } | { kind: "op"; value: string; fd?: number };
 
 /** Thrown for input the subset cannot parse; the message reads like bash's. */
 export class ShellSyntaxError extends Error {}
 
+/**
+ * Stands for `$!` in a parsed word. The script is expanded once, before it runs, but `$!` names a
+ * job the same script starts, so the shell fills it in as each command runs.
+ */
+export const LAST_JOB = "\u{E000}!";
+
 const NAME = /[A-Za-z_][A-Za-z0-9_]*/y;
 
-/** Expands $NAME or ${NAME} at `i`; returns the text and the index after it. */
+/** Expands $NAME, ${NAME} or $! at `i`; returns the text and the index after it. */
 function expand(src: string, i: number, env: Readonly<Record<string, string>>): [string, number] {
+  if (src[i + 1] === "!") return [LAST_JOB, i + 2];
   if (src[i + 1] === "{") {
     const close = src.indexOf("}", i + 2);
     if (close < 0) throw new ShellSyntaxError("bad substitution");
@@ -32,16 +48,27 @@ function expand(src: string, i: number, env: Readonly<Record<string, string>>): 
   return [env[m[0]] ?? "", i + 1 + m[0].length];
 }
 
+/** Operators, longest first. */
+const OPS = ["&&", "||", ">>", ">&", "&>", ">", "|", "&", "<"];
+
 function tokenize(src: string, env: Readonly<Record<string, string>>): Token[] {
   const tokens: Token[] = [];
   let word: string | undefined;
+  // A word of bare digits right before > or < is the file descriptor it redirects ("2>&1").
+  let bare = true;
   const flush = () => {
     if (word !== undefined) tokens.push({ kind: "word", value: word });
     word = undefined;
+    bare = true;
+  };
+  const append = (text: string, quoted: boolean) => {
+    word = (word ?? "") + text;
+    if (quoted) bare = false;
   };
   let i = 0;
   while (i < src.length) {
     const c = src[i] as string;
+    const op = OPS.find((o) => src.startsWith(o, i));
     if (c === " " || c === "\t") {
       flush();
       i++;
@@ -49,18 +76,20 @@ function tokenize(src: string, env: Readonly<Record<string, string>>): Token[] {
       flush();
       tokens.push({ kind: "op", value: ";" });
       i++;
-    } else if (src.startsWith("&&", i) || src.startsWith("||", i) || src.startsWith(">>", i)) {
+    } else if (op !== undefined) {
+      const fd = bare && word !== undefined && /^\d$/.test(word) && /[<>]/.test(op[0] as string);
+      const token: Token = { kind: "op", value: op };
+      if (fd) {
+        token.fd = Number(word);
+        word = undefined;
+      }
       flush();
-      tokens.push({ kind: "op", value: src.slice(i, i + 2) });
-      i += 2;
-    } else if (c === ">" || c === "|" || c === "&" || c === "<") {
-      flush();
-      tokens.push({ kind: "op", value: c });
-      i++;
+      tokens.push(token);
+      i += op.length;
     } else if (c === "'") {
       const close = src.indexOf("'", i + 1);
       if (close < 0) throw new ShellSyntaxError("unexpected EOF while looking for matching `''");
-      word = (word ?? "") + src.slice(i + 1, close);
+      append(src.slice(i + 1, close), true);
       i = close + 1;
     } else if (c === '"') {
       let text = "";
@@ -82,19 +111,19 @@ function tokenize(src: string, env: Readonly<Record<string, string>>): Token[] {
           i++;
         }
       }
-      word = (word ?? "") + text;
+      append(text, true);
       i++;
     } else if (c === "\\") {
-      word = (word ?? "") + (src[i + 1] ?? "");
+      append(src[i + 1] ?? "", true);
       i += 2;
     } else if (c === "$") {
       const [v, next] = expand(src, i, env);
-      word = (word ?? "") + v;
+      append(v, true);
       i = next;
     } else if (c === "#" && word === undefined) {
       while (i < src.length && src[i] !== "\n") i++;
     } else {
-      word = (word ?? "") + c;
+      append(c, false);
       i++;
     }
   }
@@ -102,11 +131,41 @@ function tokenize(src: string, env: Readonly<Record<string, string>>): Token[] {
   return tokens;
 }
 
+function newCommand(): ShellCommand {
+  return { argv: [], stdout: { fd: 1 }, stderr: { fd: 2 }, background: false };
+}
+
+/** Applies one redirection operator with its target word to `command`. */
+function redirect(command: ShellCommand, op: Token & { kind: "op" }, target: string): void {
+  if (op.value === "<") {
+    command.stdin = target;
+    return;
+  }
+  if (op.value === "&>") {
+    command.stdout = { path: target, append: false };
+    command.stderr = command.stdout;
+    return;
+  }
+  const fd = op.fd ?? 1;
+  if (fd !== 1 && fd !== 2) throw new ShellSyntaxError(`file descriptor ${fd} is not supported`);
+  let sink: Sink;
+  if (op.value === ">&") {
+    // N>&M points N where M points now, as bash's dup2 does: `>f 2>&1` sends both to f.
+    if (target === "1") sink = command.stdout;
+    else if (target === "2") sink = command.stderr;
+    else throw new ShellSyntaxError(`${target}: ambiguous redirect`);
+  } else {
+    sink = { path: target, append: op.value === ">>" };
+  }
+  if (fd === 1) command.stdout = sink;
+  else command.stderr = sink;
+}
+
 /** Parses a script into steps; throws ShellSyntaxError on what the subset does not support. */
 export function parseScript(src: string, env: Readonly<Record<string, string>>): ShellStep[] {
   const steps: ShellStep[] = [];
   let connector: ShellStep["connector"] = ";";
-  let command: ShellCommand = { argv: [] };
+  let command = newCommand();
   let pending = false;
   const tokens = tokenize(src, env);
   for (let i = 0; i < tokens.length; i++) {
@@ -114,21 +173,23 @@ export function parseScript(src: string, env: Readonly<Record<string, string>>):
     if (t.kind === "word") {
       command.argv.push(t.value);
       pending = true;
-    } else if (t.value === ">" || t.value === ">>") {
+    } else if ([">", ">>", ">&", "&>", "<"].includes(t.value)) {
       const target = tokens[++i];
       if (target?.kind !== "word")
         throw new ShellSyntaxError("syntax error near unexpected token `newline'");
-      command.redirect = { path: target.value, append: t.value === ">>" };
+      redirect(command, t, target.value);
       pending = true;
-    } else if (t.value === ";" || t.value === "&&" || t.value === "||") {
+    } else if (t.value === ";" || t.value === "&&" || t.value === "||" || t.value === "&") {
       if (!pending) {
-        // Empty statements (a leading or doubled ";") are skipped; a dangling && or || is not.
+        // Empty statements (a leading or doubled ";") are skipped; a dangling && || or & is not.
         if (t.value === ";") continue;
         throw new ShellSyntaxError(`syntax error near unexpected token \`${t.value}'`);
       }
+      command.background = t.value === "&";
       steps.push({ connector, command });
-      connector = t.value;
-      command = { argv: [] };
+      // A background job joins the next command like `;`.
+      connector = t.value === "&" ? ";" : t.value;
+      command = newCommand();
       pending = false;
     } else {
       throw new ShellSyntaxError(`'${t.value}' is not supported by the simulator`);

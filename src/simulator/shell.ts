@@ -1,7 +1,15 @@
-// A tiny bash stand-in: echo, cat, sleep, exit, true, false, pwd, with redirection into the
-// sandbox's in-memory files. A generator, so sleeps pause the caller and side effects stay in order.
+// A tiny bash stand-in: echo, cat, sleep, kill, exit, true, false, pwd, background jobs (`&`, `$!`),
+// and redirections into the sandbox's in-memory files. A generator, so sleeps pause the caller and
+// side effects stay in order.
 import { posix } from "node:path";
-import { parseScript, type ShellCommand, ShellSyntaxError } from "./shell-parse.js";
+import type { SimProcess } from "./model.js";
+import {
+  LAST_JOB,
+  parseScript,
+  type ShellCommand,
+  ShellSyntaxError,
+  type Sink,
+} from "./shell-parse.js";
 
 /** Something the running script does that the caller must carry out. */
 export type ShellOp =
@@ -9,11 +17,22 @@ export type ShellOp =
   | { kind: "stderr"; data: Buffer }
   | { kind: "sleep"; ms: number };
 
+/** The sandbox's background processes: they outlive the script that started them. */
+export interface ShellJobs {
+  /** Processes by pid. */
+  table: Map<number, SimProcess>;
+  nextPid(): number;
+  /** Now on the simulator's clock, epoch ms: a background `sleep N` lives N s of it. */
+  now(): number;
+}
+
 /** Where a script runs. */
 export interface ShellEnv {
   files: Map<string, Buffer>;
   cwd: string;
   env: Readonly<Record<string, string>>;
+  /** Default: a table of this script's own, from pid 1000 on a clock that stands still. */
+  jobs?: ShellJobs;
 }
 
 interface Result {
@@ -24,23 +43,60 @@ interface Result {
   exit?: boolean;
 }
 
-function run(argv: readonly string[], sh: ShellEnv, last: number): Result {
+const ok = (stdout = ""): Result => ({ code: 0, stdout, stderr: "" });
+const fail = (code: number, stderr: string): Result => ({ code, stdout: "", stderr });
+
+/** A `sleep` operand in ms, or undefined when it is not a valid interval. */
+function sleepMs(args: readonly string[]): number | undefined {
+  const s = Number(args[0]);
+  return args.length === 1 && Number.isFinite(s) && s >= 0 ? s * 1000 : undefined;
+}
+
+function alive(jobs: ShellJobs, pid: number): boolean {
+  const p = jobs.table.get(pid);
+  return p !== undefined && (p.endsAt === undefined || jobs.now() < p.endsAt);
+}
+
+/** kill [-SIGNAL] PID...: `-0` only checks that each process exists. */
+function kill(args: readonly string[], jobs: ShellJobs): Result {
+  const signal = args[0]?.startsWith("-") ? args[0].slice(1) : undefined;
+  const pids = signal === undefined ? args : args.slice(1);
+  if (pids.length === 0)
+    return fail(2, "kill: usage: kill [-s sigspec | -n signum | -sigspec] pid\n");
+  let stderr = "";
+  for (const arg of pids) {
+    const pid = Number(arg);
+    if (!/^\d+$/.test(arg)) stderr += `bash: kill: ${arg}: arguments must be process or job IDs\n`;
+    else if (!alive(jobs, pid)) stderr += `bash: kill: (${arg}) - No such process\n`;
+    else if (signal !== "0") jobs.table.delete(pid);
+  }
+  return stderr === "" ? ok() : fail(1, stderr);
+}
+
+function run(
+  argv: readonly string[],
+  sh: ShellEnv,
+  jobs: ShellJobs,
+  stdin: Buffer | undefined,
+  last: number,
+): Result {
   const [name, ...args] = argv;
   switch (name) {
     case undefined:
     case "true":
     case ":":
-      return { code: 0, stdout: "", stderr: "" };
+      return ok();
     case "false":
-      return { code: 1, stdout: "", stderr: "" };
+      return fail(1, "");
     case "pwd":
-      return { code: 0, stdout: `${sh.cwd}\n`, stderr: "" };
+      return ok(`${sh.cwd}\n`);
     case "echo": {
       const noNewline = args[0] === "-n";
       const words = noNewline ? args.slice(1) : args;
-      return { code: 0, stdout: words.join(" ") + (noNewline ? "" : "\n"), stderr: "" };
+      return ok(words.join(" ") + (noNewline ? "" : "\n"));
     }
     case "cat": {
+      if (args.length === 0) return ok(stdin?.toString("latin1") ?? "");
       let stdout = "";
       let stderr = "";
       let code = 0;
@@ -56,27 +112,62 @@ function run(argv: readonly string[], sh: ShellEnv, last: number): Result {
       return { code, stdout, stderr };
     }
     case "sleep": {
-      const s = Number(args[0]);
-      if (args.length !== 1 || !Number.isFinite(s) || s < 0) {
-        return { code: 1, stdout: "", stderr: `sleep: invalid time interval '${args[0] ?? ""}'\n` };
-      }
-      return { code: 0, stdout: "", stderr: "", sleepMs: s * 1000 };
+      const ms = sleepMs(args);
+      if (ms === undefined) return fail(1, `sleep: invalid time interval '${args[0] ?? ""}'\n`);
+      return { ...ok(), sleepMs: ms };
     }
+    case "kill":
+      return kill(args, jobs);
     case "exit": {
       const n = args[0] === undefined ? last : Number.parseInt(args[0], 10);
       return { code: Number.isNaN(n) ? 2 : n & 255, stdout: "", stderr: "", exit: true };
     }
     default:
-      return { code: 127, stdout: "", stderr: `bash: ${name}: command not found\n` };
+      return fail(127, `bash: ${name}: command not found\n`);
   }
 }
 
-function redirect(sh: ShellEnv, cmd: ShellCommand, out: Buffer): void {
-  if (!cmd.redirect) return;
-  const path = posix.resolve(sh.cwd, cmd.redirect.path);
-  if (path === "/dev/null") return;
-  const old = cmd.redirect.append ? sh.files.get(path) : undefined;
-  sh.files.set(path, old ? Buffer.concat([old, out]) : out);
+/** A script's own job table, for a caller that keeps none. */
+function ownJobs(): ShellJobs {
+  let pid = 1000;
+  return { table: new Map(), nextPid: () => pid++, now: () => 0 };
+}
+
+/** Opens the command's output files as bash does before it runs: `>` truncates, `>>` creates. */
+function open(sh: ShellEnv, cmd: ShellCommand): void {
+  for (const sink of [cmd.stdout, cmd.stderr]) {
+    if (!("path" in sink)) continue;
+    const path = posix.resolve(sh.cwd, sink.path);
+    if (path === "/dev/null") continue;
+    if (!sink.append || !sh.files.has(path)) sh.files.set(path, Buffer.alloc(0));
+  }
+}
+
+/** Writes `data` where `sink` points: a stream op to yield, or appended to a file. */
+function route(sh: ShellEnv, sink: Sink, data: Buffer): ShellOp | undefined {
+  if (data.byteLength === 0) return undefined;
+  if ("fd" in sink) return { kind: sink.fd === 1 ? "stdout" : "stderr", data };
+  const path = posix.resolve(sh.cwd, sink.path);
+  if (path !== "/dev/null")
+    sh.files.set(path, Buffer.concat([sh.files.get(path) ?? Buffer.alloc(0), data]));
+  return undefined;
+}
+
+/**
+ * Starts `cmd &`: a `sleep` becomes a process of the table, alive for its interval on the jobs'
+ * clock, which holds the run's streams that long unless its output is redirected to files.
+ */
+function startJob(
+  cmd: ShellCommand,
+  jobs: ShellJobs,
+): { pid: number; running: boolean; holdMs: number } {
+  const pid = jobs.nextPid();
+  const ms = cmd.argv[0] === "sleep" ? sleepMs(cmd.argv.slice(1)) : undefined;
+  if (ms === undefined) return { pid, running: false, holdMs: 0 };
+  const now = jobs.now();
+  jobs.table.set(pid, { pid, command: cmd.argv.join(" "), startedAt: now, endsAt: now + ms });
+  const holds = "fd" in cmd.stdout || "fd" in cmd.stderr;
+  return { pid, running: true, holdMs: holds ? ms : 0 };
 }
 
 /** Runs `script`, yielding output and sleeps; returns the exit code. */
@@ -89,20 +180,67 @@ export function* runScript(script: string, sh: ShellEnv): Generator<ShellOp, num
     yield { kind: "stderr", data: Buffer.from(`bash: -c: line 1: ${err.message}\n`) };
     return 2;
   }
+  const jobs = sh.jobs ?? ownJobs();
   let code = 0;
-  for (const { connector, command } of steps) {
+  let lastJob = "";
+  // A background job writing to the run's streams holds them open until it ends, as on envd.
+  let holdMs = 0;
+  const fill = (s: string) => s.replaceAll(LAST_JOB, lastJob);
+  for (const { connector, command: parsed } of steps) {
     if ((connector === "&&" && code !== 0) || (connector === "||" && code === 0)) continue;
+    const command = withJob(parsed, fill);
+    let stdin: Buffer | undefined;
+    if (command.stdin !== undefined) {
+      const path = posix.resolve(sh.cwd, command.stdin);
+      stdin = path === "/dev/null" ? Buffer.alloc(0) : sh.files.get(path);
+      if (stdin === undefined) {
+        code = 1;
+        yield {
+          kind: "stderr",
+          data: Buffer.from(`bash: ${command.stdin}: No such file or directory\n`),
+        };
+        continue;
+      }
+    }
+    open(sh, command);
+    if (command.background) {
+      const job = startJob(command, jobs);
+      lastJob = String(job.pid);
+      code = 0;
+      if (job.running) {
+        holdMs = Math.max(holdMs, job.holdMs);
+        continue;
+      }
+      // Any other job finishes at once: its output is written now, its exit code is not ours.
+    }
     // Output bytes keep what cat read verbatim (latin1 round-trips any byte).
-    const r = run(command.argv, sh, code);
-    code = r.code;
+    const r = run(command.argv, sh, jobs, stdin, code);
+    if (!command.background) code = r.code;
     if (r.sleepMs !== undefined) yield { kind: "sleep", ms: r.sleepMs };
-    const stdout = Buffer.from(r.stdout, command.argv[0] === "cat" ? "latin1" : "utf8");
-    if (command.redirect) redirect(sh, command, stdout);
-    else if (stdout.byteLength > 0) yield { kind: "stdout", data: stdout };
-    if (r.stderr !== "") yield { kind: "stderr", data: Buffer.from(r.stderr) };
-    if (r.exit) return code;
+    const out = route(
+      sh,
+      command.stdout,
+      Buffer.from(r.stdout, command.argv[0] === "cat" ? "latin1" : "utf8"),
+    );
+    if (out) yield out;
+    const err = route(sh, command.stderr, Buffer.from(r.stderr));
+    if (err) yield err;
+    if (r.exit && !command.background) break;
   }
+  if (holdMs > 0) yield { kind: "sleep", ms: holdMs };
   return code;
+}
+
+/** The command with `$!` filled in where it was parsed. */
+function withJob(cmd: ShellCommand, fill: (s: string) => string): ShellCommand {
+  const sink = (s: Sink): Sink => ("path" in s ? { ...s, path: fill(s.path) } : s);
+  return {
+    ...cmd,
+    argv: cmd.argv.map(fill),
+    stdout: sink(cmd.stdout),
+    stderr: cmd.stderr === cmd.stdout ? sink(cmd.stdout) : sink(cmd.stderr),
+    ...(cmd.stdin !== undefined ? { stdin: fill(cmd.stdin) } : {}),
+  };
 }
 
 /** Quotes one argument for the parser (used to run an argv that is not a bash -c script). */

@@ -57,6 +57,8 @@ export interface Schedule {
   trigger(): Promise<void>;
   /** Stops future runs; resolves when the run in flight, if any, has finished. */
   stop(): Promise<void>;
+  /** When the next tick is due (epoch ms); undefined without a timer. */
+  nextTick(): number | undefined;
 }
 
 /**
@@ -68,6 +70,7 @@ export function startSchedule(
   task: () => Promise<void>,
   onSkip: () => void,
   onError: (err: unknown) => void,
+  opts: { firstTickAt?: number } = {},
 ): Schedule {
   // The overlap guard lives here rather than in croner's `protect`, so that manual triggers
   // (the first cycle at start-up, tests) are guarded and counted the same way as ticks.
@@ -84,9 +87,10 @@ export function startSchedule(
       });
     return inFlight;
   };
-  const job = spec === undefined ? undefined : cronFor(spec, run);
+  const job = spec === undefined ? undefined : cronFor(spec, run, opts.firstTickAt);
   return {
     trigger: run,
+    nextTick: () => job?.nextRun()?.getTime(),
     async stop() {
       job?.stop();
       await inFlight;
@@ -105,15 +109,17 @@ export function tickInterval(spec: ScheduleSpec): number {
 }
 
 /** A croner job for a cron expression, or for an interval (croner counts those in whole seconds). */
-function cronFor(spec: ScheduleSpec, run: () => Promise<void>): Cron {
+/** `firstTickAt` (epoch ms): no tick before it, e.g. one interval after a run started by hand. */
+function cronFor(spec: ScheduleSpec, run: () => Promise<void>, firstTickAt?: number): Cron {
   const tick = (): void => {
     void run();
   };
+  const startAt = firstTickAt === undefined ? {} : { startAt: new Date(firstTickAt) };
   return spec.kind === "cron"
-    ? new Cron(spec.text, { unref: false }, tick)
+    ? new Cron(spec.text, { unref: false, ...startAt }, tick)
     : new Cron(
         "* * * * * *",
-        { interval: Math.max(1, Math.round(spec.ms / 1000)), unref: false },
+        { interval: Math.max(1, Math.round(spec.ms / 1000)), unref: false, ...startAt },
         tick,
       );
 }

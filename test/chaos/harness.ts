@@ -168,8 +168,11 @@ export interface StatusDoc {
   sandboxesComplete: boolean;
   collectors: Record<string, CollectorReport>;
   probe?: {
-    runs: number;
-    recentFailures: Array<{ phase: string; reason: string; error: string }>;
+    modules: Array<{
+      module: string;
+      runs: number;
+      recentFailures: Array<{ phase: string; reason: string; error: string }>;
+    }>;
     lastSweep: { deleted: number; error: string | null } | null;
   };
 }

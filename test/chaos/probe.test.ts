@@ -95,9 +95,9 @@ describe("chaos: a hostile in-sandbox agent", () => {
         .toBe(1);
       const { doc } = await statusOf(r);
       expect
-        .soft(doc.probe?.recentFailures[0], "/status probe.recentFailures[0]")
+        .soft(doc.probe?.modules[0]?.recentFailures[0], "/status probe.recentFailures[0]")
         .toMatchObject({ phase: "exec", reason: c.reason });
-      expect.soft(doc.probe?.recentFailures[0]?.error, "failure text").not.toBe("");
+      expect.soft(doc.probe?.modules[0]?.recentFailures[0]?.error, "failure text").not.toBe("");
       expectNoProbeSandboxLeft(r);
       // The exporter itself goes on: a poll cycle after the probe still resolves.
       expect(await r.e.runCycle()).toBeDefined();

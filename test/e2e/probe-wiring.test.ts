@@ -31,9 +31,9 @@ describe("probes wired into the exporter", () => {
     expect(m.get(`sandbox_probe_phase_duration_seconds{${id},phase="exec"}`)).toBeGreaterThan(0);
     expect(sim.state.sandboxes.size).toBe(before);
     const status = (await (await fetch(`${exporter.server.url}/status`)).json()) as {
-      probe?: { runs: number };
+      probe?: { modules: Array<{ module: string; runs: number }> };
     };
-    expect(status.probe?.runs).toBe(1);
+    expect(status.probe?.modules).toMatchObject([{ module: "default", runs: 1 }]);
     const onDemand = await fetch(`${exporter.server.url}/probe`);
     expect(onDemand.status).toBe(200);
     expect(await onDemand.text()).toContain(`sandbox_probe_success{${id}} 1`);

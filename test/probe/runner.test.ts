@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { PROBE_MODULE_KEY } from "../../src/probe/orphan-sweep.js";
 import { PROBE_PHASES, STREAM_POINTS } from "../../src/probe/phase.js";
 import { MAX_TIMER_MS } from "../../src/util/duration.js";
 import {
@@ -24,7 +25,7 @@ afterAll(async () => {
 
 describe("a probe against the simulator", () => {
   it("passes every phase and exports every phase, stream point and run metric", async () => {
-    const { prober, registry } = proberFor(bed);
+    const { prober, registry } = proberFor(bed, { steps: ["exec", "file", "lifecycle"] });
     const result = await prober.runOnce();
     expect(result?.failures).toEqual([]);
     expect(result?.success).toBe(true);
@@ -34,8 +35,10 @@ describe("a probe against the simulator", () => {
       expect(
         await seriesValue(registry, "sandbox_probe_phase_duration_seconds", { phase }),
       ).toBeGreaterThan(0);
+      // Each of the two lifecycle rounds is observed.
+      const observed = ["pause", "resume", "state_check"].includes(phase) ? 2 : 1;
       expect(await seriesValue(registry, "sandbox_probe_duration_seconds_count", { phase })).toBe(
-        1,
+        observed,
       );
     }
     for (const point of STREAM_POINTS) {
@@ -68,7 +71,9 @@ describe("a probe against the simulator", () => {
       },
     });
     expect((await prober.runOnce())?.success).toBe(true);
-    expect(created).toEqual([{ template: bed.template, "sandbox-exporter/probe": INSTANCE }]);
+    expect(created).toEqual([
+      { template: bed.template, "sandbox-exporter/probe": INSTANCE, [PROBE_MODULE_KEY]: "default" },
+    ]);
   });
 
   it("times the stream points from the request and counts keepalives", async () => {
@@ -268,6 +273,8 @@ function bindControl(b: ProbeBed) {
     getSandbox: c.getSandbox.bind(c),
     deleteSandbox: c.deleteSandbox.bind(c),
     listSandboxes: c.listSandboxes.bind(c),
+    pauseSandbox: c.pauseSandbox.bind(c),
+    resumeSandbox: c.resumeSandbox.bind(c),
   };
 }
 

@@ -22,12 +22,16 @@ export const INSTANCE = "test-probe";
 /** Fixed wall-clock start, so ages and timestamps are exact. */
 export const T0 = Date.UTC(2025, 0, 1);
 
-/** Starts a simulator and clients that reach it directly (no proxy) over 127.0.0.1. */
-export async function probeBed(): Promise<ProbeBed> {
+/**
+ * Starts a simulator (this platform's API, or E2B's with `flavor: "e2b"`) and clients that reach it
+ * directly (no proxy) over 127.0.0.1.
+ */
+export async function probeBed(o: { flavor?: "e2b" } = {}): Promise<ProbeBed> {
   const clock = new FakeClock(T0);
-  const sim = await startSimulator({ sandboxes: 3, clock });
+  const sim = await startSimulator({ sandboxes: 3, clock, ...(o.flavor && { flavor: o.flavor }) });
   const control = new ControlClient({
     apiUrl: sim.apiUrl,
+    ...(o.flavor === "e2b" && { apiPrefix: "", flavor: "e2b" as const }),
     apiKey: "",
     authStyle: "x-api-key",
     authHeader: "X-API-Key",

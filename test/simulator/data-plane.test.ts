@@ -222,4 +222,15 @@ describe("data plane", () => {
     await wrong.body.dump();
     expect(wrong.statusCode).toBe(415);
   });
+  it("holds the stream open while a background job still writes to it, as envd does", async () => {
+    const t0 = performance.now();
+    const held = parseFrames((await runCommand(sim, id, "sleep 0.2 & echo $!")).body);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(190);
+    expect(output(held, "stdout")).toMatch(/^\d+\n$/);
+    const t1 = performance.now();
+    const free = await runCommand(sim, id, "sleep 600 >/dev/null 2>&1 </dev/null & echo $!");
+    expect(performance.now() - t1).toBeLessThan(5_000);
+    const pid = output(parseFrames(free.body), "stdout").trim();
+    expect(sim.state.sandboxes.get(id)!.processes.get(Number(pid))?.command).toBe("sleep 600");
+  });
 });

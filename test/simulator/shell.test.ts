@@ -1,9 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { runScript, type ShellOp } from "../../src/simulator/shell.js";
+import type { SimProcess } from "../../src/simulator/index.js";
+import { runScript, type ShellJobs, type ShellOp } from "../../src/simulator/shell.js";
 
-function exec(script: string, files = new Map<string, Buffer>(), env: Record<string, string> = {}) {
+function exec(
+  script: string,
+  files = new Map<string, Buffer>(),
+  env: Record<string, string> = {},
+  jobs?: ShellJobs,
+) {
   const ops: ShellOp[] = [];
-  const gen = runScript(script, { files, cwd: "/home/user", env });
+  const gen = runScript(script, { files, cwd: "/home/user", env, ...(jobs && { jobs }) });
   let step = gen.next();
   for (let i = 0; !step.done && i < 1000; i++) {
     ops.push(step.value);
@@ -56,5 +62,86 @@ describe("simulator shell", () => {
     });
     expect(exec("echo 'open").code).toBe(2);
     expect(exec("echo a | wc").code).toBe(2);
+  });
+
+  it("sends stderr where 2>&1 finds stdout, and a file to both with &>", () => {
+    const r = exec("cat /nope > out 2>&1; cat /gone &> both; cat /x 2>&1 > f");
+    expect(r.files.get("/home/user/out")!.toString()).toBe(
+      "cat: /nope: No such file or directory\n",
+    );
+    expect(r.files.get("/home/user/both")!.toString()).toBe(
+      "cat: /gone: No such file or directory\n",
+    );
+    // Order matters, as in bash: stderr went to the stdout stream before stdout moved to f.
+    expect(r.stdout).toBe("cat: /x: No such file or directory\n");
+    expect(r.files.get("/home/user/f")!.toString()).toBe("");
+    expect(exec("cat /nope 2> /dev/null").stderr).toBe("");
+  });
+
+  it("reads stdin from a file with <, and refuses a missing one", () => {
+    const files = new Map([["/home/user/in", Buffer.from("from a file\n")]]);
+    expect(exec("cat < in", files).stdout).toBe("from a file\n");
+    expect(exec("cat < /dev/null").stdout).toBe("");
+    expect(exec("cat < missing; echo next")).toMatchObject({
+      stdout: "next\n",
+      stderr: "bash: missing: No such file or directory\n",
+    });
+  });
+});
+
+describe("simulator shell jobs", () => {
+  function jobs(now = { t: 0 }): ShellJobs & { now: () => number; t: { t: number } } {
+    let pid = 500;
+    return {
+      table: new Map<number, SimProcess>(),
+      nextPid: () => pid++,
+      now: () => now.t,
+      t: now,
+    };
+  }
+
+  it("starts a background sleep, prints its pid with $!, and does not wait for it", () => {
+    const j = jobs();
+    const r = exec("sleep 600 >/dev/null 2>&1 </dev/null & echo $!", undefined, {}, j);
+    expect(r).toMatchObject({ code: 0, stdout: "500\n", stderr: "" });
+    expect(r.ops.some((o) => o.kind === "sleep")).toBe(false);
+    expect(j.table.get(500)).toEqual({
+      pid: 500,
+      command: "sleep 600",
+      startedAt: 0,
+      endsAt: 600_000,
+    });
+  });
+
+  it("checks a process with kill -0 until it ends, and ends it with kill", () => {
+    const j = jobs();
+    exec("sleep 10 > /dev/null 2>&1 &", undefined, {}, j);
+    expect(exec("kill -0 500", undefined, {}, j).code).toBe(0);
+    j.t.t = 10_000;
+    expect(exec("kill -0 500", undefined, {}, j)).toMatchObject({
+      code: 1,
+      stderr: "bash: kill: (500) - No such process\n",
+    });
+    exec("sleep 60 &> /dev/null & kill $!; kill -0 $! || echo gone", undefined, {}, j);
+    expect(exec("kill -0 501", undefined, {}, j).code).toBe(1);
+    expect(exec("kill -0 x", undefined, {}, j)).toMatchObject({ code: 1 });
+    expect(exec("kill", undefined, {}, j).code).toBe(2);
+  });
+
+  it("keeps the streams open while a background job still writes to them", () => {
+    // On envd a child holding stdout holds the Start stream: the script ends when the job does.
+    expect(exec("sleep 2 & echo $!").ops).toEqual([
+      { kind: "stdout", data: Buffer.from("1000\n") },
+      { kind: "sleep", ms: 2000 },
+    ]);
+    expect(exec("sleep 2 > /dev/null & echo $!").ops.at(-1)).toEqual({ kind: "sleep", ms: 2000 });
+    expect(exec("sleep 2 > /dev/null 2>&1 & echo $!").ops.at(-1)!.kind).toBe("stdout");
+  });
+
+  it("runs any other background command at once, with exit code 0, and leaves $! empty before a job", () => {
+    const r = exec("echo $!; false & echo bg > f &", undefined, {}, jobs());
+    expect(r).toMatchObject({ code: 0, stdout: "\n" });
+    expect(r.files.get("/home/user/f")!.toString()).toBe("bg\n");
+    expect(exec("& echo x").code).toBe(2);
   });
 });

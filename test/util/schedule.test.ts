@@ -85,6 +85,31 @@ describe("startSchedule", () => {
     await schedule.stop();
   });
 
+  it("holds the first tick back until firstTickAt, so a run started by hand is not skipped", async () => {
+    const from = Date.now() + 60_000;
+    const held = startSchedule(
+      parseSchedule("5s"),
+      async () => {},
+      () => {},
+      () => {},
+      {
+        firstTickAt: from,
+      },
+    );
+    const free = startSchedule(
+      parseSchedule("5s"),
+      async () => {},
+      () => {},
+      () => {},
+    );
+    // croner ticks on whole seconds: the first at or after `from`, where it would be within 1 s.
+    expect(held.nextTick()).toBeGreaterThanOrEqual(from);
+    expect(held.nextTick()).toBeLessThanOrEqual(from + 1_000);
+    expect(free.nextTick()).toBeLessThanOrEqual(Date.now() + 1_000);
+    await held.stop();
+    await free.stop();
+  });
+
   it("reports a failed run and keeps scheduling", async () => {
     const errors: unknown[] = [];
     let runs = 0;

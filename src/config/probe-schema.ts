@@ -1,0 +1,173 @@
+// The probe section: the top-level settings are the default module and the defaults of every
+// module listed under `modules` (blackbox_exporter's modules, cloudprober's probes).
+import { z } from "zod";
+import type { ScheduleSpec } from "../util/schedule.js";
+import { duration, int, oneOf, schedule, text } from "./fields.js";
+
+/** Optional parts of a probe; create and terminate always run. */
+export const PROBE_STEP_NAMES = ["exec", "file", "lifecycle"] as const;
+export type ProbeStepName = (typeof PROBE_STEP_NAMES)[number];
+
+/** Phases with a timeout of their own (`phaseTimeouts`). */
+export const PROBE_PHASE_NAMES = [
+  "create",
+  "exec",
+  "file_write",
+  "file_read",
+  "pause",
+  "resume",
+  "state_check",
+  "terminate",
+] as const;
+
+/** The module of a configuration without `modules`. */
+export const DEFAULT_PROBE_MODULE = "default";
+
+/** Labels every probe series has already; a module's own labels cannot take these names. */
+const RESERVED_LABELS = new Set([
+  "module",
+  "template",
+  "phase",
+  "point",
+  "reason",
+  "result",
+  "le",
+  "job",
+  "instance",
+]);
+
+const moduleName = text.regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/, {
+  error: "a module name of letters, digits, _ . - (at most 63)",
+});
+
+const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
+/** A module's own labels; each bad name is reported at its own path. */
+const labels = z
+  .record(text, text, { error: "a mapping of label name to value" })
+  .superRefine((m, ctx) => {
+    for (const name of Object.keys(m)) {
+      const message = !LABEL_NAME.test(name)
+        ? "a label name matching [a-zA-Z_][a-zA-Z0-9_]*"
+        : RESERVED_LABELS.has(name) || name.startsWith("__")
+          ? `a label name other than ${[...RESERVED_LABELS].join(", ")} and __*`
+          : undefined;
+      if (message) ctx.addIssue({ code: "custom", path: [name], message, input: name });
+    }
+  });
+
+const steps = z.array(oneOf(PROBE_STEP_NAMES), { error: "a list of exec, file, lifecycle" });
+
+const phaseTimeouts = z.strictObject(
+  Object.fromEntries(PROBE_PHASE_NAMES.map((p) => [p, duration().optional()])) as Record<
+    (typeof PROBE_PHASE_NAMES)[number],
+    z.ZodOptional<ReturnType<typeof duration>>
+  >,
+);
+
+const command = text.includes("{nonce}", { error: "a command containing {nonce}" });
+const filePath = text.min(1, { error: "a file path" });
+const template = text.min(1, { error: "a template id" });
+
+/** One entry of `probe.modules`; what it leaves out comes from the top-level probe settings. */
+const ModuleSchema = z.strictObject({
+  name: moduleName,
+  template: template.optional(),
+  schedule: schedule.optional(),
+  phases: steps.optional(),
+  command: command.optional(),
+  filePath: filePath.optional(),
+  timeoutMs: duration().optional(),
+  phaseTimeoutMs: duration().optional(),
+  phaseTimeouts: phaseTimeouts.optional(),
+  lifecycleRounds: int(1, 10).optional(),
+  /** Extra labels on every series of this module. */
+  labels: labels.optional(),
+});
+
+/** A module with every setting filled in. */
+export interface ProbeModuleConfig {
+  name: string;
+  template: string;
+  schedule: ScheduleSpec;
+  phases: ProbeStepName[];
+  command: string;
+  filePath: string;
+  timeoutMs: number;
+  phaseTimeoutMs: number;
+  phaseTimeouts: Partial<Record<(typeof PROBE_PHASE_NAMES)[number], number>>;
+  lifecycleRounds: number;
+  labels: Record<string, string>;
+}
+
+const ProbeFields = z.strictObject({
+  enabled: z.boolean({ error: "true or false" }).default(false),
+  schedule: schedule.prefault("60s"),
+  template: template.default("base"),
+  timeoutMs: duration().default(60_000),
+  /** Deadline of each phase, within timeoutMs. */
+  phaseTimeoutMs: duration().default(20_000),
+  phaseTimeouts: phaseTimeouts.default({}),
+  /** Tags probe sandboxes `sandbox-exporter/probe=<instance>` for the orphan sweep. */
+  instance: text.min(1, { error: "a non-empty instance name" }).default("default"),
+  /** The command run in the sandbox; `{nonce}` is replaced by the expected output. */
+  command: command.default("echo {nonce}"),
+  filePath: filePath.default("/tmp/sandbox-exporter-probe.txt"),
+  phases: steps.default(["exec", "file"]),
+  /** Pause/resume rounds of the lifecycle phase: the second resume is where platforms fail. */
+  lifecycleRounds: int(1, 10).default(2),
+  /** Modules probing at the same time, at most. */
+  concurrency: int(1, 32).default(2),
+  modules: z.array(ModuleSchema, { error: "a list of probe modules" }).default([]),
+});
+
+export const ProbeSchema = ProbeFields.superRefine((p, ctx) => {
+  const seen = new Set<string>();
+  p.modules.forEach((m, i) => {
+    if (seen.has(m.name))
+      ctx.addIssue({
+        code: "custom",
+        path: ["modules", i, "name"],
+        message: `a module name used once (${m.name} is repeated)`,
+        input: m.name,
+      });
+    seen.add(m.name);
+  });
+  const check = (phases: readonly ProbeStepName[] | undefined, path: (string | number)[]) => {
+    if (phases?.includes("lifecycle") && !phases.includes("file"))
+      ctx.addIssue({
+        code: "custom",
+        path,
+        message: "phases with file when lifecycle is listed (the lifecycle checks the file)",
+        input: phases,
+      });
+  };
+  check(p.phases, ["phases"]);
+  p.modules.forEach((m, i) => {
+    check(m.phases, ["modules", i, "phases"]);
+  });
+}).transform((p) => ({ ...p, modules: probeModules(p) }));
+
+/** The modules to run: the listed ones over the top-level defaults, else the default module. */
+function probeModules(p: z.output<typeof ProbeFields>): ProbeModuleConfig[] {
+  const base: ProbeModuleConfig = {
+    name: DEFAULT_PROBE_MODULE,
+    template: p.template,
+    schedule: p.schedule,
+    phases: p.phases,
+    command: p.command,
+    filePath: p.filePath,
+    timeoutMs: p.timeoutMs,
+    phaseTimeoutMs: p.phaseTimeoutMs,
+    phaseTimeouts: p.phaseTimeouts,
+    lifecycleRounds: p.lifecycleRounds,
+    labels: {},
+  };
+  if (p.modules.length === 0) return [base];
+  return p.modules.map((m) => {
+    const out: ProbeModuleConfig = { ...base, name: m.name };
+    for (const [k, v] of Object.entries(m)) if (v !== undefined) Object.assign(out, { [k]: v });
+    out.phaseTimeouts = { ...p.phaseTimeouts, ...m.phaseTimeouts };
+    return out;
+  });
+}
