@@ -1,6 +1,7 @@
 // The exporter under test in its own process: the parent drives cycles and probes over IPC and
 // scrapes /metrics over loopback, so this process's RSS and event loop are the exporter's alone.
 // Arguments: the simulator's base URL, then exporter flags.
+import { readFileSync } from "node:fs";
 import { type IntervalHistogram, monitorEventLoopDelay } from "node:perf_hooks";
 import { getHeapSpaceStatistics, writeHeapSnapshot } from "node:v8";
 import { pino } from "pino";
@@ -13,6 +14,7 @@ const [apiUrl = "", ...flags] = process.argv.slice(2);
 const { config } = loadConfig({
   argv: ["--listen", "127.0.0.1:0", ...flags],
   env: { SANDBOX_API_URL: apiUrl },
+  readFile: (path) => readFileSync(path, "utf8"),
 });
 const exporter = await startExporter(config, {
   logger: pino({ level: "silent" }),
@@ -84,7 +86,12 @@ serveParent(
     probe: async () => {
       const r = await exporter.prober?.runOnce();
       if (!r) throw new Error("no probe ran (probes disabled or one in flight)");
-      return { success: r.success, points: r.stream.points, failures: r.failures };
+      return {
+        success: r.success,
+        points: r.stream.points,
+        phases: r.phases,
+        failures: r.failures,
+      };
     },
   },
   () => exporter.stop(),

@@ -302,6 +302,21 @@ function printProbe(p: ProbeTiming): void {
     runs,
     shift(p.endShiftMs, endDelayMs, p.endErrorMs),
   );
+  const l = p.lifecycle;
+  row(
+    "pause phase ms",
+    l.delayed.pause,
+    l.baseline.pause,
+    runs,
+    shift(l.pauseShiftMs, l.injected.pauseMs, l.pauseErrorMs),
+  );
+  row(
+    "resume phase ms",
+    l.delayed.resume,
+    l.baseline.resume,
+    runs,
+    shift(l.resumeShiftMs, l.injected.resumeMs, l.resumeErrorMs),
+  );
   console.log(
     "start: delayed minus no-delay start point ≈ startDelayMs. end: the simulator waits endDelayMs after the\n" +
       "last output, so (end - first_data) delayed minus no-delay ≈ endDelayMs; the end point itself moves by both.\n" +

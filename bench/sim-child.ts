@@ -16,6 +16,13 @@ serveParent(
       sim.faults.stream = { ...(args as StreamFaults) };
       return sim.faults.stream;
     },
+    /** Latency on the pause and resume calls (0 clears it), for the lifecycle phases' timing. */
+    lifecycleLatency: (args) => {
+      const a = args as { pauseMs: number; resumeMs: number };
+      sim.faults.route("POST /sandboxes/{id}/pause", { latencyMs: a.pauseMs });
+      sim.faults.route("POST /sandboxes/{id}/resume", { latencyMs: a.resumeMs });
+      return a;
+    },
     memory: () => memoryMB(),
   },
   () => sim.close(),
