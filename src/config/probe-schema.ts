@@ -8,7 +8,7 @@ import { duration, int, oneOf, schedule, text } from "./fields.js";
 export const PROBE_STEP_NAMES = ["exec", "file", "lifecycle"] as const;
 export type ProbeStepName = (typeof PROBE_STEP_NAMES)[number];
 
-/** Phases with a timeout of their own (`phaseTimeouts`). */
+/** The phases of a probe in the order they run; each may have a timeout of its own (`phaseTimeouts`). */
 export const PROBE_PHASE_NAMES = [
   "create",
   "exec",

@@ -1,25 +1,17 @@
 // What every probe phase shares: the phase names, the run state they read and fill, and their signature.
+import { PROBE_PHASE_NAMES, PROBE_STEP_NAMES } from "../config/probe-schema.js";
 import type { ControlClient, CreatedSandbox } from "../platform/control/control.js";
 import type { DataClient, SandboxRef } from "../platform/data/data.js";
 
-/** The phases of one probe, in the order they run; terminate always runs. */
-export const PROBE_PHASES = [
-  "create",
-  "exec",
-  "file_write",
-  "file_read",
-  "pause",
-  "resume",
-  "state_check",
-  "terminate",
-] as const;
+/** The phases of one probe, in the order they run; terminate always runs (the config's names). */
+export const PROBE_PHASES = PROBE_PHASE_NAMES;
 export type ProbePhase = (typeof PROBE_PHASES)[number];
 
 /**
  * The optional parts of a probe (create and terminate always run): `exec` runs exec, `file` runs
  * file_write and file_read, `lifecycle` runs pause, resume and state_check once per round.
  */
-export const PROBE_STEPS = ["exec", "file", "lifecycle"] as const;
+export const PROBE_STEPS = PROBE_STEP_NAMES;
 export type ProbeStep = (typeof PROBE_STEPS)[number];
 
 /** The phases of one pause/resume round, in order. */

@@ -1,7 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config/load.js";
-import { PROBE_PHASE_NAMES, PROBE_STEP_NAMES } from "../../src/config/probe-schema.js";
-import { PROBE_PHASES, PROBE_STEPS } from "../../src/probe/phase.js";
 
 function load(yaml: string) {
   return loadConfig({
@@ -120,10 +118,5 @@ describe("probe.modules", () => {
       "probe.modules.1.name (file c.yaml:probe.modules.1.name): expected a module name used once (a is repeated)",
     );
     expect(text).not.toContain("probe.modules.0.phases");
-  });
-
-  it("knows the same phases and steps as the prober", () => {
-    expect([...PROBE_PHASE_NAMES].sort()).toEqual([...PROBE_PHASES].sort());
-    expect([...PROBE_STEP_NAMES]).toEqual([...PROBE_STEPS]);
   });
 });
