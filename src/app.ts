@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { Agent, type Dispatcher } from "undici";
 import { Poller } from "./collect/poller.js";
 import type { Snapshot } from "./collect/snapshot.js";
+import type { PolledSnapshot } from "./collect/usage-collector.js";
 import { loadPolicySpec } from "./config/policy-file.js";
 import { policySpec } from "./config/policy-schema.js";
 import type { Config } from "./config/schema.js";
@@ -125,6 +126,15 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     intervalMs: pollIntervalMs,
     confirmDropRatio: config.poll.confirmDropRatio,
     capabilityRecheckMs: config.poll.capabilityRecheckMs,
+    ...(config.poll.usage
+      ? {
+          usage: {
+            intervalMs: config.poll.usageIntervalMs,
+            shard: config.shard,
+            runningStates: config.states.running,
+          },
+        }
+      : {}),
     onPageLimit: (from, to) =>
       logger.warn(
         { from, to },
@@ -171,7 +181,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
         (err) => logger.error({ err: String(err) }, "policy run failed"),
       )
     : undefined;
-  const published = async (snapshot: Snapshot): Promise<void> => {
+  const published = async (snapshot: PolledSnapshot): Promise<void> => {
     // Rendered in slices between which scrapes are served the previous body (see updateAsync).
     await metrics.updateAsync(snapshot);
     // The policy acts on walks (a snapshot repeating the last walk's list brings it nothing new),
@@ -184,6 +194,12 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
           "collector failed; serving last good data",
         );
     }
+    const u = snapshot.usage;
+    if (u?.refreshed && !u.status.success && !u.status.unsupported)
+      logger.warn(
+        { collector: "usage", error: u.status.error },
+        "collector failed; serving last good data",
+      );
     logger.debug(
       {
         cycle: snapshot.cycle,

@@ -8,6 +8,7 @@ import type {
   Health,
   PlatformNode,
   Sandbox,
+  SandboxUsage,
   Template,
 } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
@@ -15,7 +16,14 @@ import { mapLimit } from "../util/concurrency.js";
 import { timerMs } from "../util/duration.js";
 import { walkPages } from "./paging.js";
 import { type SandboxList, SandboxTable } from "./sandbox-table.js";
-import { COLLECTORS, type CollectorName, type CollectorStatus, type Snapshot } from "./snapshot.js";
+import { COLLECTORS, type CollectorName, type CollectorStatus } from "./snapshot.js";
+import {
+  type PolledSnapshot,
+  readUsage,
+  type UsageData,
+  type UsageOptions,
+  usageTargets,
+} from "./usage-collector.js";
 
 /** Detail reads (/nodes/{id}, /templates/{id}) in flight at once. */
 const DETAIL_CONCURRENCY = 8;
@@ -36,6 +44,8 @@ export interface PlatformReader {
     q: { state?: string; metadata?: string; nextToken?: string; limit?: number },
     opts?: { slim?: boolean },
   ): Promise<DeferredPage<Sandbox>>;
+  /** Latest usage sample of each of at most 100 sandboxes; ids without one are absent. */
+  sandboxUsage(ids: readonly string[]): Promise<Map<string, SandboxUsage>>;
 }
 
 /** What to walk and how. */
@@ -63,15 +73,23 @@ export interface PollerOptions {
   confirmDropRatio: number;
   /** Ceiling of the wait between failed walks (it doubles from one interval). */
   maxBackoffMs: number;
-  /** Receives every snapshot (after each tick, and when a walk that outlived its tick ends). */
-  onSnapshot?: (snapshot: Snapshot) => Promise<void> | void;
+  /**
+   * Read the usage of this shard's running sandboxes (GET /sandboxes/metrics) after a complete
+   * walk, at most once per `usage.intervalMs`; off when absent.
+   */
+  usage?: UsageOptions;
+  /**
+   * Receives every snapshot (after each tick, and when a walk or a usage read that outlived its
+   * tick ends).
+   */
+  onSnapshot?: (snapshot: PolledSnapshot) => Promise<void> | void;
   /** A snapshot handler failed after a walk that outlived its tick (a tick's own failure rejects). */
   onError?: (err: unknown) => void;
   /** Slow re-check of a collector found unsupported. */
   capabilityRecheckMs: number;
   /** A collector was found unsupported (with the answer that said so), or supported again. */
   onSupport?: (
-    collector: CollectorName,
+    collector: CollectorName | "usage",
     supported: boolean,
     error?: { code: string; message: string },
   ) => void;
@@ -97,6 +115,8 @@ interface Outcome<T> {
 /** The small collectors: one request or a few each, refreshed every tick whatever the walk does. */
 const SMALL = ["health", "overview", "nodes", "templates"] as const;
 type SmallName = (typeof SMALL)[number];
+/** Collectors whose endpoint may turn out not to be served (see learnSupport). */
+type Optional = SmallName | "usage";
 
 /**
  * Turns the platform into a sequence of immutable snapshots. Each tick refreshes the small
@@ -104,7 +124,7 @@ type SmallName = (typeof SMALL)[number];
  * off; a slow or hung walk therefore never holds back health, overview, nodes and templates.
  */
 export class Poller {
-  private last: Snapshot | undefined;
+  private last: PolledSnapshot | undefined;
   private cycle = 0;
   /** The latest outcome of each collector and whether a snapshot carried it yet. */
   private readonly outcomes: Partial<Record<CollectorName, Outcome<unknown>>> = {};
@@ -119,9 +139,17 @@ export class Poller {
   /** The page size in use: poll.pageLimit until the platform refused it. */
   private pageLimit: number;
   /** Collectors found unsupported, and when each is read again. */
-  private readonly unsupported = new Map<SmallName, { recheckAt: number }>();
+  private readonly unsupported = new Map<Optional, { recheckAt: number }>();
   /** Collectors that succeeded once: an error of theirs is a failure, never "unsupported". */
-  private readonly supported = new Set<CollectorName>();
+  private readonly supported = new Set<CollectorName | "usage">();
+  private usageInFlight: Promise<void> | undefined;
+  /** A usage read ended and no snapshot has carried its outcome yet. */
+  private usagePending = false;
+  private usageOutcome: Outcome<unknown> | undefined;
+  /** When the last usage read started. */
+  private usageStartedAt: number | undefined;
+  /** The samples of the last usage read (a failed batch's ids keep the ones before). */
+  private usageSamples: ReadonlyMap<string, SandboxUsage> = new Map();
   /** Sandboxes of the last complete walk, for the drop check. */
   private lastCompleteCount: number | undefined;
 
@@ -130,7 +158,7 @@ export class Poller {
   }
 
   /** The latest completed snapshot, if any cycle has finished. */
-  get latest(): Snapshot | undefined {
+  get latest(): PolledSnapshot | undefined {
     return this.last;
   }
 
@@ -177,8 +205,9 @@ export class Poller {
     } finally {
       this.ticking = false;
     }
-    // A walk that ended during the publish above left its outcome for the next snapshot: now.
-    if (this.walkPending) await this.publish([]);
+    // A walk or usage read that ended during the publish above left its outcome for the next
+    // snapshot: now.
+    if (this.walkPending || this.usagePending) await this.publish([]);
     return { walkBusy };
   }
 
@@ -194,9 +223,10 @@ export class Poller {
     stop.abort();
   }
 
-  /** Resolves when no walk is in flight (its snapshot published). */
+  /** Resolves when no walk, nor the usage read that follows one, is in flight (snapshots published). */
   async walkDone(): Promise<void> {
     await this.walkInFlight;
+    await this.usageInFlight;
   }
 
   private startWalk(): void {
@@ -208,6 +238,7 @@ export class Poller {
         if (outcome.ok) {
           this.walkFailures = 0;
           this.supported.add("sandboxes");
+          this.startUsage(outcome.value as SandboxList);
         } else {
           this.walkFailures++;
           // The next tick after a first failure, then doubling intervals up to the ceiling.
@@ -229,21 +260,77 @@ export class Poller {
     this.walkInFlight = walk();
   }
 
+  /**
+   * Starts a usage read of `list` (a complete walk's) when the collector is on, no read is running,
+   * its interval has passed and no capability re-check is awaited. Neither walks nor ticks wait
+   * for it, and it starts no request once a poll interval has passed.
+   */
+  private startUsage(list: SandboxList): void {
+    const u = this.options.usage;
+    if (!u || this.usageInFlight || this.stillUnsupported("usage")) return;
+    const { clock, intervalMs, reader } = this.options;
+    const startedAt = clock.now();
+    // Half a poll interval of slack, or a read due just after a walk ends waits a whole interval.
+    const last = this.usageStartedAt;
+    if (last !== undefined && startedAt - last < u.intervalMs - intervalMs / 2) return;
+    this.usageStartedAt = startedAt;
+    const run = async (): Promise<void> => {
+      try {
+        const ids = usageTargets(list, u);
+        const read = (batch: readonly string[]) => reader.sandboxUsage(batch);
+        const r = await readUsage(read, ids, this.usageSamples, clock, intervalMs);
+        this.usageSamples = r.samples;
+        const durationMs = clock.now() - startedAt;
+        this.usageOutcome =
+          r.error === undefined
+            ? { ok: true, requests: r.requests, startedAt, durationMs }
+            : { ...failure(r.error, startedAt, durationMs), requests: r.requests };
+        if (r.answered) this.supported.add("usage");
+        // A read that asked nothing (no running sandboxes) says nothing about the endpoint.
+        if (r.requests > 0) this.learnSupport("usage", this.usageOutcome);
+        this.usagePending = true;
+        if (!this.ticking) await this.publish([]);
+      } catch (err) {
+        this.options.onError?.(err);
+      } finally {
+        this.usageInFlight = undefined;
+      }
+    };
+    this.usageInFlight = run();
+  }
+
+  /** The usage collector's part of a snapshot made at `now`. */
+  private usageData(now: number, prev: UsageData | undefined, refreshed: boolean): UsageData {
+    const u = this.options.usage as UsageOptions;
+    // A read follows a walk: at most one per poll interval, however short usage.intervalMs is.
+    const every = Math.max(u.intervalMs, this.options.intervalMs);
+    const status = this.status("usage", this.usageOutcome, prev?.status, now, every);
+    return { samples: this.usageSamples, status, refreshed };
+  }
+
   /** Makes the snapshot of what every collector last produced, and hands it on. */
   private async publish(refreshedSmall: readonly SmallName[]): Promise<void> {
-    const { clock } = this.options;
+    const { clock, intervalMs } = this.options;
     const now = clock.now();
     const prev = this.last;
     const walked = this.walkPending;
     this.walkPending = false;
+    const usageRefreshed = this.usagePending;
+    this.usagePending = false;
     const refreshed: CollectorName[] = [...refreshedSmall];
     if (walked) refreshed.push("sandboxes");
     const collectors = {} as Record<CollectorName, CollectorStatus>;
     for (const name of COLLECTORS)
-      collectors[name] = this.status(name, this.outcomes[name], prev?.collectors[name], now);
+      collectors[name] = this.status(
+        name,
+        this.outcomes[name],
+        prev?.collectors[name],
+        now,
+        intervalMs,
+      );
     const o = this.outcomes;
     const sandboxes = o.sandboxes;
-    const snapshot: Snapshot = {
+    const snapshot: PolledSnapshot = {
       cycle: ++this.cycle,
       startedAt: Math.min(now, ...COLLECTORS.map((n) => o[n]?.startedAt ?? now)),
       finishedAt: now,
@@ -259,13 +346,14 @@ export class Poller {
       walked,
       refreshed,
       collectors,
+      ...(this.options.usage ? { usage: this.usageData(now, prev?.usage, usageRefreshed) } : {}),
     };
     this.last = snapshot;
     await this.options.onSnapshot?.(snapshot);
   }
 
   /** An unsupported collector is left alone until its re-check is due. */
-  private stillUnsupported(name: SmallName): boolean {
+  private stillUnsupported(name: Optional): boolean {
     const u = this.unsupported.get(name);
     return u !== undefined && this.options.clock.now() < u.recheckAt;
   }
@@ -275,7 +363,7 @@ export class Poller {
    * by this platform (E2B has no /cluster/overview; /nodes is for admins): it is re-checked at
    * a slow interval instead of failing every tick. A success makes it supported again.
    */
-  private learnSupport(name: SmallName, outcome: Outcome<unknown>): void {
+  private learnSupport(name: Optional, outcome: Outcome<unknown>): void {
     const was = this.unsupported.has(name);
     if (outcome.ok) {
       this.supported.add(name);
@@ -294,13 +382,15 @@ export class Poller {
     if (!was) this.options.onSupport?.(name, false, outcome.error);
   }
 
-  private status(
-    name: CollectorName,
+  /** A collector's status at `now`; its data is stale once older than two of `everyMs`. */
+  private status<N extends CollectorName | "usage">(
+    name: N,
     outcome: Outcome<unknown> | undefined,
-    prev: CollectorStatus | undefined,
+    prev: StatusOf<N> | undefined,
     now: number,
-  ): CollectorStatus {
-    if (this.unsupported.has(name as SmallName))
+    everyMs: number,
+  ): StatusOf<N> {
+    if (this.unsupported.has(name as Optional))
       return {
         name,
         success: false,
@@ -313,6 +403,7 @@ export class Poller {
       };
     const runs =
       name === "sandboxes" ||
+      name === "usage" ||
       this.options.clusterWide ||
       (name === "health" && this.options.readHealth);
     if (!runs) {
@@ -341,9 +432,7 @@ export class Poller {
     }
     const lastSuccessAt = outcome.ok ? outcome.startedAt : prev?.lastSuccessAt;
     // Old data is stale whatever kept it from being refreshed: a failure, a hang, a backoff.
-    const tooOld =
-      lastSuccessAt === undefined ||
-      now - lastSuccessAt > STALE_INTERVALS * this.options.intervalMs;
+    const tooOld = lastSuccessAt === undefined || now - lastSuccessAt > STALE_INTERVALS * everyMs;
     return {
       name,
       success: outcome.ok,
@@ -370,17 +459,7 @@ export class Poller {
         durationMs: this.options.clock.now() - startedAt,
       };
     } catch (err) {
-      return {
-        ok: false,
-        requests: 0,
-        startedAt,
-        durationMs: this.options.clock.now() - startedAt,
-        error: describeError(err),
-        unsupportedAnswer:
-          err instanceof PlatformNotFoundError ||
-          (err instanceof PlatformHttpError && (err.status === 403 || err.status === 405)),
-        refused: err instanceof PlatformHttpError && err.status === 401,
-      };
+      return failure(err, startedAt, this.options.clock.now() - startedAt);
     }
   }
 
@@ -493,6 +572,24 @@ export class Poller {
     this.walkTotalRunning = totalRunning;
     return out;
   }
+}
+
+/** A collector's status, named `N`. */
+type StatusOf<N extends string> = Omit<CollectorStatus, "name"> & { name: N };
+
+/** The outcome of a read that failed with `err`. */
+function failure(err: unknown, startedAt: number, durationMs: number): Outcome<never> {
+  return {
+    ok: false,
+    requests: 0,
+    startedAt,
+    durationMs,
+    error: describeError(err),
+    unsupportedAnswer:
+      err instanceof PlatformNotFoundError ||
+      (err instanceof PlatformHttpError && (err.status === 403 || err.status === 405)),
+    refused: err instanceof PlatformHttpError && err.status === 401,
+  };
 }
 
 /** Reads a list and, when asked, each item's detail record merged over its summary. */

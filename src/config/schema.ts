@@ -159,6 +159,10 @@ const PollSchema = z.strictObject({
   capabilityRecheckMs: duration().default(600_000),
   /** Ceiling of the backoff between failed sandbox walks. */
   maxBackoffMs: duration().default(300_000),
+  /** Read the CPU, memory and disk use of this shard's running sandboxes (GET /sandboxes/metrics). */
+  usage: bool.default(false),
+  /** Least time between two usage reads; each follows a complete sandbox walk. */
+  usageIntervalMs: duration().default(60_000),
 });
 
 const MetricsSchema = z.strictObject({

@@ -263,6 +263,20 @@ export const SETTINGS: readonly Setting[] = [
     help: "ceiling of the backoff between failed sandbox walks",
   },
   {
+    path: "poll.usage",
+    env: `${X}POLL_USAGE`,
+    flag: "poll-usage",
+    kind: "bool",
+    help: "read the CPU, memory and disk use of this shard's running sandboxes (GET /sandboxes/metrics)",
+  },
+  {
+    path: "poll.usageIntervalMs",
+    env: `${X}POLL_USAGE_INTERVAL`,
+    flag: "poll-usage-interval",
+    kind: "duration",
+    help: "least time between two usage reads (each follows a complete sandbox walk)",
+  },
+  {
     path: "poll.state",
     env: `${X}STATE_FILTER`,
     flag: "state-filter",

@@ -1,10 +1,10 @@
 // The poller's own health per collector, from the snapshot (data age is computed at scrape time).
 import { forEachRow } from "../collect/sandbox-table.js";
-import { COLLECTORS, type Snapshot } from "../collect/snapshot.js";
+import { collectorStatuses, type PolledSnapshot } from "../collect/usage-collector.js";
 import { Family, labels } from "./exposition/text.js";
 
 /** collect_duration/success/stale, last success and last cycle families of a snapshot. */
-export function collectorFamilies(ns: string, s: Snapshot): Family[] {
+export function collectorFamilies(ns: string, s: PolledSnapshot): Family[] {
   const duration = new Family(
     `${ns}_exporter_collect_duration_seconds`,
     "gauge",
@@ -30,10 +30,9 @@ export function collectorFamilies(ns: string, s: Snapshot): Family[] {
     "gauge",
     "1 when the platform serves the collector's endpoint; 0 when it answered 404, 405 or 403 before any success (re-checked every poll.capabilityRecheck). An unsupported collector exports no success or stale series.",
   );
-  for (const name of COLLECTORS) {
-    const c = s.collectors[name];
+  for (const c of collectorStatuses(s)) {
     if (c.skipped) continue;
-    const l = labels([["collector", name]]);
+    const l = labels([["collector", c.name]]);
     supported.add(l, c.unsupported ? 0 : 1);
     if (c.unsupported) continue;
     duration.add(l, c.durationMs / 1000);
@@ -54,7 +53,7 @@ export function collectorFamilies(ns: string, s: Snapshot): Family[] {
  * The platform's own count of running sandboxes (E2B's X-Total-Running) beside the walk's: a
  * difference that persists is a paging bug on one side or the other.
  */
-function runningCrossCheck(ns: string, s: Snapshot, reported: number): Family[] {
+function runningCrossCheck(ns: string, s: PolledSnapshot, reported: number): Family[] {
   let walked = 0;
   if (s.sandboxes)
     forEachRow(s.sandboxes, (_id, _template, state) => {

@@ -5,14 +5,14 @@ import { setImmediate } from "node:timers/promises";
 import { createGzip, gzipSync } from "node:zlib";
 import type { Registry } from "prom-client";
 import { shardOfList } from "../collect/sandbox-table.js";
-import type { Snapshot } from "../collect/snapshot.js";
+import type { PolledSnapshot } from "../collect/usage-collector.js";
 import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { ChurnTracker } from "./churn.js";
 import { collectorFamilies } from "./collector-families.js";
 import { registryAsOpenMetrics } from "./exposition/openmetrics.js";
 import { Family, type Format } from "./exposition/text.js";
-import { ValueGuard } from "./exposition/value-guard.js";
+import { RESOURCE_FIELDS, ValueGuard } from "./exposition/value-guard.js";
 import { extraLabelNames } from "./naming.js";
 import { PerSandboxSeries } from "./per-sandbox.js";
 import { PlatformFamilies } from "./platform-families.js";
@@ -109,7 +109,7 @@ export class ExporterMetrics {
   private queue: Promise<void> = Promise.resolve();
   private updating = false;
   private readonly turn: () => Promise<unknown>;
-  private snapshot: Snapshot | undefined;
+  private snapshot: PolledSnapshot | undefined;
   private readonly warned = new Set<string>();
   /** Once a scraper asked for gzip, later snapshots are compressed as soon as they arrive. */
   private gzipWanted = false;
@@ -154,7 +154,7 @@ export class ExporterMetrics {
    * event loop waits for the whole render (hundreds of ms at 100,000 sandboxes with per-sandbox
    * series), and gzip scrapes then wait for the compression; updateAsync does neither.
    */
-  update(snapshot: Snapshot): void {
+  update(snapshot: PolledSnapshot): void {
     if (this.updating) throw new Error("update() called while updateAsync() runs");
     this.swap(snapshot, runSteps(this.renderSteps(snapshot)));
     if (this.gzipWanted) this.gaugesGzip(this.cache).catch(() => undefined);
@@ -166,7 +166,7 @@ export class ExporterMetrics {
    * compressed (off the event loop) before it is served, and then plain and gzip bodies change
    * together. Calls run one after the other, in call order.
    */
-  updateAsync(snapshot: Snapshot): Promise<void> {
+  updateAsync(snapshot: PolledSnapshot): Promise<void> {
     const run = this.queue.then(async () => {
       this.updating = true;
       try {
@@ -188,14 +188,14 @@ export class ExporterMetrics {
   }
 
   /** Makes a rendered snapshot the one scrapes read. */
-  private swap(snapshot: Snapshot, next: Cached): void {
+  private swap(snapshot: PolledSnapshot, next: Cached): void {
     this.snapshot = snapshot;
     if (snapshot.walked) this.self.cycle();
     this.cache = next;
   }
 
   /** Renders every snapshot family, yielding between parts and slices of sandboxes. */
-  private *renderSteps(snapshot: Snapshot): Steps<Cached> {
+  private *renderSteps(snapshot: PolledSnapshot): Steps<Cached> {
     const { namespace: ns, shard } = this.o;
     const slice = this.o.renderSlice ?? RENDER_SLICE;
     const guard = new ValueGuard(this.o.maxLabelValueLength, this.o.scrub);
@@ -211,6 +211,8 @@ export class ExporterMetrics {
           "numeric field left out: its metric name is taken",
         );
     }
+    // An unsupported usage collector has no samples to show: its families are left out.
+    const usage = snapshot.usage?.status.unsupported ? undefined : snapshot.usage?.samples;
     const list = snapshot.sandboxes;
     const own =
       list &&
@@ -225,12 +227,12 @@ export class ExporterMetrics {
       yield;
       const templates = snapshot.templates?.map((t) => t.id) ?? [];
       small.push(
-        ...(yield* this.aggregates.steps(own, templates, snapshot.finishedAt, guard, slice)),
+        ...(yield* this.aggregates.steps(own, templates, snapshot.finishedAt, guard, slice, usage)),
       );
       if (this.perSandbox) {
         yield;
         const records = Array.isArray(own) ? (own as readonly Sandbox[]) : Array.from(own);
-        const out = yield* this.perSandbox.steps(records, guard, slice);
+        const out = yield* this.perSandbox.steps(records, guard, slice, usage);
         big = out.chunks;
         if (out.dropped > 0)
           this.warnOnce(
@@ -243,7 +245,7 @@ export class ExporterMetrics {
     }
     small.push(...collectorFamilies(ns, snapshot));
     const counters = this.churn.families(ns, guard);
-    small.push(...guardFamilies(ns, guard));
+    small.push(...guardFamilies(ns, guard, usage !== undefined));
     const text = small.map((f) => f.render("prometheus")).join("");
     return { gauges: [Buffer.from(text, "utf8"), ...big], counters, countersText: {} };
   }
@@ -309,13 +311,13 @@ export class ExporterMetrics {
 }
 
 /** When the walk a walked snapshot carries ended: when it could tell which ids had gone. */
-function walkEndedAt(snapshot: Snapshot): number {
+function walkEndedAt(snapshot: PolledSnapshot): number {
   const walk = snapshot.collectors.sandboxes;
   return walk.lastAttemptAt + walk.durationMs;
 }
 
-/** What the guard cut or left out of this snapshot's exposition. */
-function guardFamilies(ns: string, guard: ValueGuard): Family[] {
+/** What the guard cut or left out of this snapshot's exposition; usage fields when usage is shown. */
+function guardFamilies(ns: string, guard: ValueGuard, usage: boolean): Family[] {
   const truncated = new Family(
     `${ns}_exporter_label_values_truncated`,
     "gauge",
@@ -324,9 +326,9 @@ function guardFamilies(ns: string, guard: ValueGuard): Family[] {
   const negative = new Family(
     `${ns}_exporter_invalid_values`,
     "gauge",
-    "Negative cpu and memory values of this shard's sandboxes, left out of the sums, in the latest snapshot.",
+    "Negative cpu and memory values (and negative or NaN usage values) of this shard's sandboxes, left out of the sums, in the latest snapshot.",
   );
-  for (const field of ["cpu", "memory"] as const)
+  for (const field of usage ? RESOURCE_FIELDS : (["cpu", "memory"] as const))
     negative.add(`{field="${field}"}`, guard.negative[field]);
   return [truncated, negative];
 }

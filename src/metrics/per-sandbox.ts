@@ -1,6 +1,6 @@
 // Opt-in per-sandbox series (own shard, capped). As in kube-state-metrics, a sandbox whose fields
 // did not change costs no string building: its lines are copied from the previous render's bytes.
-import type { Sandbox } from "../platform/types.js";
+import type { Sandbox, SandboxUsage } from "../platform/types.js";
 import { SectionWriter } from "./exposition/section-writer.js";
 import { escapeLabel, formatValue, header } from "./exposition/text.js";
 import { noGuard, type ValueGuard } from "./exposition/value-guard.js";
@@ -9,10 +9,11 @@ import { runSteps, type Steps } from "./render-steps.js";
 
 const MIB = 1_048_576;
 const CACHED = "Cached from the last successful walk of GET /v2/sandboxes.";
-/** Families: info, start time, end time, cpus, memory. */
-const FAMILIES = 5;
+const USAGE_CACHED = "Cached from the last read of GET /sandboxes/metrics.";
+/** Families: info, start time, end time, cpus, memory, then CPU, memory and disk in use. */
+const FAMILIES = 8;
 /** Bytes per sample line assumed when sizing a first render. */
-const LINE_ESTIMATE = [120, 80, 84, 60, 72];
+const LINE_ESTIMATE = [120, 80, 84, 60, 72, 76, 80, 78];
 /** Matches anything but printable ASCII, tab and newline: then UTF-8 length may differ from length. */
 const NON_ASCII = /[^ -~\t\n]/;
 
@@ -39,6 +40,10 @@ interface Entry extends WalkRecord {
   memory: number | undefined;
   start: number | undefined;
   end: number | undefined;
+  /** From its usage sample: share of its CPUs in use, memory and disk in use (bytes). */
+  cpuUsed: number | undefined;
+  memoryUsed: number | undefined;
+  diskUsed: number | undefined;
   meta: Array<string | undefined>;
   /** Label values its lines carry cut (see ValueGuard), counted again when the lines are reused. */
   cut: number;
@@ -67,31 +72,47 @@ export class PerSandboxSeries {
       `${n}_end_timestamp_seconds`,
       `${n}_cpus`,
       `${n}_memory_bytes`,
+      `${n}_cpu_used_ratio`,
+      `${n}_memory_used_bytes`,
+      `${n}_disk_used_bytes`,
     ];
     const helps = [
-      "One series per sandbox, value 1; metadata labels only from the allow-list.",
-      "Start time of the sandbox, Unix seconds.",
-      "Scheduled end time (endAt) of the sandbox, Unix seconds; no series when the platform sends none.",
-      "CPU count of the sandbox.",
-      "Memory of the sandbox.",
+      `One series per sandbox, value 1; metadata labels only from the allow-list. ${CACHED}`,
+      `Start time of the sandbox, Unix seconds. ${CACHED}`,
+      `Scheduled end time (endAt) of the sandbox, Unix seconds; no series when the platform sends none. ${CACHED}`,
+      `CPU count of the sandbox. ${CACHED}`,
+      `Memory of the sandbox. ${CACHED}`,
+      `Share of its CPUs the sandbox uses (cpuUsedPct / 100); no series without a usage sample. ${USAGE_CACHED}`,
+      `Memory the sandbox uses; no series without a usage sample. ${USAGE_CACHED}`,
+      `Disk the sandbox uses; no series without a usage sample. ${USAGE_CACHED}`,
     ];
-    this.heads = names.map((name, i) =>
-      header(name, "gauge", `${helps[i]} ${CACHED}`, "prometheus"),
-    );
+    this.heads = names.map((name, i) => header(name, "gauge", helps[i] as string, "prometheus"));
     this.prefix = names.map((name) => `${name}{sandbox_id="`);
     this.metaKeys = o.metadataLabels.map(([key]) => key);
   }
 
-  /** Renders `sandboxes` (this shard's, in walk order); the first `maxSeries` distinct ids get series. */
-  render(sandboxes: readonly Sandbox[], guard = noGuard()): PerSandboxOutput {
-    return runSteps(this.steps(sandboxes, guard, Number.POSITIVE_INFINITY));
+  /**
+   * Renders `sandboxes` (this shard's, in walk order); the first `maxSeries` distinct ids get
+   * series, and the usage families too when `usage` (samples by id) is given.
+   */
+  render(
+    sandboxes: readonly Sandbox[],
+    guard = noGuard(),
+    usage?: ReadonlyMap<string, SandboxUsage>,
+  ): PerSandboxOutput {
+    return runSteps(this.steps(sandboxes, guard, Number.POSITIVE_INFINITY, usage));
   }
 
   /**
    * The same render in steps, yielding after every `slice` sandboxes. Steps of two renders must not
    * interleave: each render continues the records of the one before.
    */
-  *steps(sandboxes: readonly Sandbox[], guard: ValueGuard, slice: number): Steps<PerSandboxOutput> {
+  *steps(
+    sandboxes: readonly Sandbox[],
+    guard: ValueGuard,
+    slice: number,
+    usage?: ReadonlyMap<string, SandboxUsage>,
+  ): Steps<PerSandboxOutput> {
     const walk = this.entries.begin();
     const old = this.last;
     const expected = Math.min(sandboxes.length, this.o.maxSeries);
@@ -120,7 +141,8 @@ export class PerSandboxSeries {
         continue;
       }
       const at = written * FAMILIES;
-      if (e && this.unchanged(e, s)) {
+      const u = usageOf(usage?.get(s.id));
+      if (e && this.unchanged(e, s, u)) {
         const was = e.pos * FAMILIES;
         for (let i = 0; i < FAMILIES; i++) {
           const w = writers[i] as SectionWriter;
@@ -133,7 +155,7 @@ export class PerSandboxSeries {
         guard.truncated += e.cut;
         this.entries.keep(e);
       } else {
-        this.entries.keep(this.build(s, writers, at, off, len, e, guard));
+        this.entries.keep(this.build(s, u, writers, at, off, len, e, guard));
       }
       written++;
     }
@@ -149,8 +171,11 @@ export class PerSandboxSeries {
     return { chunks, written, dropped };
   }
 
-  private unchanged(e: Entry, s: Sandbox): boolean {
+  private unchanged(e: Entry, s: Sandbox, u: Used): boolean {
     if (
+      e.cpuUsed !== u.cpu ||
+      e.memoryUsed !== u.memory ||
+      e.diskUsed !== u.disk ||
       e.state !== s.state ||
       e.template !== s.templateId ||
       e.cpu !== s.cpuCount ||
@@ -168,6 +193,7 @@ export class PerSandboxSeries {
   /** Writes the sandbox's lines at record slot `at`; returns its entry (`e` updated, or a new one). */
   private build(
     s: Sandbox,
+    u: Used,
     writers: SectionWriter[],
     at: number,
     off: Int32Array,
@@ -210,6 +236,15 @@ export class PerSandboxSeries {
     if (memoryMB !== undefined && memoryMB >= 0)
       put(writers, 4, at, off, len, `${pMemory}${id}"} ${formatValue(memoryMB * MIB)}\n`, ascii);
     else off[at + 4] = (writers[4] as SectionWriter).position;
+    for (const [f, v] of [
+      [5, u.cpu],
+      [6, u.memory],
+      [7, u.disk],
+    ] as const) {
+      if (v !== undefined)
+        put(writers, f, at, off, len, `${this.prefix[f]}${id}"} ${formatValue(v)}\n`, ascii);
+      else off[at + f] = (writers[f] as SectionWriter).position;
+    }
     if (!e)
       return {
         id: s.id,
@@ -221,6 +256,9 @@ export class PerSandboxSeries {
         memory: memoryMB,
         start: startedAt,
         end: endAt,
+        cpuUsed: u.cpu,
+        memoryUsed: u.memory,
+        diskUsed: u.disk,
         meta,
         cut,
       };
@@ -230,10 +268,32 @@ export class PerSandboxSeries {
     e.memory = memoryMB;
     e.start = startedAt;
     e.end = endAt;
+    e.cpuUsed = u.cpu;
+    e.memoryUsed = u.memory;
+    e.diskUsed = u.disk;
     e.meta = meta;
     e.cut = cut;
     return e;
   }
+}
+
+/** What a sandbox's usage lines show; undefined for no line. */
+interface Used {
+  cpu: number | undefined;
+  memory: number | undefined;
+  disk: number | undefined;
+}
+
+const NONE: Used = { cpu: undefined, memory: undefined, disk: undefined };
+
+/** The values of a usage sample as lines show them: a negative or NaN one has no line (the aggregates count it). */
+function usageOf(u: SandboxUsage | undefined): Used {
+  if (u === undefined) return NONE;
+  return { cpu: size(u.cpuPct / 100), memory: size(u.memUsedBytes), disk: size(u.diskUsedBytes) };
+}
+
+function size(v: number | undefined): number | undefined {
+  return v !== undefined && v >= 0 ? v : undefined;
 }
 
 /** Appends one line of family `f` for record slot `at`, noting where it went. */

@@ -1,6 +1,7 @@
 // Sandboxes rolled up by state x template (always on): count, CPU and memory sums, oldest start,
-// and how many end soon.
+// and how many end soon; with the usage collector on, the CPU, memory and disk they use.
 import { type SandboxList, visitFullRows } from "../collect/sandbox-table.js";
+import type { SandboxUsage } from "../platform/types.js";
 import { MAX_REMEMBERED_STATES } from "./exposition/state-memory.js";
 import { Family, labels } from "./exposition/text.js";
 import { noGuard, type ValueGuard } from "./exposition/value-guard.js";
@@ -8,6 +9,8 @@ import { runSteps, type Steps } from "./render-steps.js";
 
 const MIB = 1_048_576;
 const CACHED = "Cached from the last successful walk of GET /v2/sandboxes.";
+const USAGE_CACHED =
+  "Sandboxes without a usage sample are left out (see sandboxes_usage_reported). Cached from the last read of GET /sandboxes/metrics.";
 /** A sandbox whose endAt is at most this far after the snapshot's time is ending soon. */
 export const ENDING_SOON_MS = 5 * 60_000;
 
@@ -19,6 +22,11 @@ interface Group {
   /** Sandboxes with an endAt, and those of them ending within ENDING_SOON_MS. */
   withEnd: number;
   endingSoon: number;
+  /** Sandboxes with a usage sample, and the sums of what those samples say they use. */
+  reported: number;
+  cpusUsed: number;
+  memoryUsed: number;
+  diskUsed: number;
 }
 
 const emptyGroup = (): Group => ({
@@ -28,6 +36,10 @@ const emptyGroup = (): Group => ({
   oldest: Number.POSITIVE_INFINITY,
   withEnd: 0,
   endingSoon: 0,
+  reported: 0,
+  cpusUsed: 0,
+  memoryUsed: 0,
+  diskUsed: 0,
 });
 
 /** Settings of the roll-up. */
@@ -56,15 +68,17 @@ export class SandboxAggregates {
 
   /**
    * Families of `sandboxes` (already this shard's); `templates` lists ids known to exist; `at`
-   * (epoch ms) is the snapshot's time, from which ending soon is counted.
+   * (epoch ms) is the snapshot's time, from which ending soon is counted; `usage` (the usage
+   * collector's samples by id, when it is on) adds the usage families.
    */
   render(
     sandboxes: SandboxList,
     templates: readonly string[],
     at: number,
     guard = noGuard(),
+    usage?: ReadonlyMap<string, SandboxUsage>,
   ): Family[] {
-    return runSteps(this.steps(sandboxes, templates, at, guard, Number.POSITIVE_INFINITY));
+    return runSteps(this.steps(sandboxes, templates, at, guard, Number.POSITIVE_INFINITY, usage));
   }
 
   /** The same render in steps, yielding after every `slice` records. */
@@ -74,11 +88,12 @@ export class SandboxAggregates {
     at: number,
     guard: ValueGuard,
     slice: number,
+    usage?: ReadonlyMap<string, SandboxUsage>,
   ): Steps<Family[]> {
     const groups = new Map<string, Map<string, Group>>();
     yield* visitFullRows(
       sandboxes,
-      (_id, templateId, state, cpuCount, memoryMB, startedAt, endAt) => {
+      (id, templateId, state, cpuCount, memoryMB, startedAt, endAt) => {
         let byState = groups.get(templateId);
         if (!byState) {
           byState = new Map();
@@ -98,11 +113,16 @@ export class SandboxAggregates {
           g.withEnd++;
           if (endAt >= at && endAt - at <= ENDING_SOON_MS) g.endingSoon++;
         }
+        const u = usage?.get(id);
+        if (u !== undefined) addUsage(g, u, cpuCount, guard);
       },
       slice,
     );
     this.zeroFill(groups, templates);
-    return this.families(groups, guard);
+    // Label sets made once: the guard counts every value it cuts.
+    const rows = this.rows(groups, guard);
+    const families = this.families(rows);
+    return usage ? [...families, ...this.usageFamilies(rows)] : families;
   }
 
   private zeroFill(groups: Map<string, Map<string, Group>>, templates: readonly string[]): void {
@@ -125,7 +145,7 @@ export class SandboxAggregates {
     }
   }
 
-  private families(groups: Map<string, Map<string, Group>>, guard: ValueGuard): Family[] {
+  private families(rows: ReadonlyArray<[string, Group]>): Family[] {
     const ns = this.o.ns;
     const count = new Family(
       `${ns}_sandboxes`,
@@ -152,16 +172,7 @@ export class SandboxAggregates {
       "gauge",
       `Sandboxes by state and template whose endAt is within the next ${ENDING_SOON_MS / 60_000} minutes of the snapshot; only groups with a sandbox that has an endAt. ${CACHED}`,
     );
-    const rows: Array<[string, string, Group]> = [];
-    for (const [t, byState] of groups) for (const [st, g] of byState) rows.push([st, t, g]);
-    rows.sort(([sa, ta], [sb, tb]) => compare(sa, sb) || compare(ta, tb));
-    for (const [state, template, g] of rows) {
-      const pairs: Array<[string, string]> = [
-        ["state", state],
-        ["template", template],
-      ];
-      if (this.o.shardLabel !== undefined) pairs.push(["shard", this.o.shardLabel]);
-      const l = labels(pairs, guard);
+    for (const [l, g] of rows) {
       count.add(l, g.count);
       cpus.add(l, g.cpus);
       memory.add(l, g.memory);
@@ -171,6 +182,73 @@ export class SandboxAggregates {
     }
     return [count, cpus, memory, oldest, endingSoon];
   }
+
+  /** The usage families; a group no sample covers has no sums (missing data is not 0). */
+  private usageFamilies(rows: ReadonlyArray<[string, Group]>): Family[] {
+    const ns = this.o.ns;
+    const reported = new Family(
+      `${ns}_sandboxes_usage_reported`,
+      "gauge",
+      "Sandboxes by state and template with a usage sample: the ones the *_used sums cover. Cached from the last read of GET /sandboxes/metrics.",
+    );
+    const cpus = new Family(
+      `${ns}_sandboxes_cpu_used`,
+      "gauge",
+      `CPUs in use by the sandboxes by state and template (cpuUsedPct / 100 x cpuCount, summed). ${USAGE_CACHED}`,
+    );
+    const memory = new Family(
+      `${ns}_sandboxes_memory_used_bytes`,
+      "gauge",
+      `Memory in use by the sandboxes by state and template. ${USAGE_CACHED}`,
+    );
+    const disk = new Family(
+      `${ns}_sandboxes_disk_used_bytes`,
+      "gauge",
+      `Disk in use by the sandboxes by state and template. ${USAGE_CACHED}`,
+    );
+    for (const [l, g] of rows) {
+      reported.add(l, g.reported);
+      if (g.reported === 0) continue;
+      cpus.add(l, g.cpusUsed);
+      memory.add(l, g.memoryUsed);
+      disk.add(l, g.diskUsed);
+    }
+    return [reported, cpus, memory, disk];
+  }
+
+  /** Each group with its label set, sorted by state then template. */
+  private rows(groups: Map<string, Map<string, Group>>, guard: ValueGuard): Array<[string, Group]> {
+    const rows: Array<[string, string, Group]> = [];
+    for (const [t, byState] of groups) for (const [st, g] of byState) rows.push([st, t, g]);
+    rows.sort(([sa, ta], [sb, tb]) => compare(sa, sb) || compare(ta, tb));
+    return rows.map(([state, template, g]) => {
+      const pairs: Array<[string, string]> = [
+        ["state", state],
+        ["template", template],
+      ];
+      if (this.o.shardLabel !== undefined) pairs.push(["shard", this.o.shardLabel]);
+      return [labels(pairs, guard), g];
+    });
+  }
+}
+
+/**
+ * Adds a sandbox's usage sample to its group. CPUs in use are its share of its CPUs (the sample's
+ * count, else the listed one); a negative or NaN value is left out and counted.
+ */
+function addUsage(
+  g: Group,
+  u: SandboxUsage,
+  listedCpus: number | undefined,
+  guard: ValueGuard,
+): void {
+  g.reported++;
+  const count = u.cpuCount ?? listedCpus;
+  const cpus =
+    count === undefined ? undefined : guard.resource("cpu_used", (u.cpuPct / 100) * count);
+  g.cpusUsed += cpus ?? 0;
+  g.memoryUsed += guard.resource("memory_used", u.memUsedBytes) ?? 0;
+  g.diskUsed += guard.resource("disk_used", u.diskUsedBytes) ?? 0;
 }
 
 function compare(a: string, b: string): number {

@@ -1,7 +1,7 @@
 // Scrape-time state of the exporter in a prom-client registry: build info, platform request
 // histogram and errors, poll counters, data age (computed when scraped), process_* series.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import { COLLECTORS, type Snapshot } from "../collect/snapshot.js";
+import { collectorStatuses, type PolledSnapshot } from "../collect/usage-collector.js";
 import type { Clock } from "../util/clock.js";
 import { registerProcessMetrics } from "./process-metrics.js";
 
@@ -24,7 +24,7 @@ export interface SelfMetricsOptions {
   version: string;
   processMetrics: boolean;
   /** The latest snapshot, read when scraped for data age. */
-  latest(): Snapshot | undefined;
+  latest(): PolledSnapshot | undefined;
 }
 
 /** Owns the prom-client registry (no global one) and the metrics updated between snapshots. */
@@ -90,10 +90,9 @@ export class SelfMetrics {
         const snap = o.latest();
         if (!snap) return;
         const now = o.clock.now();
-        for (const name of COLLECTORS) {
-          const c = snap.collectors[name];
+        for (const c of collectorStatuses(snap)) {
           if (!c.skipped && c.lastSuccessAt !== undefined)
-            this.labels(name).set(Math.max(0, now - c.lastSuccessAt) / 1000);
+            this.labels(c.name).set(Math.max(0, now - c.lastSuccessAt) / 1000);
         }
       },
     });

@@ -1,18 +1,19 @@
 // The /status JSON document: what the last cycle did, per collector, and how old the data is.
-import { COLLECTORS, type Snapshot } from "../collect/snapshot.js";
+import type { Snapshot } from "../collect/snapshot.js";
+import { collectorStatuses, type PolledSnapshot } from "../collect/usage-collector.js";
 
 /** Builds the /status body from the latest snapshot; `sections` carries optional parts (probe, policy). */
 export function statusReport(
-  snapshot: Snapshot | undefined,
+  snapshot: Snapshot | PolledSnapshot | undefined,
   now: number,
   sections: Record<string, unknown> = {},
 ): Record<string, unknown> {
   if (!snapshot) return { ready: false, cycle: 0, collectors: {}, ...sections };
   const collectors: Record<string, unknown> = {};
-  for (const name of COLLECTORS) {
-    const c = snapshot.collectors[name];
+  // The usage collector, when on, after the five of every snapshot.
+  for (const c of collectorStatuses(snapshot)) {
     if (c.skipped) continue;
-    collectors[name] = {
+    collectors[c.name] = {
       success: c.success,
       stale: c.stale,
       lastAttempt: new Date(c.lastAttemptAt).toISOString(),

@@ -4,6 +4,7 @@ import { gunzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Exporter } from "../../src/app.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
+import { sandboxUsage } from "../../src/simulator/usage.js";
 import { exporterFor, samples, scrape } from "../helpers/exporter.js";
 
 let sim: Simulator | undefined;
@@ -61,6 +62,37 @@ describe("poller and /metrics against the simulator", () => {
       );
     },
   );
+
+  it("exports the running sandboxes' usage with --poll-usage, and reports the collector in /status", async () => {
+    const { sim, e } = await setup(300, ["--poll-usage"]);
+    await e.runCycle();
+    const m = samples(await scrape(e));
+    // Independently of the exporter: the simulator's own model, summed over the running ones.
+    let cpus = 0;
+    let reported = 0;
+    for (const s of sim.state.sandboxes.values()) {
+      if (s.state !== "running") continue;
+      const u = sandboxUsage(s);
+      cpus += (u.cpuUsedPct / 100) * u.cpuCount;
+      reported++;
+    }
+    const sum = (name: string) =>
+      [...m].filter(([k]) => k.startsWith(`${name}{`)).reduce((a, [, v]) => a + v, 0);
+    expect(sum("sandbox_sandboxes_usage_reported")).toBe(reported);
+    expect(sum("sandbox_sandboxes_cpu_used")).toBeCloseTo(cpus, 6);
+    expect(sim.counters.get("GET /sandboxes/metrics")).toBe(Math.ceil(reported / 100));
+    const status = (await (await fetch(`${e.server.url}/status`)).json()) as {
+      collectors: Record<string, { success: boolean }>;
+    };
+    expect(status.collectors.usage?.success).toBe(true);
+  });
+
+  it("reads no usage without --poll-usage", async () => {
+    const { sim, e } = await setup(50);
+    await e.runCycle();
+    expect(sim.counters.get("GET /sandboxes/metrics") ?? 0).toBe(0);
+    expect(await scrape(e)).not.toContain("sandbox_sandboxes_cpu_used");
+  });
 
   it("answers scrapes from the cached snapshot without calling the platform", async () => {
     const { sim, e } = await setup(500);

@@ -1,10 +1,13 @@
 import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
+import type { UsageData } from "../../src/collect/usage-collector.js";
 import { negotiateFormat } from "../../src/metrics/exporter-metrics.js";
+import type { SandboxUsage } from "../../src/platform/types.js";
 import {
   collectors,
   linesOf,
   metricsWith,
+  promtool,
   sampleLines,
   sandbox,
   scrapeText,
@@ -507,5 +510,81 @@ describe("an unsupported collector", () => {
       "sandbox_exporter_collect_duration_seconds",
     ])
       expect(linesOf(text, family).filter((l) => l.includes('"overview"'))).toEqual([]);
+  });
+});
+
+describe("the usage collector", () => {
+  const sample = (cpuPct: number): SandboxUsage => ({
+    at: T0,
+    cpuPct,
+    cpuCount: 2,
+    memUsedBytes: 1_048_576,
+    memTotalBytes: undefined,
+    diskUsedBytes: 2_097_152,
+    diskTotalBytes: undefined,
+  });
+  const status = (over: Partial<UsageData["status"]> = {}): UsageData["status"] => ({
+    name: "usage",
+    success: true,
+    stale: false,
+    lastAttemptAt: T0,
+    lastSuccessAt: T0,
+    durationMs: 500,
+    requests: 1,
+    ...over,
+  });
+  const withUsage = (usage: UsageData) =>
+    ({ ...small(), usage }) as ReturnType<typeof small> & { usage: UsageData };
+
+  it("exports its collector series, data age, usage families and usage guard fields", async () => {
+    const { metrics } = metricsWith({ perSandboxMetrics: true });
+    metrics.update(
+      withUsage({ samples: new Map([["a", sample(50)]]), status: status(), refreshed: true }),
+    );
+    const text = await scrapeText(metrics);
+    for (const [family, value] of [
+      ["sandbox_exporter_collector_supported", "1"],
+      ["sandbox_exporter_collect_success", "1"],
+      ["sandbox_exporter_collect_stale", "0"],
+      ["sandbox_exporter_collect_duration_seconds", "0.5"],
+      ["sandbox_exporter_last_success_timestamp_seconds", "1790000000"],
+      ["sandbox_exporter_data_age_seconds", "5"],
+    ] as const)
+      expect(linesOf(text, family)).toContain(`${family}{collector="usage"} ${value}`);
+    expect(linesOf(text, "sandbox_sandboxes_cpu_used")).toEqual([
+      'sandbox_sandboxes_cpu_used{state="running",template="base"} 1',
+    ]);
+    expect(linesOf(text, "sandbox_sandboxes_usage_reported")).toEqual([
+      'sandbox_sandboxes_usage_reported{state="paused",template="base"} 0',
+      'sandbox_sandboxes_usage_reported{state="running",template="base"} 1',
+    ]);
+    expect(linesOf(text, "sandbox_sandbox_cpu_used_ratio")).toEqual([
+      'sandbox_sandbox_cpu_used_ratio{sandbox_id="a"} 0.5',
+    ]);
+    expect(linesOf(text, "sandbox_exporter_invalid_values")).toEqual(
+      ["cpu", "memory", "cpu_used", "memory_used", "disk_used"].map(
+        (f) => `sandbox_exporter_invalid_values{field="${f}"} 0`,
+      ),
+    );
+    for (const line of text.split("\n").filter((l) => /^# HELP \S+_(used|usage)_?/.test(l)))
+      expect(line).toContain("GET /sandboxes/metrics");
+    expect(promtool(text).status).toBe(0);
+  });
+
+  it("reads supported 0 when unsupported, and then exports no usage family", async () => {
+    const { metrics } = metricsWith({ perSandboxMetrics: true });
+    metrics.update(
+      withUsage({
+        samples: new Map(),
+        status: status({ success: false, unsupported: true, lastSuccessAt: undefined }),
+        refreshed: true,
+      }),
+    );
+    const text = await scrapeText(metrics);
+    expect(linesOf(text, "sandbox_exporter_collector_supported")).toContain(
+      'sandbox_exporter_collector_supported{collector="usage"} 0',
+    );
+    expect(text).not.toMatch(/collect_(success|stale)\{collector="usage"\}/);
+    expect(text).not.toMatch(/_used|usage_reported|field="cpu_used"/);
   });
 });

@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { noGuard } from "../../src/metrics/exposition/value-guard.js";
 import { PerSandboxSeries } from "../../src/metrics/per-sandbox.js";
-import type { Sandbox } from "../../src/platform/types.js";
+import type { Sandbox, SandboxUsage } from "../../src/platform/types.js";
 import { sandbox, T0 } from "./fixtures.js";
 
 const OPTIONS = {
@@ -16,9 +17,33 @@ const OPTIONS = {
 const text = (chunks: Buffer[]) => Buffer.concat(chunks).toString("utf8");
 
 /** What a renderer that never saw an earlier walk produces: the reference for the cache. */
-function fresh(list: readonly Sandbox[], maxSeries = OPTIONS.maxSeries): string {
-  return text(new PerSandboxSeries({ ...OPTIONS, maxSeries }).render(list).chunks);
+function fresh(
+  list: readonly Sandbox[],
+  maxSeries = OPTIONS.maxSeries,
+  usage?: ReadonlyMap<string, SandboxUsage>,
+): string {
+  return text(
+    new PerSandboxSeries({ ...OPTIONS, maxSeries }).render(list, noGuard(), usage).chunks,
+  );
 }
+
+/** A usage sample: `cpuPct` percent of 2 CPUs, and the bytes given. */
+function usage(cpuPct: number, memUsedBytes?: number, diskUsedBytes?: number): SandboxUsage {
+  return {
+    at: T0,
+    cpuPct,
+    cpuCount: 2,
+    memUsedBytes,
+    memTotalBytes: undefined,
+    diskUsedBytes,
+    diskTotalBytes: undefined,
+  };
+}
+
+const samplesOf = (out: { chunks: Buffer[] }) =>
+  text(out.chunks)
+    .split("\n")
+    .filter((l) => /^sandbox_sandbox_\w+_used_/.test(l));
 
 describe("PerSandboxSeries", () => {
   it("writes the five families, one line per sandbox, leaving out absent fields", () => {
@@ -121,6 +146,72 @@ describe("PerSandboxSeries", () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+
+  it("writes the usage families from samples by id, with no line where a sandbox has no sample or a negative value", () => {
+    const samples = new Map([
+      ["a", usage(37.5, 268_435_456, 1_073_741_824)],
+      ["b", usage(0, -1, undefined)],
+      ["gone", usage(50, 1, 1)],
+    ]);
+    const out = new PerSandboxSeries(OPTIONS).render(
+      [sandbox("a"), sandbox("b"), sandbox("c")],
+      noGuard(),
+      samples,
+    );
+    expect(samplesOf(out)).toEqual([
+      'sandbox_sandbox_cpu_used_ratio{sandbox_id="a"} 0.375',
+      'sandbox_sandbox_cpu_used_ratio{sandbox_id="b"} 0',
+      'sandbox_sandbox_memory_used_bytes{sandbox_id="a"} 268435456',
+      'sandbox_sandbox_disk_used_bytes{sandbox_id="a"} 1073741824',
+    ]);
+    expect(text(out.chunks)).toContain(
+      "# HELP sandbox_sandbox_cpu_used_ratio Share of its CPUs the sandbox uses (cpuUsedPct / 100); no series without a usage sample. Cached from the last read of GET /sandboxes/metrics.\n# TYPE sandbox_sandbox_cpu_used_ratio gauge\n",
+    );
+    // Without samples (the collector off) the families are not there at all.
+    expect(text(new PerSandboxSeries(OPTIONS).render([sandbox("a")]).chunks)).not.toContain(
+      "_used_",
+    );
+  });
+
+  it("gives usage series only to the sandboxes under the series cap", () => {
+    const samples = new Map(["a", "b", "c"].map((id) => [id, usage(10, 1, 1)]));
+    const out = new PerSandboxSeries({ ...OPTIONS, maxSeries: 2 }).render(
+      ["a", "b", "c"].map((id) => sandbox(id)),
+      noGuard(),
+      samples,
+    );
+    expect(samplesOf(out).filter((l) => l.includes('"c"'))).toEqual([]);
+    expect(samplesOf(out)).toHaveLength(6);
+  });
+
+  it("renders every walk with its usage exactly as a fresh renderer would", () => {
+    const ids = ["a", "b", "c", "d"];
+    const arbSample = fc.record({
+      at: fc.constant(T0),
+      cpuPct: fc.constantFrom(0, 0.5, 62.5, 100),
+      cpuCount: fc.constant(2),
+      memUsedBytes: fc.option(fc.constantFrom(1, 1_048_576, -5), { nil: undefined }),
+      memTotalBytes: fc.constant(undefined),
+      diskUsedBytes: fc.option(fc.constantFrom(7, 2_048), { nil: undefined }),
+      diskTotalBytes: fc.constant(undefined),
+    }) as fc.Arbitrary<SandboxUsage>;
+    const arbWalk = fc.record({
+      list: fc.subarray(ids).map((xs) => xs.map((id) => sandbox(id))),
+      usage: fc
+        .array(fc.tuple(fc.constantFrom(...ids), arbSample), { maxLength: 5 })
+        .map((pairs) => new Map(pairs)),
+    });
+    fc.assert(
+      fc.property(fc.array(arbWalk, { minLength: 1, maxLength: 6 }), (walks) => {
+        const p = new PerSandboxSeries(OPTIONS);
+        for (const w of walks)
+          expect(text(p.render(w.list, noGuard(), w.usage).chunks)).toBe(
+            fresh(w.list, OPTIONS.maxSeries, w.usage),
+          );
+      }),
+      { numRuns: 200 },
     );
   });
 

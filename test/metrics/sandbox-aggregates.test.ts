@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { SandboxTable } from "../../src/collect/sandbox-table.js";
 import type { Family } from "../../src/metrics/exposition/text.js";
+import { ValueGuard } from "../../src/metrics/exposition/value-guard.js";
 import { ENDING_SOON_MS, SandboxAggregates } from "../../src/metrics/sandbox-aggregates.js";
-import type { Sandbox } from "../../src/platform/types.js";
+import type { Sandbox, SandboxUsage } from "../../src/platform/types.js";
 import { sandbox, T0 } from "./fixtures.js";
 
 const OPTIONS = { ns: "sandbox", runningStates: ["running", "active"], pausedStates: ["paused"] };
@@ -117,5 +118,93 @@ describe("SandboxAggregates", () => {
     );
     const help = fromRecords.find((f) => f.name === "sandbox_sandboxes_ending_soon")?.help;
     expect(help).toContain("within the next 5 minutes");
+  });
+
+  describe("with usage samples", () => {
+    const GIB = 1_073_741_824;
+    const sample = (over: Partial<SandboxUsage>): SandboxUsage => ({
+      at: T0,
+      cpuPct: 50,
+      cpuCount: 2,
+      memUsedBytes: GIB,
+      memTotalBytes: 4 * GIB,
+      diskUsedBytes: 3 * GIB,
+      diskTotalBytes: 10 * GIB,
+      ...over,
+    });
+    const list = [
+      sandbox("a"),
+      sandbox("b", { cpuCount: 8 }),
+      sandbox("no-sample"),
+      sandbox("p", { templateId: "py" }),
+      sandbox("q", { state: "paused" }),
+    ];
+    const usage = new Map<string, SandboxUsage>([
+      ["a", sample({ cpuPct: 25 })],
+      // No CPU count in the sample: the listed one (8) is used.
+      ["b", sample({ cpuPct: 12.5, cpuCount: undefined, diskUsedBytes: undefined })],
+      ["not-listed", sample({ cpuPct: 100 })],
+    ]);
+
+    it("sums CPUs, memory and disk in use per state x template over the sandboxes with a sample, and says how many", () => {
+      const f = new SandboxAggregates(OPTIONS).render(list, [], T0, undefined, usage);
+      expect(lines(f, "sandbox_sandboxes_usage_reported")).toEqual([
+        'sandbox_sandboxes_usage_reported{state="paused",template="base"} 0',
+        'sandbox_sandboxes_usage_reported{state="paused",template="py"} 0',
+        'sandbox_sandboxes_usage_reported{state="running",template="base"} 2',
+        'sandbox_sandboxes_usage_reported{state="running",template="py"} 0',
+      ]);
+      // 25 % of 2 CPUs and 12.5 % of 8; groups no sample covers have no sums, not 0.
+      expect(lines(f, "sandbox_sandboxes_cpu_used")).toEqual([
+        'sandbox_sandboxes_cpu_used{state="running",template="base"} 1.5',
+      ]);
+      expect(lines(f, "sandbox_sandboxes_memory_used_bytes")).toEqual([
+        `sandbox_sandboxes_memory_used_bytes{state="running",template="base"} ${2 * GIB}`,
+      ]);
+      expect(lines(f, "sandbox_sandboxes_disk_used_bytes")).toEqual([
+        `sandbox_sandboxes_disk_used_bytes{state="running",template="base"} ${3 * GIB}`,
+      ]);
+      const help = f.find((x) => x.name === "sandbox_sandboxes_cpu_used")?.help;
+      expect(help).toContain("GET /sandboxes/metrics");
+    });
+
+    it("adds no usage family without samples (the collector off)", () => {
+      const f = new SandboxAggregates(OPTIONS).render(list, [], T0);
+      expect(f.map((x) => x.name).filter((n) => n.includes("used") || n.includes("usage"))).toEqual(
+        [],
+      );
+    });
+
+    it("leaves negative and NaN usage values out of the sums and counts them by field", () => {
+      const guard = new ValueGuard(1_024);
+      const bad = new Map<string, SandboxUsage>([
+        ["a", sample({ memUsedBytes: -1, diskUsedBytes: Number.NaN })],
+        ["b", sample({ cpuCount: -4 })],
+      ]);
+      const f = new SandboxAggregates(OPTIONS).render(list, [], T0, guard, bad);
+      expect(lines(f, "sandbox_sandboxes_usage_reported")).toContain(
+        'sandbox_sandboxes_usage_reported{state="running",template="base"} 2',
+      );
+      expect(lines(f, "sandbox_sandboxes_cpu_used")).toEqual([
+        'sandbox_sandboxes_cpu_used{state="running",template="base"} 1',
+      ]);
+      expect(lines(f, "sandbox_sandboxes_memory_used_bytes")).toEqual([
+        `sandbox_sandboxes_memory_used_bytes{state="running",template="base"} ${GIB}`,
+      ]);
+      expect(guard.negative).toMatchObject({ cpu_used: 1, memory_used: 1, disk_used: 1 });
+    });
+
+    it("sums a compact table the same as records, and carries the shard label", () => {
+      const b = SandboxTable.builder();
+      for (const s of list) b.push(s);
+      const o = { ...OPTIONS, shardLabel: "1" };
+      const fromTable = new SandboxAggregates(o).render(b.build(), [], T0, undefined, usage);
+      const fromRecords = new SandboxAggregates(o).render(list, [], T0, undefined, usage);
+      for (const name of ["sandbox_sandboxes_usage_reported", "sandbox_sandboxes_cpu_used"])
+        expect(lines(fromTable, name)).toEqual(lines(fromRecords, name));
+      expect(lines(fromTable, "sandbox_sandboxes_cpu_used")).toEqual([
+        'sandbox_sandboxes_cpu_used{state="running",template="base",shard="1"} 1.5',
+      ]);
+    });
   });
 });

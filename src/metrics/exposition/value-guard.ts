@@ -9,12 +9,22 @@ import { fnv1a32 } from "../../util/shard.js";
  */
 const SUFFIX_LENGTH = "...[truncated 00000000]".length;
 
+/** Resource fields whose values must be numbers of 0 or more: sizes, and usage samples. */
+export const RESOURCE_FIELDS = ["cpu", "memory", "cpu_used", "memory_used", "disk_used"] as const;
+export type ResourceField = (typeof RESOURCE_FIELDS)[number];
+
 /** Cuts over-long label values and drops negative resource values for one snapshot, counting both. */
 export class ValueGuard {
   /** Label values cut in this render. */
   truncated = 0;
-  /** Negative cpu / memory values left out, by field. */
-  readonly negative = { cpu: 0, memory: 0 };
+  /** Negative (or NaN) resource values left out, by field. */
+  readonly negative: Record<ResourceField, number> = {
+    cpu: 0,
+    memory: 0,
+    cpu_used: 0,
+    memory_used: 0,
+    disk_used: 0,
+  };
 
   /**
    * `maxLabelLength`: longest label value kept whole, in UTF-16 units, suffix included; `scrub`
@@ -42,8 +52,8 @@ export class ValueGuard {
     return `${v.slice(0, cut)}...[truncated ${hash}]`;
   }
 
-  /** A cpu or memory value, or undefined (and counted) when it is negative. */
-  resource(field: "cpu" | "memory", v: number | undefined): number | undefined {
+  /** A resource value, or undefined (and counted) when it is negative or NaN. */
+  resource(field: ResourceField, v: number | undefined): number | undefined {
     if (v === undefined || v >= 0) return v;
     this.negative[field]++;
     return undefined;

@@ -33,7 +33,10 @@ describe("ValueGuard", () => {
     expect(g.resource("cpu", 0)).toBe(0);
     expect(g.resource("memory", -1)).toBeUndefined();
     expect(g.resource("memory", undefined)).toBeUndefined();
-    expect(g.negative).toEqual({ cpu: 1, memory: 1 });
+    expect(g.resource("disk_used", Number.NaN)).toBeUndefined();
+    expect(g.resource("memory_used", -1)).toBeUndefined();
+    expect(g.resource("cpu_used", 0.25)).toBe(0.25);
+    expect(g.negative).toEqual({ cpu: 1, memory: 1, cpu_used: 0, memory_used: 1, disk_used: 1 });
   });
 });
 

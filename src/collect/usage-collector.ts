@@ -1,0 +1,151 @@
+// The opt-in usage collector: the latest CPU, memory and disk sample of this shard's running
+// sandboxes, read in batches of GET /sandboxes/metrics after a complete walk.
+import { PlatformHttpError, PlatformNotFoundError } from "../platform/http-errors.js";
+import type { SandboxUsage } from "../platform/types.js";
+import type { Clock } from "../util/clock.js";
+import { ExporterError } from "../util/errors.js";
+import { inShard } from "../util/shard.js";
+import { forEachRow, type SandboxList } from "./sandbox-table.js";
+import { COLLECTORS, type CollectorStatus, type Snapshot } from "./snapshot.js";
+
+/** Ids per GET /sandboxes/metrics: E2B's maximum. */
+export const USAGE_BATCH = 100;
+/**
+ * Batches in flight at once. Usage reads take tokens of the poll's request budget: with few in
+ * flight, a walk's next page never waits behind more than a couple of them.
+ */
+const USAGE_CONCURRENCY = 2;
+
+/** Settings of the usage collector; the poller runs it when they are given. */
+export interface UsageOptions {
+  /** Least time between the starts of two reads; a read starts only after a complete walk. */
+  intervalMs: number;
+  /** Only this shard's sandboxes are read. */
+  shard: { index: number; total: number };
+  /** States whose sandboxes are asked about (the platform samples running sandboxes only). */
+  runningStates: readonly string[];
+}
+
+/** The usage collector's status: a CollectorStatus named "usage" (it is opt-in, not in COLLECTORS). */
+export interface UsageStatus extends Omit<CollectorStatus, "name"> {
+  name: "usage";
+}
+
+/** What a snapshot carries of the usage collector when it is on. */
+export interface UsageData {
+  /**
+   * Latest sample by sandbox id, of the last read: a sandbox the platform did not answer for has
+   * none; the sandboxes of a batch that failed keep the samples of the read before.
+   */
+  samples: ReadonlyMap<string, SandboxUsage>;
+  status: UsageStatus;
+  /** This snapshot is the first to carry a read's outcome. */
+  refreshed: boolean;
+}
+
+/** A snapshot and, when the usage collector is on, its part. */
+export type PolledSnapshot = Snapshot & { usage?: UsageData };
+
+/** Every collector's status in a snapshot, the usage collector's last when it is on. */
+export function collectorStatuses(s: PolledSnapshot): Array<CollectorStatus | UsageStatus> {
+  const out: Array<CollectorStatus | UsageStatus> = COLLECTORS.map((n) => s.collectors[n]);
+  if (s.usage) out.push(s.usage.status);
+  return out;
+}
+
+/** A usage read ran out of time before it had asked about every sandbox. */
+export class UsageDeadlineError extends ExporterError {
+  constructor(asked: number, batches: number, budgetMs: number) {
+    super(
+      "ERR_USAGE_DEADLINE",
+      `GET /sandboxes/metrics: ${asked} of ${batches} batches read within ${budgetMs} ms; the other sandboxes keep their earlier samples`,
+    );
+  }
+}
+
+/** The ids a read asks about: this shard's sandboxes in a running state, each once. */
+export function usageTargets(list: SandboxList, o: UsageOptions): string[] {
+  const running = new Set(o.runningStates.map((s) => s.toLowerCase()));
+  const { index, total } = o.shard;
+  const ids = new Set<string>();
+  forEachRow(list, (id, _template, state) => {
+    if (running.has(state) && inShard(id, index, total)) ids.add(id);
+  });
+  return [...ids];
+}
+
+/** What one read brought. */
+export interface UsageRead {
+  /** The new samples, with the earlier ones of the ids whose batch failed or was not asked. */
+  samples: Map<string, SandboxUsage>;
+  /** Batches asked. */
+  requests: number;
+  /** The first failure: a batch's error, or UsageDeadlineError. */
+  error?: unknown;
+  /** At least one batch was answered. */
+  answered: boolean;
+}
+
+/**
+ * Asks about `ids` in batches of USAGE_BATCH. Starts no batch once `budgetMs` have passed on
+ * `clock`, nor after the platform refused the endpoint itself (404, 405, 403, 401): that answer
+ * is about every batch. A batch that failed, or was never asked, keeps its ids' samples of
+ * `previous`; ids no longer asked about are dropped.
+ */
+export async function readUsage(
+  read: (ids: readonly string[]) => Promise<Map<string, SandboxUsage>>,
+  ids: readonly string[],
+  previous: ReadonlyMap<string, SandboxUsage>,
+  clock: Clock,
+  budgetMs: number,
+): Promise<UsageRead> {
+  const deadline = clock.now() + budgetMs;
+  const batches: string[][] = [];
+  for (let at = 0; at < ids.length; at += USAGE_BATCH)
+    batches.push(ids.slice(at, at + USAGE_BATCH));
+  const samples = new Map<string, SandboxUsage>();
+  let next = 0;
+  let answered = false;
+  let error: unknown;
+  let refused = false;
+  const keep = (batch: readonly string[]): void => {
+    for (const id of batch) {
+      const u = previous.get(id);
+      if (u !== undefined) samples.set(id, u);
+    }
+  };
+  const worker = async (): Promise<void> => {
+    while (next < batches.length && !refused && clock.now() < deadline) {
+      const batch = batches[next++] as string[];
+      try {
+        const got = await read(batch);
+        answered = true;
+        // Only what was asked: an answer naming other ids must not add series.
+        for (const id of batch) {
+          const u = got.get(id);
+          if (u !== undefined) samples.set(id, u);
+        }
+      } catch (err) {
+        error ??= err;
+        if (refusesEndpoint(err)) refused = true;
+        keep(batch);
+      }
+    }
+  };
+  await Promise.all(
+    Array.from({ length: Math.min(USAGE_CONCURRENCY, batches.length) }, () => worker()),
+  );
+  if (next < batches.length) {
+    for (const batch of batches.slice(next)) keep(batch);
+    if (!refused) error ??= new UsageDeadlineError(next, batches.length, budgetMs);
+  }
+  return { samples, requests: next, answered, ...(error !== undefined ? { error } : {}) };
+}
+
+/** An answer about the endpoint, not the batch: it is not served, or not to us. */
+function refusesEndpoint(err: unknown): boolean {
+  return (
+    err instanceof PlatformNotFoundError ||
+    (err instanceof PlatformHttpError && [401, 403, 405].includes(err.status))
+  );
+}
