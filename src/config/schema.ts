@@ -200,9 +200,15 @@ const FieldMapSchema = z.strictObject({
   list: fieldNames.optional(),
 });
 
+/** The state names that read as running and as paused when `states` says nothing. */
+export const DEFAULT_STATES: {
+  readonly running: readonly string[];
+  readonly paused: readonly string[];
+} = { running: ["running", "active"], paused: ["paused", "suspended"] };
+
 const StatesSchema = z.strictObject({
-  running: list.default(["running", "active"]),
-  paused: list.default(["paused", "suspended"]),
+  running: list.default(() => [...DEFAULT_STATES.running]),
+  paused: list.default(() => [...DEFAULT_STATES.paused]),
 });
 
 const LogSchema = z.strictObject({

@@ -1,5 +1,6 @@
 // What the lifecycle phases (pause, resume, state_check) share: the background process that must
 // survive every pause, the bounded wait for a state, and a 404 read as "the sandbox is gone".
+import { DEFAULT_STATES } from "../config/schema.js";
 import { PlatformNotFoundError } from "../platform/http-errors.js";
 import { abortable } from "./abortable.js";
 import { expectCleanExit, runCommand } from "./exec.js";
@@ -10,11 +11,6 @@ import { GONE_STATES } from "./terminate.js";
 
 /** Default ms between two reads of the sandbox while waiting for it to be paused or running. */
 export const STATE_POLL_MS = 200;
-/** The states that count as paused and as running when the settings name none (the config's defaults). */
-export const DEFAULT_STATES: LifecycleStates = {
-  running: ["running", "active"],
-  paused: ["paused", "suspended"],
-};
 /** The background process sleeps at least this long, seconds (and never less than the sandbox lives). */
 const MARKER_MIN_S = 600;
 const SHOWN_OUTPUT_CHARS = 60;

@@ -6,10 +6,14 @@ import { Slots } from "../util/slots.js";
 import { OrphanSweeper, PROBE_MODULE_KEY, type SweepStatus } from "./orphan-sweep.js";
 import { type ProbeRouteHandler, probeHandler } from "./probe-handler.js";
 import { ProbeFamilies, ProbeMetrics } from "./probe-metrics.js";
-import { ProbeConfigError, Prober, type ProberOptions, type ProbeStatus } from "./prober.js";
+import {
+  ON_DEMAND_MIN_INTERVAL_MS,
+  ProbeConfigError,
+  Prober,
+  type ProberOptions,
+  type ProbeStatus,
+} from "./prober.js";
 import type { ProbeResult } from "./runner.js";
-
-const ON_DEMAND_MIN_INTERVAL_MS = 10_000;
 
 /** What differs from one module to the next. */
 export type ModuleOptions = Pick<

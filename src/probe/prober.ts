@@ -27,7 +27,8 @@ import type { ProbeTrace } from "./trace.js";
 const DEFAULT_STEPS: readonly ProbeStep[] = ["exec", "file"];
 const DEFAULT_LIFECYCLE_ROUNDS = 2;
 const SWEEP_EVERY_RUNS = 10;
-const ON_DEMAND_MIN_INTERVAL_MS = 10_000;
+/** Minimum ms between two on-demand runs of a module, where no option says otherwise. */
+export const ON_DEMAND_MIN_INTERVAL_MS = 10_000;
 const FAILURE_HISTORY = 20;
 /** The sandbox outlives the probe's own limit by this much before the platform reaps it. */
 const TTL_MARGIN_S = 60;
