@@ -8,8 +8,10 @@ import type { PolledSnapshot } from "./collect/usage-collector.js";
 import { loadPolicySpec } from "./config/policy-file.js";
 import { policySpec } from "./config/policy-schema.js";
 import type { Config } from "./config/schema.js";
+import { readSecretFile } from "./config/secret-file.js";
 import { ExporterMetrics, negotiateFormat } from "./metrics/exporter-metrics.js";
 import { registerLimiterMetrics } from "./metrics/limiter-metrics.js";
+import { registerInvalidValueMetrics } from "./metrics/self-metrics.js";
 import { ControlClient } from "./platform/control/control.js";
 import { RequestLimiter } from "./platform/control/limiter.js";
 import { DataClient } from "./platform/data/data.js";
@@ -110,8 +112,13 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
   });
   // Each reader owns its normalizer: what one's records teach the field tables is its own.
+  const pollReader = control.withOwnNormalizer("poll");
+  // What the poll's reads left out (values that did not parse, records without an id).
+  registerInvalidValueMetrics(metrics.registry, config.metrics.namespace, () =>
+    pollReader.invalid.entries(),
+  );
   const poller = new Poller({
-    reader: control.withOwnNormalizer("poll"),
+    reader: pollReader,
     clock,
     pageLimit: config.poll.pageLimit,
     maxPages: config.poll.maxPages,
@@ -148,6 +155,14 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
           : "collector unsupported by this platform: not polled, re-checked at poll.capabilityRecheck",
       ),
     maxBackoffMs: config.poll.maxBackoffMs,
+    ...(config.poll.maxWalkMs !== undefined ? { maxWalkMs: config.poll.maxWalkMs } : {}),
+    onWalkAbandoned: () => {
+      metrics.walkAbandoned();
+      logger.warn(
+        { maxWalkMs: config.poll.maxWalkMs ?? 4 * pollIntervalMs },
+        "sandbox walk abandoned as incomplete: it ran past poll.maxWalkMs",
+      );
+    },
     onSnapshot: (snapshot) => published(snapshot),
     onError: (err) => onError(err),
     onDrop: (confirmed) => {
@@ -172,7 +187,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
         shard: config.shard,
         states: config.states,
         defaultRunTimeMs: pollIntervalMs,
-        ...policyWebhook(config, secrets, webhookAgent),
+        ...policyWebhook(config, secrets, webhookAgent, logger),
       })
     : undefined;
   const policyLoop = policy
@@ -252,12 +267,19 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   const server = await startServer(config.server.listen, {
     render: (format, gzip) => metrics.render(format, gzip),
     negotiate: negotiateFormat,
+    // The whole document passes the one scrubber on its way out, whatever section a text came from.
     status: () =>
-      statusReport(poller.latest, clock.now(), {
-        shard: config.shard,
-        ...(prober ? { probe: prober.status() } : {}),
-        ...(policy ? { policy: policy.status() } : {}),
-      }),
+      JSON.parse(
+        secrets.scrub(
+          JSON.stringify(
+            statusReport(poller.latest, clock.now(), {
+              shard: config.shard,
+              ...(prober ? { probe: prober.status() } : {}),
+              ...(policy ? { policy: policy.status() } : {}),
+            }),
+          ),
+        ),
+      ) as Record<string, unknown>,
     reload,
     enableLifecycle: config.server.enableLifecycle,
     ...(prober ? { routes: prober.routes() } : {}),
@@ -298,11 +320,15 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   };
 }
 
+function readUtf8(path: string): string {
+  return readFileSync(path, "utf8");
+}
+
 /** The admin token from its file (E2B's X-Admin-Token for /nodes); read once at start. */
 function adminToken(config: Config): { adminToken?: string } {
   const file = config.platform.adminTokenFile;
   if (!file) return {};
-  const token = readFileSync(file, "utf8").trim();
+  const token = readSecretFile(readUtf8, file, "platform.adminTokenFile");
   return token ? { adminToken: token } : {};
 }
 
@@ -311,10 +337,13 @@ function policyWebhook(
   config: Config,
   secrets: Secrets,
   dispatcher: Dispatcher | undefined,
+  logger: Logger,
 ): { webhook?: NonNullable<ConstructorParameters<typeof PolicyEngine>[0]["webhook"]> } {
   const w = config.policy.webhook;
   if (!w || !dispatcher) return {};
-  const value = w.headerValueFile ? readFileSync(w.headerValueFile, "utf8").trim() : undefined;
+  const value = w.headerValueFile
+    ? readSecretFile(readUtf8, w.headerValueFile, "policy.webhook.headerValueFile")
+    : undefined;
   secrets.add(value);
   return {
     webhook: {
@@ -323,6 +352,9 @@ function policyWebhook(
       timeoutMs: w.timeoutMs,
       retries: w.retries,
       dispatcher,
+      // Failed deliveries are logged; the body is scrubbed of every secret before it leaves.
+      logger: logger.child({ component: "webhook" }),
+      secrets,
     },
   };
 }
@@ -332,7 +364,9 @@ function serverSecurity(config: Config): Pick<Parameters<typeof startServer>[1],
   const out: Pick<Parameters<typeof startServer>[1], "auth" | "tls"> = {};
   if (s.bearerTokenFile || s.basicAuthUsers) {
     out.auth = {
-      ...(s.bearerTokenFile ? { bearerToken: readFileSync(s.bearerTokenFile, "utf8").trim() } : {}),
+      ...(s.bearerTokenFile
+        ? { bearerToken: readSecretFile(readUtf8, s.bearerTokenFile, "server.bearerTokenFile") }
+        : {}),
       ...(s.basicAuthUsers ? { basicUsers: s.basicAuthUsers } : {}),
     };
   }
@@ -362,6 +396,8 @@ function newProber(
   return new ProbeService({
     control,
     data,
+    // One scrubber for every text the probes send out (/probe, its trace, /status, logs).
+    secrets,
     registry: metrics.registry,
     clock: deps.clock,
     logger: deps.logger,

@@ -108,6 +108,11 @@ export async function main(
       process.stderr.write(`sandbox-exporter: invalid policy\n${err.message}\n`);
       process.exit(EXIT_CONFIG);
     }
+    // A secret file that cannot go into a header (a CR or LF inside it).
+    if (err instanceof ConfigError) {
+      process.stderr.write(`sandbox-exporter: invalid configuration\n${err.format()}\n`);
+      process.exit(EXIT_CONFIG);
+    }
     throw err;
   }
   return exporter;

@@ -2,10 +2,17 @@
 import type { DeferredPage } from "../platform/normalize/normalize.js";
 import { ExporterError } from "../util/errors.js";
 
-/** Paging went wrong: a repeated token, an empty page carrying a token, or too many pages. */
+/**
+ * Paging went wrong: a repeated token, an empty page carrying a token, too many pages, or a walk
+ * that ran past its time bound (poll.maxWalkMs).
+ */
 export class PagingError extends ExporterError {
   constructor(
-    code: "ERR_PAGING_REPEATED_TOKEN" | "ERR_PAGING_EMPTY_PAGE" | "ERR_PAGING_CEILING",
+    code:
+      | "ERR_PAGING_REPEATED_TOKEN"
+      | "ERR_PAGING_EMPTY_PAGE"
+      | "ERR_PAGING_CEILING"
+      | "ERR_PAGING_WALK_TIMEOUT",
     message: string,
     readonly page: number,
   ) {

@@ -14,7 +14,7 @@ import type {
 import type { Clock } from "../util/clock.js";
 import { mapLimit } from "../util/concurrency.js";
 import { timerMs } from "../util/duration.js";
-import { walkPages } from "./paging.js";
+import { PagingError, walkPages } from "./paging.js";
 import { type SandboxList, SandboxTable } from "./sandbox-table.js";
 import { COLLECTORS, type CollectorName, type CollectorStatus } from "./snapshot.js";
 import {
@@ -31,6 +31,8 @@ const DETAIL_CONCURRENCY = 8;
 const STALE_INTERVALS = 2;
 /** How long a tick waits for its walk before publishing the other collectors, in intervals. */
 const WALK_WAIT_INTERVALS = 0.5;
+/** Default bound on one walk, in intervals (poll.maxWalkMs). */
+const MAX_WALK_INTERVALS = 4;
 
 /** The read-only part of the control client that the poller needs. */
 export interface PlatformReader {
@@ -73,6 +75,13 @@ export interface PollerOptions {
   confirmDropRatio: number;
   /** Ceiling of the wait between failed walks (it doubles from one interval). */
   maxBackoffMs: number;
+  /**
+   * Longest one walk (drop confirmation included) may take: past it no page is asked for, and
+   * the walk fails as incomplete (WalkTimeoutError). Default 4 intervals.
+   */
+  maxWalkMs?: number;
+  /** A walk ran past maxWalkMs and was abandoned. */
+  onWalkAbandoned?: () => void;
   /**
    * Read the usage of this shard's running sandboxes (GET /sandboxes/metrics) after a complete
    * walk, at most once per `usage.intervalMs`; off when absent.
@@ -150,6 +159,8 @@ export class Poller {
   private usageStartedAt: number | undefined;
   /** The samples of the last usage read (a failed batch's ids keep the ones before). */
   private usageSamples: ReadonlyMap<string, SandboxUsage> = new Map();
+  /** Ids the last usage read left out as too long for a request. */
+  private usageSkipped = 0;
   /** Sandboxes of the last complete walk, for the drop check. */
   private lastCompleteCount: number | undefined;
 
@@ -280,6 +291,7 @@ export class Poller {
         const read = (batch: readonly string[]) => reader.sandboxUsage(batch);
         const r = await readUsage(read, ids, this.usageSamples, clock, intervalMs);
         this.usageSamples = r.samples;
+        this.usageSkipped = r.tooLong;
         const durationMs = clock.now() - startedAt;
         this.usageOutcome =
           r.error === undefined
@@ -305,7 +317,7 @@ export class Poller {
     // A read follows a walk: at most one per poll interval, however short usage.intervalMs is.
     const every = Math.max(u.intervalMs, this.options.intervalMs);
     const status = this.status("usage", this.usageOutcome, prev?.status, now, every);
-    return { samples: this.usageSamples, status, refreshed };
+    return { samples: this.usageSamples, status, refreshed, skippedIds: this.usageSkipped };
   }
 
   /** Makes the snapshot of what every collector last produced, and hands it on. */
@@ -432,13 +444,16 @@ export class Poller {
     }
     const lastSuccessAt = outcome.ok ? outcome.startedAt : prev?.lastSuccessAt;
     // Old data is stale whatever kept it from being refreshed: a failure, a hang, a backoff.
-    const tooOld = lastSuccessAt === undefined || now - lastSuccessAt > STALE_INTERVALS * everyMs;
+    const staleAfter =
+      lastSuccessAt === undefined ? undefined : lastSuccessAt + STALE_INTERVALS * everyMs;
+    const tooOld = staleAfter === undefined || now > staleAfter;
     return {
       name,
       success: outcome.ok,
       stale: !outcome.ok || tooOld,
       lastAttemptAt: outcome.startedAt,
       ...(lastSuccessAt !== undefined ? { lastSuccessAt } : {}),
+      ...(staleAfter !== undefined ? { staleAfter } : {}),
       durationMs: outcome.durationMs,
       requests: outcome.requests,
       ...(outcome.error ? { error: outcome.error } : {}),
@@ -495,7 +510,20 @@ export class Poller {
    * must not read as half the fleet gone (churn counters, policy). A real drop is seen twice.
    */
   private async readSandboxes(): Promise<{ value: SandboxList; requests: number }> {
-    const first = await this.walkOnce();
+    const { clock, intervalMs, maxWalkMs } = this.options;
+    const limitMs = maxWalkMs ?? MAX_WALK_INTERVALS * intervalMs;
+    const deadline = { at: clock.now() + limitMs, limitMs };
+    try {
+      return await this.walkChecked(deadline);
+    } catch (err) {
+      if (err instanceof PagingError && err.code === "ERR_PAGING_WALK_TIMEOUT")
+        this.options.onWalkAbandoned?.();
+      throw err;
+    }
+  }
+
+  private async walkChecked(deadline: Deadline): Promise<{ value: SandboxList; requests: number }> {
+    const first = await this.walkOnce(deadline);
     const before = this.lastCompleteCount;
     const dropped = (n: number): boolean =>
       before !== undefined && before - n > before * this.options.confirmDropRatio;
@@ -503,7 +531,7 @@ export class Poller {
     if (dropped(first.value.length)) {
       let second: { value: SandboxList; requests: number };
       try {
-        second = await this.walkOnce();
+        second = await this.walkOnce(deadline);
       } catch (err) {
         this.options.onDrop?.(false);
         throw err;
@@ -520,23 +548,35 @@ export class Poller {
    * 100), the size is lowered once to what the answer names (else 100, else half), remembered,
    * and the walk made again.
    */
-  private async walkOnce(): Promise<{ value: SandboxList; requests: number }> {
+  private async walkOnce(deadline: Deadline): Promise<{ value: SandboxList; requests: number }> {
     try {
-      return await this.walkWith(this.pageLimit);
+      return await this.walkWith(this.pageLimit, deadline);
     } catch (err) {
       const lower = smallerPageLimit(err, this.pageLimit);
       if (lower === undefined) throw err;
       this.options.onPageLimit?.(this.pageLimit, lower);
       this.pageLimit = lower;
-      return this.walkWith(lower);
+      return this.walkWith(lower, deadline);
     }
   }
 
-  private async walkWith(pageLimit: number): Promise<{ value: SandboxList; requests: number }> {
-    const { reader, maxPages, state, metadata } = this.options;
+  private async walkWith(
+    pageLimit: number,
+    deadline: Deadline,
+  ): Promise<{ value: SandboxList; requests: number }> {
+    const { reader, maxPages, state, metadata, clock } = this.options;
     const slim = this.options.compactSandboxes === true;
     let totalRunning: number | undefined;
+    let pages = 0;
     const fetchPage = async (nextToken: string | undefined) => {
+      // Checked before each page: an endless chain or a crawl ends as an incomplete walk.
+      if (clock.now() > deadline.at)
+        throw new PagingError(
+          "ERR_PAGING_WALK_TIMEOUT",
+          `walk abandoned after ${pages} pages: it ran past ${deadline.limitMs} ms (poll.maxWalkMs)`,
+          pages,
+        );
+      pages++;
       const page = await reader.listSandboxPage(
         {
           limit: pageLimit,
@@ -572,6 +612,12 @@ export class Poller {
     this.walkTotalRunning = totalRunning;
     return out;
   }
+}
+
+/** When the walk in progress must give up (monotonic with the clock's now), and its bound. */
+interface Deadline {
+  at: number;
+  limitMs: number;
 }
 
 /** A collector's status, named `N`. */

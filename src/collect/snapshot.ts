@@ -21,10 +21,21 @@ export interface CollectorStatus {
   lastAttemptAt: number;
   /** Epoch ms of the latest successful attempt, if any. */
   lastSuccessAt?: number;
+  /** Epoch ms after which the data is stale even if no attempt ended since (two intervals old). */
+  staleAfter?: number;
   durationMs: number;
   /** Requests this collector made in the latest attempt (pages, detail reads). */
   requests: number;
   error?: { code: string; message: string };
+}
+
+/**
+ * Whether a collector's data is stale at `now`: its latest attempt failed, or its last success
+ * is older than two intervals. Read when a scrape or /status asks, never only when a tick
+ * publishes: ticks waiting on the request budget must not freeze the flag.
+ */
+export function staleAt(c: Pick<CollectorStatus, "stale" | "staleAfter">, now: number): boolean {
+  return c.stale || (c.staleAfter !== undefined && now > c.staleAfter);
 }
 
 /** Per state x template roll-up of the sandbox list. */

@@ -11,6 +11,13 @@ import { COLLECTORS, type CollectorStatus, type Snapshot } from "./snapshot.js";
 /** Ids per GET /sandboxes/metrics: E2B's maximum. */
 export const USAGE_BATCH = 100;
 /**
+ * Bytes of URL-encoded ids (with their separators) in one GET /sandboxes/metrics: servers and
+ * proxies refuse request lines past about 8 KB (414, 431), which would fail a whole batch.
+ */
+export const USAGE_QUERY_BYTES = 6_000;
+/** Bytes of the separator between two ids once URL-encoded (`,` -> `%2C`). */
+const SEPARATOR_BYTES = 3;
+/**
  * Batches in flight at once. Usage reads take tokens of the poll's request budget: with few in
  * flight, a walk's next page never waits behind more than a couple of them.
  */
@@ -41,6 +48,8 @@ export interface UsageData {
   status: UsageStatus;
   /** This snapshot is the first to carry a read's outcome. */
   refreshed: boolean;
+  /** Sandboxes of the last read left out because their id alone exceeds USAGE_QUERY_BYTES. */
+  skippedIds?: number;
 }
 
 /** A snapshot and, when the usage collector is on, its part. */
@@ -74,6 +83,39 @@ export function usageTargets(list: SandboxList, o: UsageOptions): string[] {
   return [...ids];
 }
 
+/**
+ * `ids` cut into batches of at most `maxIds` ids and `maxBytes` bytes of URL-encoded query; an
+ * id that cannot fit alone is left out and counted in `tooLong`.
+ */
+export function usageBatches(
+  ids: readonly string[],
+  maxIds = USAGE_BATCH,
+  maxBytes = USAGE_QUERY_BYTES,
+): { batches: string[][]; tooLong: number } {
+  const batches: string[][] = [];
+  let tooLong = 0;
+  let batch: string[] = [];
+  let bytes = 0;
+  for (const id of ids) {
+    const size = encodeURIComponent(id).length;
+    if (size > maxBytes) {
+      tooLong++;
+      continue;
+    }
+    const added = batch.length === 0 ? size : size + SEPARATOR_BYTES;
+    if (batch.length >= maxIds || bytes + added > maxBytes) {
+      batches.push(batch);
+      batch = [id];
+      bytes = size;
+    } else {
+      batch.push(id);
+      bytes += added;
+    }
+  }
+  if (batch.length > 0) batches.push(batch);
+  return { batches, tooLong };
+}
+
 /** What one read brought. */
 export interface UsageRead {
   /** The new samples, with the earlier ones of the ids whose batch failed or was not asked. */
@@ -84,10 +126,12 @@ export interface UsageRead {
   error?: unknown;
   /** At least one batch was answered. */
   answered: boolean;
+  /** Ids left out because each alone is too long for a request (see usageBatches). */
+  tooLong: number;
 }
 
 /**
- * Asks about `ids` in batches of USAGE_BATCH. Starts no batch once `budgetMs` have passed on
+ * Asks about `ids` in batches (see usageBatches). Starts no batch once `budgetMs` have passed on
  * `clock`, nor after the platform refused the endpoint itself (404, 405, 403, 401): that answer
  * is about every batch. A batch that failed, or was never asked, keeps its ids' samples of
  * `previous`; ids no longer asked about are dropped.
@@ -100,9 +144,7 @@ export async function readUsage(
   budgetMs: number,
 ): Promise<UsageRead> {
   const deadline = clock.now() + budgetMs;
-  const batches: string[][] = [];
-  for (let at = 0; at < ids.length; at += USAGE_BATCH)
-    batches.push(ids.slice(at, at + USAGE_BATCH));
+  const { batches, tooLong } = usageBatches(ids);
   const samples = new Map<string, SandboxUsage>();
   let next = 0;
   let answered = false;
@@ -139,7 +181,13 @@ export async function readUsage(
     for (const batch of batches.slice(next)) keep(batch);
     if (!refused) error ??= new UsageDeadlineError(next, batches.length, budgetMs);
   }
-  return { samples, requests: next, answered, ...(error !== undefined ? { error } : {}) };
+  return {
+    samples,
+    requests: next,
+    answered,
+    tooLong,
+    ...(error !== undefined ? { error } : {}),
+  };
 }
 
 /** An answer about the endpoint, not the batch: it is not served, or not to us. */

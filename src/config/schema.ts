@@ -5,6 +5,7 @@ import { z } from "zod";
 import { bool, duration, int, list, oneOf, schedule, text } from "./fields.js";
 import { PolicySectionSchema } from "./policy-schema.js";
 import { ProbeSchema } from "./probe-schema.js";
+import { controlCharacterAt } from "./secret-file.js";
 
 const apiUrl = text.refine((s) => s === "" || isHttpUrl(s), {
   error: "an http(s) URL like https://api.example.com",
@@ -46,17 +47,9 @@ const ratio = z
 const headerName = text.regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { error: "an HTTP header name" });
 
 /** A key that can go into an HTTP header: no line breaks or other control characters. */
-const apiKey = text.refine((s) => !hasControlCharacter(s), {
+const apiKey = text.refine((s) => controlCharacterAt(s) < 0, {
   error: "an API key without line breaks or control characters",
 });
-
-function hasControlCharacter(s: string): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x20 || c === 0x7f) return true;
-  }
-  return false;
-}
 
 const metricPrefix = text.regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, {
   error: "a metric name prefix matching [a-zA-Z_][a-zA-Z0-9_]*",
@@ -159,6 +152,8 @@ const PollSchema = z.strictObject({
   capabilityRecheckMs: duration().default(600_000),
   /** Ceiling of the backoff between failed sandbox walks. */
   maxBackoffMs: duration().default(300_000),
+  /** Longest one sandbox walk may take; then it is abandoned as incomplete. Default 4 poll intervals. */
+  maxWalkMs: duration().optional(),
   /** Read the CPU, memory and disk use of this shard's running sandboxes (GET /sandboxes/metrics). */
   usage: bool.default(false),
   /** Least time between two usage reads; each follows a complete sandbox walk. */

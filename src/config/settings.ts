@@ -263,6 +263,13 @@ export const SETTINGS: readonly Setting[] = [
     help: "ceiling of the backoff between failed sandbox walks",
   },
   {
+    path: "poll.maxWalkMs",
+    env: `${X}POLL_MAX_WALK`,
+    flag: "poll-max-walk",
+    kind: "duration",
+    help: "longest one sandbox walk may take before it is abandoned as incomplete (default 4 poll intervals)",
+  },
+  {
     path: "poll.usage",
     env: `${X}POLL_USAGE`,
     flag: "poll-usage",

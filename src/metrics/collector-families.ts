@@ -3,7 +3,10 @@ import { forEachRow } from "../collect/sandbox-table.js";
 import { collectorStatuses, type PolledSnapshot } from "../collect/usage-collector.js";
 import { Family, labels } from "./exposition/text.js";
 
-/** collect_duration/success/stale, last success and last cycle families of a snapshot. */
+/**
+ * collect_duration/success, last success and last cycle families of a snapshot (collect_stale is
+ * computed at scrape time, in SelfMetrics).
+ */
 export function collectorFamilies(ns: string, s: PolledSnapshot): Family[] {
   const duration = new Family(
     `${ns}_exporter_collect_duration_seconds`,
@@ -14,11 +17,6 @@ export function collectorFamilies(ns: string, s: PolledSnapshot): Family[] {
     `${ns}_exporter_collect_success`,
     "gauge",
     "1 when the collector succeeded in the last poll cycle, else 0.",
-  );
-  const stale = new Family(
-    `${ns}_exporter_collect_stale`,
-    "gauge",
-    "1 when the collector's series are the last good data of an earlier cycle, else 0.",
   );
   const last = new Family(
     `${ns}_exporter_last_success_timestamp_seconds`,
@@ -37,16 +35,24 @@ export function collectorFamilies(ns: string, s: PolledSnapshot): Family[] {
     if (c.unsupported) continue;
     duration.add(l, c.durationMs / 1000);
     success.add(l, c.success ? 1 : 0);
-    stale.add(l, c.stale ? 1 : 0);
     if (c.lastSuccessAt !== undefined) last.add(l, c.lastSuccessAt / 1000);
   }
   const cross = s.totalRunning === undefined ? [] : runningCrossCheck(ns, s, s.totalRunning);
+  const skipped = !s.usage
+    ? []
+    : [
+        new Family(
+          `${ns}_exporter_usage_ids_skipped`,
+          "gauge",
+          "Sandboxes left out of the last usage read (GET /sandboxes/metrics) because their id alone is too long for a request line.",
+        ).add("", s.usage.skippedIds ?? 0),
+      ];
   const cycle = new Family(
     `${ns}_exporter_last_cycle_timestamp_seconds`,
     "gauge",
     "Unix time the last poll cycle finished.",
   ).add("", s.finishedAt / 1000);
-  return [duration, success, stale, last, supported, ...cross, cycle];
+  return [duration, success, last, supported, ...cross, ...skipped, cycle];
 }
 
 /**

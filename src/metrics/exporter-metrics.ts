@@ -270,6 +270,11 @@ export class ExporterMetrics {
     this.self.walkDrop(confirmed);
   }
 
+  /** A walk ran past poll.maxWalkMs and was abandoned as incomplete. */
+  walkAbandoned(): void {
+    this.self.walkAbandoned();
+  }
+
   /** A tick found the previous walk still running. */
   skippedTick(): void {
     this.self.skippedTick();

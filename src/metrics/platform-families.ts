@@ -1,6 +1,7 @@
 // Cluster-wide families: /health, /cluster/overview, /nodes, /templates (exported by shard 0 only).
 import type { Snapshot } from "../collect/snapshot.js";
 import type { PlatformNode, Template } from "../platform/types.js";
+import { clusterFromNodes } from "./cluster-from-nodes.js";
 import { StateMemory } from "./exposition/state-memory.js";
 import { Family, labels } from "./exposition/text.js";
 import { noGuard, type ValueGuard } from "./exposition/value-guard.js";
@@ -47,6 +48,8 @@ export class PlatformFamilies {
     }
     if (s.nodes) {
       const nodes = uniqueById(s.nodes);
+      // No overview (E2B serves none, or it never answered): its capacity families from the nodes.
+      if (!s.overview) families.push(...clusterFromNodes(this.ns, nodes));
       families.push(this.statusSet("node", nodes, this.node, "/nodes"));
       families.push(
         ...numericFamilies(this.ns, "node", nodes, NODE_RESERVED, "/nodes", skipped, guard),
@@ -55,6 +58,14 @@ export class PlatformFamilies {
     }
     if (s.templates) {
       const templates = uniqueById(s.templates);
+      if (!s.overview)
+        families.push(
+          new Family(
+            `${this.ns}_cluster_templates`,
+            "gauge",
+            `Templates listed. Derived from GET /templates because the platform serves no GET /cluster/overview. ${cached("/templates")}`,
+          ).add("", templates.length),
+        );
       families.push(this.statusSet("template", templates, this.template, "/templates"));
       families.push(...this.templateFamilies(templates));
       families.push(

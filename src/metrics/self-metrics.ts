@@ -1,9 +1,21 @@
 // Scrape-time state of the exporter in a prom-client registry: build info, platform request
 // histogram and errors, poll counters, data age (computed when scraped), process_* series.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { staleAt } from "../collect/snapshot.js";
 import { collectorStatuses, type PolledSnapshot } from "../collect/usage-collector.js";
 import type { Clock } from "../util/clock.js";
 import { registerProcessMetrics } from "./process-metrics.js";
+
+/** Reasons of a failed request (errorReason), each a series at 0 once its endpoint was asked. */
+const REQUEST_ERROR_REASONS = [
+  "http_5xx",
+  "http_4xx",
+  "rate_limited",
+  "timeout",
+  "network",
+  "bad_body",
+  "not_found",
+] as const;
 
 /** Request duration buckets, seconds: local simulators answer in ms, remote APIs in 100s of ms. */
 const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -27,15 +39,46 @@ export interface SelfMetricsOptions {
   latest(): PolledSnapshot | undefined;
 }
 
+/** One (resource, field) count of values the normalizer left out (InvalidValues.entries()). */
+export interface InvalidValueCount {
+  readonly resource: string;
+  readonly field: string;
+  readonly count: number;
+}
+
+/**
+ * Registers `<ns>_exporter_invalid_values_dropped_total{resource,field}`: values (and records,
+ * field `id` or `record`) the poller's normalizer left out, read from its tally when scraped.
+ */
+export function registerInvalidValueMetrics(
+  registry: Registry,
+  ns: string,
+  read: () => readonly InvalidValueCount[],
+): void {
+  new Counter({
+    name: `${ns}_exporter_invalid_values_dropped_total`,
+    help: "Values of platform records left out because they did not parse or were out of range, by resource and field; field id or record counts whole records left out (no id, not an object).",
+    labelNames: ["resource", "field"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const c of read()) this.labels(c.resource, c.field).inc(c.count);
+    },
+  });
+}
+
 /** Owns the prom-client registry (no global one) and the metrics updated between snapshots. */
 export class SelfMetrics {
   readonly registry = new Registry();
   private readonly clock: Clock;
   private readonly requestDuration: Histogram<"endpoint" | "method" | "code">;
   private readonly apiErrors: Counter<"endpoint" | "method" | "reason">;
+  /** `method endpoint` pairs whose error series exist (at 0 until one fails). */
+  private readonly errorSeries = new Set<string>();
   private readonly cycles: Counter;
   private readonly skipped: Counter;
   private readonly drops: Counter<"result">;
+  private readonly abandoned: Counter;
   private readonly reloadOk: Gauge;
   private readonly reloadAt: Gauge;
 
@@ -80,6 +123,11 @@ export class SelfMetrics {
       registers,
     });
     for (const result of ["confirmed", "unconfirmed"]) this.drops.labels(result).inc(0);
+    this.abandoned = new Counter({
+      name: `${ns}_exporter_sandbox_walks_abandoned_total`,
+      help: "Sandbox walks abandoned as incomplete because they ran past poll.maxWalkMs (an endless or crawling page chain).",
+      registers,
+    });
     new Gauge({
       name: `${ns}_exporter_data_age_seconds`,
       help: "Seconds since the collector last succeeded, computed at scrape time; absent before its first success.",
@@ -94,6 +142,20 @@ export class SelfMetrics {
           if (!c.skipped && c.lastSuccessAt !== undefined)
             this.labels(c.name).set(Math.max(0, now - c.lastSuccessAt) / 1000);
         }
+      },
+    });
+    new Gauge({
+      name: `${ns}_exporter_collect_stale`,
+      help: "1 when the collector's series are the last good data of an earlier cycle (its latest attempt failed, or its last success is older than two poll intervals), else 0; computed at scrape time.",
+      labelNames: ["collector"],
+      registers,
+      collect() {
+        this.reset();
+        const snap = o.latest();
+        if (!snap) return;
+        const now = o.clock.now();
+        for (const c of collectorStatuses(snap))
+          if (!c.skipped && !c.unsupported) this.labels(c.name).set(staleAt(c, now) ? 1 : 0);
       },
     });
     this.reloadOk = new Gauge({
@@ -116,7 +178,20 @@ export class SelfMetrics {
   observeRequest(info: RequestObservation): void {
     const code = info.status !== undefined ? String(info.status) : (info.error ?? "error");
     this.requestDuration.labels(info.endpoint, info.method, code).observe(info.durationMs / 1000);
+    this.initErrors(info.endpoint, info.method);
     if (info.error) this.apiErrors.labels(info.endpoint, info.method, info.error).inc();
+  }
+
+  /**
+   * An endpoint's error series start at 0 with its first request: an error ratio, and a panel
+   * by reason, then read 0 on a healthy system instead of no data.
+   */
+  private initErrors(endpoint: string, method: string): void {
+    const key = `${method} ${endpoint}`;
+    if (this.errorSeries.has(key)) return;
+    this.errorSeries.add(key);
+    for (const reason of REQUEST_ERROR_REASONS)
+      this.apiErrors.labels(endpoint, method, reason).inc(0);
   }
 
   /** Counts a 2xx answer whose body had the wrong shape (its request was observed already). */
@@ -138,6 +213,11 @@ export class SelfMetrics {
   /** Counts a walk that fell by more than the confirm ratio. */
   walkDrop(confirmed: boolean): void {
     this.drops.labels(confirmed ? "confirmed" : "unconfirmed").inc();
+  }
+
+  /** Counts a walk abandoned at poll.maxWalkMs. */
+  walkAbandoned(): void {
+    this.abandoned.inc();
   }
 
   /** Counts a tick that found the previous walk still running. */

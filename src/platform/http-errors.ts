@@ -64,6 +64,23 @@ export class PlatformTimeoutError extends ExporterError {
   }
 }
 
+/**
+ * Not sent: the endpoint (or, with several endpoints held, the whole key) is held by a
+ * Retry-After for longer than this caller waits.
+ */
+export class PlatformHeldError extends ExporterError {
+  constructor(
+    readonly endpoint: string,
+    readonly method: string,
+    readonly remainingMs: number,
+  ) {
+    super(
+      "ERR_PLATFORM_HELD",
+      `${method} ${endpoint}: not sent, the platform asked to wait ${Math.ceil(remainingMs / 1000)} s more (Retry-After)`,
+    );
+  }
+}
+
 /** The body was not what the endpoint promises (not JSON, too large, wrong shape). */
 export class PlatformBodyError extends ExporterError {
   constructor(
@@ -154,6 +171,7 @@ export function errorReason(err: unknown): string {
   if (err instanceof PlatformTimeoutError) return "timeout";
   if (err instanceof PlatformNetworkError) return "network";
   if (err instanceof PlatformBodyError) return "bad_body";
+  if (err instanceof PlatformHeldError) return "held";
   if (err instanceof DataPlaneError) return err.status >= 500 ? "http_5xx" : "http_4xx";
   const code = (err as { code?: unknown })?.code;
   return code === "ERR_NORMALIZE" ? "bad_body" : "other";

@@ -2,6 +2,10 @@
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { PolicySpec } from "../config/policy-schema.js";
 import type { ActivityStats } from "./activity.js";
+import type { PolicyResult } from "./executor.js";
+
+/** Results of an attempted action that dashboards and rules read, at 0 for every rule from its load. */
+const COUNTED_RESULTS = ["done", "dry_run", "failed"] as const satisfies readonly PolicyResult[];
 
 /** Registers the policy families and feeds them from each run. */
 export class PolicyMetrics {
@@ -100,6 +104,8 @@ export class PolicyMetrics {
       this.candidates.set({ rule: r.name }, 0);
       this.dryRun.set({ rule: r.name }, (r.dryRun ?? spec.dryRun) ? 1 : 0);
       this.blastRadius.inc({ rule: r.name }, 0);
+      for (const result of COUNTED_RESULTS)
+        this.decisions.inc({ rule: r.name, action: r.action, result }, 0);
     }
   }
 

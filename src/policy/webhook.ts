@@ -2,7 +2,9 @@
 // slow or failing endpoint never holds a policy run back.
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Dispatcher, request } from "undici";
-import { timeoutSignal, timerMs } from "../util/duration.js";
+import { deadline, timerMs } from "../util/duration.js";
+import { ExporterError } from "../util/errors.js";
+import type { Secrets } from "../util/secrets.js";
 
 /** Events waiting beyond this are dropped, oldest first, and counted. */
 const QUEUE_LIMIT = 1_000;
@@ -36,6 +38,24 @@ export interface WebhookOptions {
   /** One count per event: delivered, failed after its retries, or dropped from a full queue. */
   onResult: (result: "ok" | "failed" | "dropped") => void;
   sleep?: (ms: number) => Promise<void>;
+  /** Where each failed delivery is told (pino's Logger fits). */
+  logger?: { warn(obj: object, msg: string): void };
+  /** Scrubs the body and the logged errors (a rule name or reason may quote a secret). */
+  secrets?: Secrets;
+}
+
+/** A delivery that failed after its retries: the last attempt's status or transport error. */
+export class WebhookDeliveryError extends ExporterError {
+  constructor(
+    readonly attempts: number,
+    readonly status: number | undefined,
+    cause?: unknown,
+  ) {
+    const why = status === undefined ? "no answer" : `HTTP ${status}`;
+    super("ERR_WEBHOOK_DELIVERY", `webhook delivery failed after ${attempts} attempt(s): ${why}`, {
+      ...(cause === undefined ? {} : { cause }),
+    });
+  }
 }
 
 /** Delivers policy events one at a time, in order, with bounded retries. */
@@ -63,34 +83,65 @@ export class PolicyWebhook {
   private async drain(): Promise<void> {
     try {
       // Each pass removes one event; sends are the only way the queue grows.
-      for (let e = this.queue.shift(); e !== undefined; e = this.queue.shift())
-        this.o.onResult((await this.deliver(e)) ? "ok" : "failed");
+      for (let e = this.queue.shift(); e !== undefined; e = this.queue.shift()) {
+        const failed = await this.deliver(e);
+        if (failed) this.logFailure(e, failed);
+        this.o.onResult(failed ? "failed" : "ok");
+      }
     } finally {
       this.sending = undefined;
     }
   }
 
-  private async deliver(event: PolicyEvent): Promise<boolean> {
+  /** Undefined when delivered; the failure after the last attempt otherwise. */
+  private async deliver(event: PolicyEvent): Promise<WebhookDeliveryError | undefined> {
     const pause = this.o.sleep ?? ((ms: number) => sleep(timerMs(ms)));
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (this.o.header) headers[this.o.header.name.toLowerCase()] = this.o.header.value;
-    const body = JSON.stringify(event);
-    for (let attempt = 0; attempt <= this.o.retries; attempt++) {
+    const json = JSON.stringify(event);
+    // The body leaves the process: the one scrubber sees it (its JSON-escaped forms included).
+    const body = this.o.secrets ? this.o.secrets.scrub(json) : json;
+    let status: number | undefined;
+    let cause: unknown;
+    const attempts = this.o.retries + 1;
+    for (let attempt = 0; attempt < attempts; attempt++) {
       if (attempt > 0) await pause(Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (attempt - 1)));
+      const limit = deadline(this.o.timeoutMs);
       try {
         const res = await request(this.o.url, {
           method: "POST",
           headers,
           body,
           dispatcher: this.o.dispatcher,
-          signal: timeoutSignal(this.o.timeoutMs),
+          signal: limit.signal,
         });
         await res.body.dump();
-        if (res.statusCode >= 200 && res.statusCode < 300) return true;
-      } catch {
+        if (res.statusCode >= 200 && res.statusCode < 300) return undefined;
+        status = res.statusCode;
+        cause = undefined;
+      } catch (err) {
         // A refused connection or a timeout is one failed attempt like a 5xx.
+        status = undefined;
+        cause = err;
+      } finally {
+        limit.clear();
       }
     }
-    return false;
+    return new WebhookDeliveryError(attempts, status, cause);
+  }
+
+  /** One warning per event given up: what failed, never the body or the header's value. */
+  private logFailure(event: PolicyEvent, err: WebhookDeliveryError): void {
+    if (!this.o.logger) return;
+    const scrub = (t: string): string => (this.o.secrets ? this.o.secrets.scrub(t) : t);
+    this.o.logger.warn(
+      {
+        err: this.o.secrets ? this.o.secrets.scrubError(err) : err,
+        rule: scrub(event.rule),
+        sandbox: scrub(event.sandbox),
+        result: event.result,
+      },
+      "policy webhook delivery failed",
+    );
   }
 }

@@ -33,6 +33,8 @@ export type FailureReason =
   | "file_lost"
   | "process_lost"
   | "aborted"
+  /** No concurrency slot freed within an on-demand probe's time: create never ran. */
+  | "slot"
   | "other";
 
 /** A phase got an answer, but not the right one (wrong stdout, exit code, file content, ...). */

@@ -24,6 +24,8 @@ export interface OnDemandModule {
   readonly module: string;
   readonly id: ProbeId;
   readonly labelNames: readonly string[];
+  /** The module's own total timeout: the cap when the scrape timeout asks for more. */
+  readonly totalTimeoutMs: number;
   /** Runs one probe; undefined when one of this module is already in flight or it is stopping. */
   runOnDemand(o: { timeoutMs?: number; trace?: ProbeTrace }): Promise<ProbeResult | undefined>;
 }
@@ -37,12 +39,15 @@ export interface ProbeHandlerDeps {
   /** At most one on-demand probe of a module per this many ms; faster callers get 429. */
   minIntervalMs: number;
   namespace: string;
+  /** Every answer body passes it (the one secret scrubber: agent tokens echoed into the trace). */
+  scrub?: (text: string) => string;
 }
 
 /** Builds the /probe handler; each answer is rendered from a fresh registry holding one probe. */
 export function probeHandler(deps: ProbeHandlerDeps): ProbeRouteHandler {
   const last = new Map<string, number>();
   const byName = new Map(deps.modules.map((m) => [m.module, m]));
+  const scrub = deps.scrub ?? ((t: string) => t);
   return async (req, url, res) => {
     if (req.method !== "GET") {
       text(res, 405, "method not allowed\n", { allow: "GET" });
@@ -81,9 +86,8 @@ export function probeHandler(deps: ProbeHandlerDeps): ProbeRouteHandler {
       return;
     }
     if (trace) {
-      const head =
-        timeout === undefined ? "" : `Timeout: ${timeout} ms (from the scrape timeout)\n`;
-      text(res, 200, head + trace.render(module.module, result));
+      const head = appliedTimeout(timeout, module.totalTimeoutMs);
+      text(res, 200, scrub(head + trace.render(module.module, result)));
       return;
     }
     const registry = new Registry();
@@ -93,10 +97,17 @@ export function probeHandler(deps: ProbeHandlerDeps): ProbeRouteHandler {
       extraLabels: module.labelNames,
     });
     new ProbeMetrics(families, module.id).record(result);
-    const body = await registry.metrics();
+    const body = scrub(await registry.metrics());
     res.writeHead(200, { "content-type": registry.contentType });
     res.end(body);
   };
+}
+
+/** The trace's first line: the cap the run had, and where it came from. */
+function appliedTimeout(scrapeMs: number | undefined, totalMs: number): string {
+  if (scrapeMs !== undefined && scrapeMs < totalMs)
+    return `Timeout: ${scrapeMs} ms (the scrape timeout less ${SCRAPE_TIMEOUT_OFFSET_S} s)\n`;
+  return `Timeout: ${totalMs} ms (the module's total timeout)\n`;
 }
 
 function soleModule(modules: readonly OnDemandModule[]): string | undefined {

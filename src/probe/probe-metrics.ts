@@ -1,10 +1,40 @@
 // The probe's metric families in a prom-client registry the caller owns (never the default one).
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import { PROBE_PHASES, STREAM_POINTS } from "./phase.js";
+import type { FailureReason } from "./probe-error.js";
 import type { ProbeResult } from "./runner.js";
 
 /** Seconds: a local simulator answers in ms, a cold sandbox start takes seconds. */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** Every value of the `reason` label, so each phase's failures exist at 0 before the first one. */
+const FAILURE_REASONS = [
+  "http_status",
+  "timeout",
+  "network",
+  "bad_body",
+  "malformed_stream",
+  "truncated",
+  "end_stream_error",
+  "missing_end",
+  "exit_code",
+  "wrong_output",
+  "mismatch",
+  "not_deleted",
+  "not_paused",
+  "not_resumed",
+  "not_found",
+  "file_lost",
+  "process_lost",
+  "aborted",
+  "slot",
+  "other",
+] as const satisfies readonly FailureReason[];
+// Fails to compile when FailureReason gains a value this list lacks.
+const everyReason: [Exclude<FailureReason, (typeof FAILURE_REASONS)[number]>] extends [never]
+  ? true
+  : never = true;
+void everyReason;
 
 /** Settings of the probe families. */
 export interface ProbeFamiliesOptions {
@@ -129,10 +159,15 @@ export class ProbeMetrics {
     private readonly f: ProbeFamilies,
     private readonly id: ProbeId,
   ) {
-    // Both results exist from the start, so rate() and ratios work before the first failure.
-    f.runs?.labels({ ...id, result: "success" }).inc(0);
-    f.runs?.labels({ ...id, result: "failure" }).inc(0);
+    // Counters across runs exist at 0 from the start, so rate(), increase() and ratios count the
+    // first failure and stat panels read 0, not "No data". The on-demand /probe answer (no
+    // history) reports the failures of its one probe only.
+    if (!f.runs) return;
+    f.runs.labels({ ...id, result: "success" }).inc(0);
+    f.runs.labels({ ...id, result: "failure" }).inc(0);
     f.orphans?.labels(id).inc(0);
+    for (const phase of PROBE_PHASES)
+      for (const reason of FAILURE_REASONS) f.failures.labels({ ...id, phase, reason }).inc(0);
   }
 
   /** Records one finished probe. */

@@ -2,6 +2,7 @@
 // at once, one /probe route and one /status section.
 import type { Sandbox } from "../platform/types.js";
 import { systemClock } from "../util/clock.js";
+import { Secrets } from "../util/secrets.js";
 import { Slots } from "../util/slots.js";
 import { OrphanSweeper, PROBE_MODULE_KEY, type SweepStatus } from "./orphan-sweep.js";
 import { type ProbeRouteHandler, probeHandler } from "./probe-handler.js";
@@ -54,6 +55,7 @@ export interface ProbeServiceStatus {
 export class ProbeService {
   readonly probers: readonly Prober[];
   private readonly sweeper: OrphanSweeper;
+  private readonly secrets: Secrets;
 
   constructor(private readonly o: ProbeServiceOptions) {
     if (o.modules.length === 0) throw new ProbeConfigError("no probe module");
@@ -62,6 +64,9 @@ export class ProbeService {
     const extraLabels = [...new Set(o.modules.flatMap((m) => Object.keys(m.labels ?? {})))];
     const families = new ProbeFamilies(o.registry, { namespace: o.namespace, extraLabels });
     const slots = new Slots(o.concurrency);
+    // One scrubber for every module and the /probe answer: a token one module learns is scrubbed everywhere.
+    const secrets = o.secrets ?? new Secrets();
+    this.secrets = secrets;
     // Sandboxes of a module no longer configured are still this instance's: counted by their tags.
     const counted = new Map<string, ProbeMetrics>();
     const onDeleted = (s: Sandbox) => {
@@ -83,7 +88,7 @@ export class ProbeService {
       onDeleted,
     });
     this.probers = o.modules.map(
-      (m) => new Prober({ ...o, ...m, families, sweeper: this.sweeper, slots }),
+      (m) => new Prober({ ...o, ...m, families, sweeper: this.sweeper, slots, secrets }),
     );
   }
 
@@ -103,6 +108,11 @@ export class ProbeService {
   /** Runs one probe of a module (default the first) into the metrics; undefined when busy. */
   async runOnce(module?: string): Promise<ProbeResult | undefined> {
     return this.prober(module).runOnce();
+  }
+
+  /** Resolves when no module has a run in flight (terminates left running by /probe included). */
+  async idle(): Promise<void> {
+    await Promise.all(this.probers.map((p) => p.idle()));
   }
 
   /** The orphan sweep now; the number deleted. */
@@ -137,6 +147,7 @@ export class ProbeService {
         monotonic: this.o.monotonic ?? (() => performance.now()),
         minIntervalMs: this.o.onDemandMinIntervalMs ?? ON_DEMAND_MIN_INTERVAL_MS,
         namespace: this.o.namespace,
+        scrub: (text) => this.secrets.scrub(text),
       }),
     };
   }

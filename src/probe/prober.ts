@@ -4,8 +4,10 @@ import { performance } from "node:perf_hooks";
 import type { Registry } from "prom-client";
 import { DEFAULT_PROBE_MODULE } from "../config/probe-schema.js";
 import { type Clock, systemClock } from "../util/clock.js";
+import { deadline } from "../util/duration.js";
 import { ExporterError } from "../util/errors.js";
 import { type Schedule, type ScheduleSpec, startSchedule } from "../util/schedule.js";
+import { Secrets } from "../util/secrets.js";
 import type { Slots } from "../util/slots.js";
 import { type FailureEntry, FailureLog } from "./failure-log.js";
 import { OrphanSweeper, probeTag, type SweepStatus } from "./orphan-sweep.js";
@@ -97,6 +99,11 @@ export interface ProberOptions {
   nonce?: () => string;
   /** Called as each phase starts. */
   onPhase?: (phase: ProbePhase) => void;
+  /**
+   * Scrubs failure messages, /status and the /probe answer (share the exporter's, which the data
+   * client adds agent tokens to); each agent token a probe is given joins it. Default: its own.
+   */
+  secrets?: Secrets;
 }
 
 /** The prober's /status section. */
@@ -131,6 +138,18 @@ export interface OnDemandOptions {
   trace?: ProbeTrace;
 }
 
+/** An on-demand probe as the run sees it: its cap and where its answer goes before terminate. */
+interface OnDemandRun extends OnDemandOptions {
+  /** Receives the result once the phases before terminate ended; terminate then runs on. */
+  answer?: (result: ProbeResult) => void;
+}
+
+/** An on-demand run's bound on waiting for a shared slot, and what it answers when none frees. */
+interface SlotWait<T> {
+  ms: number;
+  none: (waitedMs: number) => T;
+}
+
 /** Invalid prober settings. */
 export class ProbeConfigError extends ExporterError {
   constructor(message: string) {
@@ -154,6 +173,7 @@ export class Prober {
   private readonly failures: FailureLog;
   private readonly sweeper: OrphanSweeper;
   private readonly instance: string;
+  private readonly secrets: Secrets;
   private current: { promise: Promise<unknown>; abort: AbortController } | undefined;
   private schedule: Schedule | undefined;
   private started = false;
@@ -166,6 +186,7 @@ export class Prober {
     this.clock = o.clock ?? systemClock;
     this.monotonic = o.monotonic ?? (() => performance.now());
     this.instance = o.instance;
+    this.secrets = o.secrets ?? new Secrets();
     this.module = o.module ?? DEFAULT_PROBE_MODULE;
     const { command, totalTimeoutMs } = o;
     if (!command.includes("{nonce}"))
@@ -255,10 +276,32 @@ export class Prober {
     });
   }
 
-  /** Runs one probe for /probe (not recorded in the shared metrics); undefined when busy. */
+  /**
+   * Runs one probe for /probe (not recorded in the shared metrics); undefined when busy. Resolves
+   * within the cap (`timeoutMs`, at most the module's total timeout): waiting for a shared slot
+   * counts against it (a `slot` failure when none frees), and it resolves before terminate, which
+   * runs on (its outcome goes to /status and the log; the module stays busy until it ends).
+   */
   async runOnDemand(o: OnDemandOptions = {}): Promise<ProbeResult | undefined> {
     if (this.busy()) return undefined;
-    return this.exclusive((signal) => this.probe(signal, "on_demand", o));
+    const capMs = Math.min(o.timeoutMs ?? Number.POSITIVE_INFINITY, this.limits.totalTimeoutMs);
+    const begin = this.monotonic();
+    return new Promise<ProbeResult>((resolve, reject) => {
+      const job = this.exclusive(
+        (signal) => {
+          const left = Math.max(1, capMs - (this.monotonic() - begin));
+          return this.probe(signal, "on_demand", { ...o, timeoutMs: left, answer: resolve });
+        },
+        { ms: capMs, none: (waited) => this.noSlot(capMs, waited) },
+      );
+      // Settles the answer when the run ended before reaching terminate (e.g. no slot).
+      job.then(resolve, reject);
+    });
+  }
+
+  /** Resolves when no run is in flight: e.g. the terminate an on-demand answer left running. */
+  async idle(): Promise<void> {
+    await this.current?.promise.catch(() => undefined);
   }
 
   /** Runs the orphan sweep now; the number deleted, or undefined when a probe is in flight. */
@@ -291,7 +334,10 @@ export class Prober {
           }
         : null,
       ...this.sweeper.status(),
-      recentFailures: this.failures.entries(),
+      // Scrubbed again as it leaves: a token learned after the entry was written is caught too.
+      recentFailures: this.failures
+        .entries()
+        .map((e) => ({ ...e, error: this.secrets.scrub(e.error) })),
     };
   }
 
@@ -304,6 +350,7 @@ export class Prober {
         monotonic: this.monotonic,
         minIntervalMs: this.o.onDemandMinIntervalMs ?? ON_DEMAND_MIN_INTERVAL_MS,
         namespace: this.o.namespace,
+        scrub: (text) => this.secrets.scrub(text),
       }),
     };
   }
@@ -331,10 +378,23 @@ export class Prober {
    * Holds this module's single slot while `job` runs (stop() aborts its signal), and one of the
    * shared run slots while it works on the platform.
    */
-  private async exclusive<T>(job: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  private async exclusive<T>(
+    job: (signal: AbortSignal) => Promise<T>,
+    slotWait?: SlotWait<T>,
+  ): Promise<T> {
     const abort = new AbortController();
     const run = async () => {
-      const release = await this.o.slots?.acquire(abort.signal);
+      const begin = this.monotonic();
+      const wait = slotWait ? deadline(slotWait.ms, abort.signal) : undefined;
+      let release: (() => void) | undefined;
+      try {
+        release = await this.o.slots?.acquire(wait?.signal ?? abort.signal);
+      } catch (err) {
+        if (!slotWait || abort.signal.aborted) throw err;
+        return slotWait.none(this.monotonic() - begin);
+      } finally {
+        wait?.clear();
+      }
       try {
         return await job(abort.signal);
       } finally {
@@ -350,12 +410,60 @@ export class Prober {
     }
   }
 
+  /** Adds the result's failures from index `from` on to the /status log; the count then. */
+  private logFailures(result: ProbeResult, source: Source, from: number): number {
+    const time = new Date(result.finishedAt).toISOString();
+    for (const f of result.failures.slice(from)) {
+      this.failures.push({
+        time,
+        phase: f.phase,
+        reason: f.reason,
+        error: f.message,
+        source,
+        ...(result.sandboxId ? { sandboxId: result.sandboxId } : {}),
+      });
+    }
+    return result.failures.length;
+  }
+
+  /** The answer of an on-demand run that got no slot in time (also in /status and the log). */
+  private noSlot(capMs: number, waitedMs: number): ProbeResult {
+    const now = this.clock.now();
+    const size = this.o.slots?.size ?? 1;
+    const failure = {
+      phase: "create" as const,
+      reason: "slot" as const,
+      message: `create: no probe slot freed within ${Math.round(capMs)} ms (probe concurrency ${size})`,
+    };
+    this.failures.push({
+      time: new Date(now).toISOString(),
+      phase: failure.phase,
+      reason: failure.reason,
+      error: failure.message,
+      source: "on_demand",
+    });
+    this.o.logger?.warn(
+      { module: this.module, source: "on_demand", failures: [failure] },
+      "probe failed",
+    );
+    return {
+      success: false,
+      startedAt: now - waitedMs,
+      finishedAt: now,
+      durationSeconds: waitedMs / 1000,
+      phases: {},
+      stream: { points: {}, keepalives: 0 },
+      failures: [failure],
+    };
+  }
+
   private async probe(
     signal: AbortSignal,
     source: Source,
-    o: OnDemandOptions = {},
+    o: OnDemandRun = {},
   ): Promise<ProbeResult> {
     const trace = o.trace;
+    let logged = 0;
     const limits =
       o.timeoutMs !== undefined && o.timeoutMs < this.limits.totalTimeoutMs
         ? { ...this.limits, totalTimeoutMs: o.timeoutMs }
@@ -371,22 +479,21 @@ export class Prober {
           trace?.add(`phase ${phase}`);
           this.o.onPhase?.(phase);
         },
+        secrets: this.secrets,
+        ...(o.answer && {
+          beforeTerminate: (partial: ProbeResult) => {
+            // /status shows what the answer says as it is sent; terminate's failure joins later.
+            logged = this.logFailures(partial, source, 0);
+            trace?.add("answer sent; terminate runs on (its outcome goes to /status and the log)");
+            o.answer?.(partial);
+          },
+        }),
       },
       this.settings,
       limits,
       signal,
     );
-    const time = new Date(result.finishedAt).toISOString();
-    for (const f of result.failures) {
-      this.failures.push({
-        time,
-        phase: f.phase,
-        reason: f.reason,
-        error: f.message,
-        source,
-        ...(result.sandboxId ? { sandboxId: result.sandboxId } : {}),
-      });
-    }
+    this.logFailures(result, source, logged);
     const log = {
       module: this.module,
       source,

@@ -1,7 +1,8 @@
 // Sequences the phases of one probe: stops at the first failure, then always terminates.
 import { setTimeout as delay } from "node:timers/promises";
 import type { Clock } from "../util/clock.js";
-import { timeoutSignal, timerMs } from "../util/duration.js";
+import { deadline, timerMs } from "../util/duration.js";
+import type { Secrets } from "../util/secrets.js";
 import { createPhase } from "./create.js";
 import { execPhase } from "./exec.js";
 import { fileReadPhase } from "./file-read.js";
@@ -71,6 +72,8 @@ export interface ProbeResult {
   sandboxId?: string;
   /** The probe sandbox, when terminate could not confirm it gone (the orphan sweep will retry). */
   leftBehind?: string;
+  /** Taken before terminate ended (the /probe answer): terminate's outcome is not in it. */
+  terminatePending?: boolean;
 }
 
 /** Effects of a probe run. */
@@ -85,6 +88,10 @@ export interface RunnerDeps {
   onPhase?: (phase: ProbePhase) => void;
   /** Waits between two reads of the sandbox's state; default a timer. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Failure messages are scrubbed with it; the agent token create hands out joins it. */
+  secrets?: Secrets;
+  /** Called with the result so far when the phases before terminate ended (terminate then runs). */
+  beforeTerminate?: (result: ProbeResult) => void;
 }
 
 /** Time limits of a probe run, ms. */
@@ -126,47 +133,71 @@ export async function runProbe(
   const failures: ProbeFailure[] = [];
   const limitOf = (p: ProbePhase): number => limits.phaseTimeouts?.[p] ?? limits.phaseTimeoutMs;
 
-  const total = timeoutSignal(limits.totalTimeoutMs);
-  const outer = signal ? AbortSignal.any([signal, total]) : total;
+  // Strong timers (see `deadline`), cleared as soon as their phases end.
+  const total = deadline(limits.totalTimeoutMs, signal);
   let failure: ProbeFailure | undefined;
-  for (const phase of oncePhases(settings.steps)) {
-    failure = await bounded(phase, PHASE_FNS[phase]);
-    if (failure) break;
+  try {
+    failure = await mainPhases();
+  } finally {
+    total.clear();
   }
-  if (!failure && settings.steps.includes("lifecycle")) {
+  if (failure) failures.push(failure);
+  deps.beforeTerminate?.({ ...resultSoFar(), terminatePending: true });
+  const limit = limitOf("terminate");
+  const terminateDeadline = deadline(limit);
+  try {
+    const terminated = await timed(
+      "terminate",
+      terminatePhase,
+      timerMs(limit),
+      terminateDeadline.signal,
+    );
+    if (terminated) failures.push(terminated);
+  } finally {
+    terminateDeadline.clear();
+  }
+  const leftBehind = run.sandbox?.id;
+  return { ...resultSoFar(), ...(leftBehind !== undefined ? { leftBehind } : {}) };
+
+  /** Every phase before terminate; the first failure, if any. */
+  async function mainPhases(): Promise<ProbeFailure | undefined> {
+    for (const phase of oncePhases(settings.steps)) {
+      const failed = await bounded(phase, PHASE_FNS[phase]);
+      if (failed) return failed;
+    }
+    if (!settings.steps.includes("lifecycle")) return undefined;
     // Starting the background process is no platform operation worth a duration: its failure is
     // the pause phase's, its time counts only in the total.
-    failure = await bounded("pause", prepareLifecycle, { setup: true });
-    for (let round = 0; !failure && round < Math.max(1, settings.lifecycleRounds); round++) {
+    const setup = await bounded("pause", prepareLifecycle, { setup: true });
+    if (setup) return setup;
+    for (let round = 0; round < Math.max(1, settings.lifecycleRounds); round++) {
       const times: PhaseSeconds = {};
       rounds.push(times);
       for (const phase of LIFECYCLE_PHASES) {
-        failure = await bounded(phase, PHASE_FNS[phase], { round: times });
-        if (failure) break;
+        const failed = await bounded(phase, PHASE_FNS[phase], { round: times });
+        if (failed) return failed;
       }
     }
+    return undefined;
   }
-  if (failure) failures.push(failure);
-  const limit = limitOf("terminate");
-  const terminated = await timed("terminate", terminatePhase, timerMs(limit), timeoutSignal(limit));
-  if (terminated) failures.push(terminated);
-  const leftBehind = run.sandbox?.id;
-  const finishedAt = clock.now();
-  return {
-    success: failures.length === 0,
-    startedAt,
-    finishedAt,
-    durationSeconds: (monotonic() - t0) / 1000,
-    phases,
-    ...(rounds.length > 0 ? { rounds } : {}),
-    stream: run.stream,
-    failures,
-    ...(run.sandboxId !== undefined ? { sandboxId: run.sandboxId } : {}),
-    ...(leftBehind !== undefined ? { leftBehind } : {}),
-  };
+
+  /** The result as it stands (copies, so a later phase does not change an answer already sent). */
+  function resultSoFar(): ProbeResult {
+    return {
+      success: failures.length === 0,
+      startedAt,
+      finishedAt: clock.now(),
+      durationSeconds: (monotonic() - t0) / 1000,
+      phases: { ...phases },
+      ...(rounds.length > 0 ? { rounds: rounds.map((r) => ({ ...r })) } : {}),
+      stream: { points: { ...run.stream.points }, keepalives: run.stream.keepalives },
+      failures: [...failures],
+      ...(run.sandboxId !== undefined ? { sandboxId: run.sandboxId } : {}),
+    };
+  }
 
   /** Runs a phase before terminate within its own limit and what is left of the total. */
-  function bounded(
+  async function bounded(
     phase: ProbePhase,
     fn: PhaseFn,
     o: TimedOptions = {},
@@ -174,8 +205,12 @@ export async function runProbe(
     const limit = limitOf(phase);
     const remaining = limits.totalTimeoutMs - (monotonic() - t0);
     const budget = timerMs(Math.min(limit, remaining));
-    const phaseSignal = AbortSignal.any([outer, timeoutSignal(limit)]);
-    return timed(phase, fn, budget, phaseSignal, o);
+    const phaseDeadline = deadline(limit, total.signal);
+    try {
+      return await timed(phase, fn, budget, phaseDeadline.signal, o);
+    } finally {
+      phaseDeadline.clear();
+    }
   }
 
   /** Runs one phase, records its duration and returns its failure, if any. */
@@ -193,9 +228,13 @@ export async function runProbe(
       return undefined;
     } catch (err) {
       const reason = failureReason(err, phaseSignal);
-      const message = describe(phase, reason, err, phaseSignal);
+      // The agent token is a secret from the moment create hands it out; stream text may echo it.
+      deps.secrets?.addTransient(run.sandbox?.accessToken);
+      const text = describe(phase, reason, err, phaseSignal);
+      const message = deps.secrets ? deps.secrets.scrub(text) : text;
       return { phase, reason, message: o.setup ? `before the first pause: ${message}` : message };
     } finally {
+      deps.secrets?.addTransient(run.sandbox?.accessToken);
       const seconds = (monotonic() - begin) / 1000;
       if (!o.setup) phases[phase] = seconds;
       if (o.round) o.round[phase] = seconds;
@@ -210,7 +249,7 @@ export async function runProbe(
   ): string {
     if (!s.aborted) return failureText(err);
     if (reason !== "timeout") return failureText(s.reason);
-    return total.aborted && phase !== "terminate"
+    return total.signal.aborted && phase !== "terminate"
       ? `${phase}: probe total timeout of ${limits.totalTimeoutMs} ms reached`
       : `${phase}: no result within the phase timeout of ${limitOf(phase)} ms`;
   }

@@ -40,7 +40,8 @@ export const terminatePhase: PhaseFn = async (run, signal) => {
     if (!(err instanceof PlatformNotFoundError)) throw err;
   }
   try {
-    const still = await abortable(run.control.getSandbox(id), signal);
+    // The 404 hoped for is an answer, not an API error (it would fire the error-ratio alert).
+    const still = await abortable(run.control.getSandbox(id, { expectGone: true }), signal);
     if (!GONE_STATES.has(still.state)) {
       throw new ProbeCheckError(
         "not_deleted",

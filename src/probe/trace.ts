@@ -51,6 +51,10 @@ export class ProbeTrace {
     out.push(`Keepalives: ${result.stream.keepalives}`);
     for (const f of result.failures) out.push(`Failed ${f.phase} (${f.reason}): ${f.message}`);
     if (result.leftBehind) out.push(`Left behind: ${result.leftBehind} (the orphan sweep retries)`);
+    if (result.terminatePending)
+      out.push(
+        "Terminate: still running after this answer (its outcome goes to /status and the log)",
+      );
     return `${out.join("\n")}\n`;
   }
 

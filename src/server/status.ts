@@ -1,5 +1,5 @@
 // The /status JSON document: what the last cycle did, per collector, and how old the data is.
-import type { Snapshot } from "../collect/snapshot.js";
+import { type Snapshot, staleAt } from "../collect/snapshot.js";
 import { collectorStatuses, type PolledSnapshot } from "../collect/usage-collector.js";
 
 /** Builds the /status body from the latest snapshot; `sections` carries optional parts (probe, policy). */
@@ -15,7 +15,7 @@ export function statusReport(
     if (c.skipped) continue;
     collectors[c.name] = {
       success: c.success,
-      stale: c.stale,
+      stale: staleAt(c, now),
       lastAttempt: new Date(c.lastAttemptAt).toISOString(),
       lastSuccess: c.lastSuccessAt === undefined ? null : new Date(c.lastSuccessAt).toISOString(),
       dataAgeSeconds: c.lastSuccessAt === undefined ? null : (now - c.lastSuccessAt) / 1000,

@@ -7,7 +7,7 @@ import { NO_USAGE, nodeUsage } from "./render.js";
 import { renderE2bNode, renderE2bTemplate, renderE2bTemplateBuilds } from "./render-e2b.js";
 import type { RouteDef } from "./router.js";
 import { sandboxLogsE2b } from "./sandbox-logs.js";
-import { connectRoute, sandboxRoutes } from "./sandbox-routes.js";
+import { e2bSandboxRoutes, sandboxRoutes } from "./sandbox-routes.js";
 import type { SimState } from "./state.js";
 import { usageRoutes } from "./usage-routes.js";
 
@@ -86,6 +86,6 @@ export const e2bRoutes: RouteDef<ApiHandler>[] = [
     { method: "GET", template: "/v2/sandboxes/{id}/logs", handler: sandboxLogsE2b },
     ...usageRoutes,
     ...sandboxRoutes,
-    connectRoute,
+    ...e2bSandboxRoutes,
   ].map(visibleOnly),
 ];

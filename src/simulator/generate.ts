@@ -1,5 +1,6 @@
 // Deterministic fixture generation: the same seed always builds the same fleet.
 
+import { CURRENT_ENVD_VERSION } from "./envd.js";
 import type { SandboxInit, SimNode, SimSandbox, SimTemplate } from "./model.js";
 import type { Prng } from "./prng.js";
 import { BUSY_CPU_PCT, IDLE_CPU_PCT } from "./usage.js";
@@ -7,7 +8,6 @@ import { BUSY_CPU_PCT, IDLE_CPU_PCT } from "./usage.js";
 const ALIASES = ["base", "code-interpreter", "desktop", "python-data", "node-web"];
 const TEAMS = ["ml", "web", "data", "infra"];
 const ENVS = ["prod", "staging", "dev"];
-const ENVD_VERSIONS = ["0.2.4", "0.2.4", "0.2.4", "0.1.5"];
 const DAY_MS = 86_400_000;
 
 /** A sandbox id shaped like the platform's (20 lowercase alphanumerics). */
@@ -21,8 +21,19 @@ export function uuid(rng: Prng): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20)}`;
 }
 
-/** Builds `count` ready templates. */
-export function generateTemplates(rng: Prng, count: number, now: number): SimTemplate[] {
+/** `value`, after the draw that once picked it: every later field of a seeded fleet stays as it was. */
+function afterDraw<T>(rng: Prng, value: T): T {
+  rng.next();
+  return value;
+}
+
+/** Builds `count` ready templates; template i runs envd `envdVersions[i % length]`. */
+export function generateTemplates(
+  rng: Prng,
+  count: number,
+  now: number,
+  envdVersions: readonly string[] = [CURRENT_ENVD_VERSION],
+): SimTemplate[] {
   const out: SimTemplate[] = [];
   for (let i = 0; i < count; i++) {
     const createdAt = Math.floor((now - rng.int(30, 400) * DAY_MS) / 1000) * 1000;
@@ -37,7 +48,7 @@ export function generateTemplates(rng: Prng, count: number, now: number): SimTem
       cpuCount: rng.pick([1, 2, 2, 4, 8]),
       memoryMB: rng.pick([512, 1024, 2048, 4096, 8192]),
       diskSizeMB: rng.pick([5120, 10240, 20480]),
-      envdVersion: rng.pick(ENVD_VERSIONS),
+      envdVersion: afterDraw(rng, envdVersions[i % envdVersions.length] ?? CURRENT_ENVD_VERSION),
       public: rng.next() < 0.3,
       createdAt,
       updatedAt: createdAt + rng.int(0, 20) * DAY_MS,
@@ -95,7 +106,9 @@ export function generateSandbox(
   templates: readonly SimTemplate[],
   nodes: readonly SimNode[],
   now: number,
-): Required<Omit<SandboxInit, "domain" | "accessToken" | "cpuPct" | "logs" | "files">> {
+): Required<
+  Omit<SandboxInit, "domain" | "accessToken" | "autoResume" | "cpuPct" | "logs" | "files">
+> {
   const template = rng.pick(templates);
   const startedAt = Math.floor((now - rng.int(60, 3 * 86_400) * 1000) / 1000) * 1000;
   return {

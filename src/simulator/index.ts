@@ -1,6 +1,13 @@
 // Public surface of the simulator for tests, benchmarks and the demo.
 export type { SimFlavor } from "./context.js";
 export { SimCounters } from "./counters.js";
+export {
+  CURRENT_ENVD_VERSION,
+  compareVersions,
+  ENVD_VERSION_MIX,
+  type EnvdRules,
+  envdRules,
+} from "./envd.js";
 export { SimulatorError } from "./errors.js";
 export {
   type FaultDecision,

@@ -91,12 +91,13 @@ function startOrderPage(state: SimState, q: ListQuery): ListPage {
   return { items, nextAfter: undefined };
 }
 
-/** The states E2B knows (its SandboxState); it lists only running sandboxes when asked for none. */
+/** The states E2B knows (its SandboxState); it lists both when asked for none (GetV2Sandboxes). */
 export const E2B_STATES: ReadonlySet<string> = new Set(["running", "paused"]);
 
 /**
  * Parses the query string; a string is an error message for a 400. E2B (`e2b`) refuses a limit
- * above the cap or a state it does not know, and lists running sandboxes when given no state.
+ * above the cap or a state it does not know, and lists running and paused sandboxes when given no
+ * state.
  */
 export function parseListQuery(url: URL, pageSizeCap: number, e2b = false): ListQuery | string {
   const states = new Set(
@@ -108,7 +109,7 @@ export function parseListQuery(url: URL, pageSizeCap: number, e2b = false): List
   );
   if (e2b) {
     for (const st of states) if (!E2B_STATES.has(st)) return `invalid state '${st}'`;
-    if (states.size === 0) states.add("running");
+    if (states.size === 0) for (const st of E2B_STATES) states.add(st);
   }
   // E2B style: metadata="k=v&k2=v2" with each key and value URL-encoded, then the whole encoded
   // once more as the parameter: a second decoding here.

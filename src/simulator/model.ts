@@ -29,6 +29,8 @@ export interface SandboxInit {
   nodeID?: string;
   /** When set, the data plane requires `X-Access-Token` with this value. */
   accessToken?: string;
+  /** Created with E2B's `autoResume: {enabled: true}`: data-plane traffic resumes it once paused. */
+  autoResume?: boolean;
   /** CPU use in percent while running; default from the id (one in ten busy, see usage-routes). */
   cpuPct?: number;
   logs?: SimLogEntry[];
@@ -80,6 +82,7 @@ export class SimSandbox {
   envdVersion: string;
   nodeID: string;
   accessToken: string | undefined;
+  autoResume: boolean;
   cpuPct: number | undefined;
   /** Resumes (or E2B connects of a paused sandbox) attempted so far. */
   resumes = 0;
@@ -93,7 +96,10 @@ export class SimSandbox {
 
   constructor(
     init: Required<
-      Omit<SandboxInit, "alias" | "domain" | "accessToken" | "cpuPct" | "logs" | "files">
+      Omit<
+        SandboxInit,
+        "alias" | "domain" | "accessToken" | "autoResume" | "cpuPct" | "logs" | "files"
+      >
     > &
       SandboxInit,
     logSeed: number,
@@ -114,6 +120,7 @@ export class SimSandbox {
     this.envdVersion = init.envdVersion;
     this.nodeID = init.nodeID;
     this.accessToken = init.accessToken;
+    this.autoResume = init.autoResume ?? false;
     this.cpuPct = init.cpuPct;
     this.logList = init.logs;
     this.fileMap = init.files;

@@ -4,7 +4,7 @@ import { gunzipSync } from "node:zlib";
 import { z } from "zod";
 import { encodeJsonEnvelope, FLAG_COMPRESSED, FLAG_END_STREAM } from "../platform/data/envelope.js";
 import type { SimContext } from "./context.js";
-import { HOME_DIR } from "./files-routes.js";
+import { basicAuthUser, DEFAULT_USER, type EnvdRules, homeOf } from "./envd.js";
 import { BodyTooLargeError, readBody, sendError } from "./http-io.js";
 import type { SimSandbox } from "./model.js";
 import { runScript, shellQuote } from "./shell.js";
@@ -102,10 +102,30 @@ function headerNumber(req: IncomingMessage, name: string): number | undefined {
   return Number.isFinite(n) && n > 0 ? n : undefined;
 }
 
+/**
+ * The user a start runs as, or the end-of-stream error: envd authenticates `Authorization: Basic
+ * base64(user:)` and, below 0.4.0, has no default user to fall back on.
+ */
+function processUser(
+  rules: EnvdRules,
+  req: IncomingMessage,
+): string | { code: string; message: string } {
+  const header = req.headers.authorization;
+  const named = basicAuthUser(header);
+  if (named === undefined) {
+    if (rules.userRequired) return { code: "unauthenticated", message: "no user specified" };
+    return DEFAULT_USER;
+  }
+  if (homeOf(named) === undefined)
+    return { code: "unauthenticated", message: `invalid username: '${named}'` };
+  return named;
+}
+
 /** Serves one Start stream; `arrival` is performance.now() when the request came in. */
 export async function startProcess(
   ctx: SimContext,
   sandbox: SimSandbox,
+  rules: EnvdRules,
   req: IncomingMessage,
   res: ServerResponse,
   arrival: number,
@@ -147,6 +167,9 @@ export async function startProcess(
       message: err instanceof Error ? err.message : "bad request",
     });
   }
+  const user = processUser(rules, req);
+  if (typeof user !== "string") return finish(user);
+  const home = homeOf(user) as string;
 
   const timeline = new Timeline();
   res.on("close", () => timeline.stop("closed"));
@@ -179,9 +202,9 @@ export async function startProcess(
     if ((await timeline.until(at)) !== "ok") return onStop(timeline.outcome);
 
     const env = {
-      HOME: HOME_DIR,
-      USER: "user",
-      PWD: request.process.cwd ?? HOME_DIR,
+      HOME: home,
+      USER: user,
+      PWD: request.process.cwd ?? home,
       ...request.process.envs,
     };
     const shell = runScript(scriptOf(request), {

@@ -1,23 +1,36 @@
-// One-sandbox endpoints: read, delete, pause, resume (E2B: connect), and the control-channel create.
+// One-sandbox endpoints: read, delete, pause, resume (E2B: connect v1 and v2, timeout), and create.
 import { z } from "zod";
 import type { ApiHandler, SimContext } from "./context.js";
+import { compareVersions } from "./envd.js";
 import { BodyTooLargeError, readBody, sendError, sendJson } from "./http-io.js";
 import type { SimSandbox } from "./model.js";
 import { renderNewSandbox, renderSandbox } from "./render.js";
 import type { RouteDef } from "./router.js";
 
 const MAX_JSON_BODY = 1024 * 1024;
-/** E2B's default time to live of a new sandbox, seconds. */
+/** E2B's default time to live of a sandbox created by POST /sandboxes, seconds. */
 const DEFAULT_TIMEOUT_S = 15;
+/** E2B's default time to live of POST /v2/sandboxes and of v2 connect without a timeout, seconds. */
+const DEFAULT_TIMEOUT_V2_S = 300;
+/** Oldest envd that takes an access token (infra's minEnvdVersionForSecureFlag). */
+const MIN_SECURE_ENVD = "0.2.0";
 
 const CreateBody = z.object({
   templateID: z.string().min(1),
   timeout: z.number().int().min(0).optional(),
   metadata: z.record(z.string(), z.string()).optional(),
 });
+/** E2B's NewSandboxV2: always secured; autoResume lets traffic resume the sandbox once paused. */
+const CreateV2Body = CreateBody.extend({
+  autoResume: z.object({ enabled: z.boolean() }).optional(),
+});
 const ResumeBody = z.object({ timeout: z.number().int().min(0).optional() }).passthrough();
 /** E2B's ConnectSandbox: the timeout is required. */
 const ConnectBody = z.object({ timeout: z.number().int().min(0) }).passthrough();
+/** E2B's ConnectSandboxV2: the body and its timeout are optional; a zero timeout is refused. */
+const ConnectV2Body = z.object({ timeout: z.number().int().min(1).optional() }).passthrough();
+/** E2B's SandboxTimeoutRequest. */
+const TimeoutBody = z.object({ timeout: z.number().int() }).passthrough();
 
 /** Parses an optional JSON body with `schema`; a string is the 400 message. */
 async function parseBody<T>(
@@ -87,10 +100,10 @@ function changeState(ctx: SimContext, s: SimSandbox, state: string, delayMs = 0)
 }
 
 /**
- * Resumes a paused sandbox (resume and E2B's connect), with its files and background processes
- * unless a knob loses them; a string is the refusal (500) of a knob failing the Nth resume.
+ * Resumes a paused sandbox (resume, E2B's connect and auto-resume), with its files and background
+ * processes unless a knob loses them; a string is the refusal (500) of a knob failing the Nth resume.
  */
-function resume(ctx: SimContext, s: SimSandbox): string | undefined {
+export function resumePaused(ctx: SimContext, s: SimSandbox): string | undefined {
   const knobs = ctx.faults.lifecycle;
   s.resumes++;
   if (knobs.failResumeFrom !== undefined && s.resumes >= knobs.failResumeFrom)
@@ -107,21 +120,34 @@ const resumeSandbox: ApiHandler = async (ctx, req, res, [id]) => {
   const s = ctx.state.sandbox(id ?? "");
   if (!s) return sendError(res, 404, `sandbox '${id}' not found`);
   if (s.state !== "paused") return sendError(res, 409, `sandbox '${id}' is ${s.state}, not paused`);
-  const refused = resume(ctx, s);
+  const refused = resumePaused(ctx, s);
   if (refused !== undefined) return sendError(res, 500, refused);
   if (body.timeout !== undefined) s.endAt = ctx.clock.now() + body.timeout * 1000;
   sendJson(res, 201, renderSandbox(s, ctx.domain, true));
 };
 
-const createSandbox: ApiHandler = async (ctx, req, res) => {
-  if (ctx.faults.createFails !== undefined)
-    return sendError(res, ctx.faults.createFails, "create failed");
-  const body = await parseBody(req, CreateBody, true);
-  if (isError(body)) return sendError(res, 400, body.error);
+/** What a create asks for, whichever route it came by. */
+interface CreateRequest {
+  templateID: string;
+  timeoutS: number;
+  metadata: Record<string, string> | undefined;
+  autoResume: boolean;
+}
+
+/** Creates a sandbox from `body` and answers 201 (or the refusal), as both create routes do. */
+function create(
+  ctx: SimContext,
+  res: Parameters<ApiHandler>[2],
+  body: CreateRequest,
+  secureOnly: boolean,
+) {
   const template = ctx.state.template(body.templateID);
   if (!template) return sendError(res, 404, `template '${body.templateID}' not found`);
   if (template.status !== "ready") {
     return sendError(res, 400, `template '${body.templateID}' is ${template.status}, not ready`);
+  }
+  if (secureOnly && compareVersions(template.envdVersion, MIN_SECURE_ENVD) < 0) {
+    return sendError(res, 400, "Template is not compatible with secured access.");
   }
   if (!ctx.state.nodes.some((n) => n.status === "ready")) {
     return sendError(res, 503, "no node can accept sandboxes");
@@ -131,37 +157,84 @@ const createSandbox: ApiHandler = async (ctx, req, res) => {
   const node = ctx.state.node(sandbox.nodeID);
   if (node) node.createSuccesses++;
   sendJson(res, 201, renderNewSandbox(sandbox, ctx.domain));
+}
+
+const createSandbox: ApiHandler = async (ctx, req, res) => {
+  if (ctx.faults.createFails !== undefined)
+    return sendError(res, ctx.faults.createFails, "create failed");
+  const body = await parseBody(req, CreateBody, true);
+  if (isError(body)) return sendError(res, 400, body.error);
+  const { templateID, metadata } = body;
+  const timeoutS = body.timeout ?? DEFAULT_TIMEOUT_S;
+  create(ctx, res, { templateID, timeoutS, metadata, autoResume: false }, false);
+};
+
+/** E2B's POST /v2/sandboxes (what its SDK 2.51 creates with): secured, 300 s by default. */
+const createSandboxV2: ApiHandler = async (ctx, req, res) => {
+  if (ctx.faults.createFails !== undefined)
+    return sendError(res, ctx.faults.createFails, "create failed");
+  const body = await parseBody(req, CreateV2Body, true);
+  if (isError(body)) return sendError(res, 400, body.error);
+  const { templateID, metadata } = body;
+  const timeoutS = body.timeout ?? DEFAULT_TIMEOUT_V2_S;
+  const autoResume = body.autoResume?.enabled === true;
+  create(ctx, res, { templateID, timeoutS, metadata, autoResume }, true);
 };
 
 /**
  * E2B's connect: resumes a paused sandbox (201) or finds it running (200); either way its time to
- * live becomes at least `timeout` seconds from now, and the answer is the sandbox as create sends it.
+ * live becomes at least `timeoutS` seconds from now, and the answer is the sandbox as create sends it.
  */
-const connectSandbox: ApiHandler = async (ctx, req, res, [id]) => {
-  const body = await parseBody(req, ConnectBody, true);
-  if (isError(body)) return sendError(res, 400, body.error);
-  const s = ctx.state.sandbox(id ?? "");
+function connect(ctx: SimContext, res: Parameters<ApiHandler>[2], id: string, timeoutS: number) {
+  const s = ctx.state.sandbox(id);
   if (!s) return sendError(res, 404, `sandbox '${id}' not found`);
   if (s.state !== "paused" && s.state !== "running")
     return sendError(res, 409, `sandbox '${id}' is ${s.state}`);
   const resumed = s.state === "paused";
   if (resumed) {
-    const refused = resume(ctx, s);
+    const refused = resumePaused(ctx, s);
     if (refused !== undefined) return sendError(res, 500, refused);
   }
-  s.endAt = Math.max(s.endAt, ctx.clock.now() + body.timeout * 1000);
+  s.endAt = Math.max(s.endAt, ctx.clock.now() + timeoutS * 1000);
   sendJson(res, resumed ? 201 : 200, renderNewSandbox(s, ctx.domain));
+}
+
+const connectSandbox: ApiHandler = async (ctx, req, res, [id]) => {
+  const body = await parseBody(req, ConnectBody, true);
+  if (isError(body)) return sendError(res, 400, body.error);
+  connect(ctx, res, id ?? "", body.timeout);
 };
 
-function createInit(ctx: SimContext, templateID: string, body: z.infer<typeof CreateBody>) {
+/** POST /v2/sandboxes/{id}/connect: no field required (E2B's TestSandboxConnectV2), 300 s default. */
+const connectSandboxV2: ApiHandler = async (ctx, req, res, [id]) => {
+  const body = await parseBody(req, ConnectV2Body, false);
+  if (isError(body)) return sendError(res, 400, body.error);
+  connect(ctx, res, id ?? "", body.timeout ?? DEFAULT_TIMEOUT_V2_S);
+};
+
+/**
+ * POST /sandboxes/{id}/timeout: the time to live becomes `timeout` seconds from now, shorter or
+ * longer (KeepAliveFor with allowShorter); a paused sandbox is in no node's store, so 404.
+ */
+const setSandboxTimeout: ApiHandler = async (ctx, req, res, [id]) => {
+  const body = await parseBody(req, TimeoutBody, true);
+  if (isError(body)) return sendError(res, 400, body.error);
+  const s = ctx.state.sandbox(id ?? "");
+  if (s?.state !== "running") return sendError(res, 404, `sandbox '${id}' not found`);
+  s.endAt = ctx.clock.now() + Math.max(0, body.timeout) * 1000;
+  res.writeHead(204).end();
+};
+
+function createInit(ctx: SimContext, templateID: string, body: CreateRequest) {
   const now = ctx.clock.now();
   return {
     templateID,
     state: "running",
     startedAt: now,
-    endAt: now + (body.timeout ?? DEFAULT_TIMEOUT_S) * 1000,
+    endAt: now + body.timeoutS * 1000,
     metadata: body.metadata ?? {},
     accessToken: `ea_${ctx.createRng.chars(32)}`,
+    autoResume: body.autoResume,
     logs: [],
   };
 }
@@ -175,9 +248,10 @@ export const sandboxRoutes: RouteDef<ApiHandler>[] = [
   { method: "POST", template: "/sandboxes/{id}/resume", handler: resumeSandbox, root: true },
 ];
 
-/** E2B's way to resume (served in E2B mode only). */
-export const connectRoute: RouteDef<ApiHandler> = {
-  method: "POST",
-  template: "/sandboxes/{id}/connect",
-  handler: connectSandbox,
-};
+/** E2B's own routes: its ways to resume, the v2 create and the time to live (E2B mode only). */
+export const e2bSandboxRoutes: RouteDef<ApiHandler>[] = [
+  { method: "POST", template: "/v2/sandboxes", handler: createSandboxV2 },
+  { method: "POST", template: "/sandboxes/{id}/connect", handler: connectSandbox },
+  { method: "POST", template: "/v2/sandboxes/{id}/connect", handler: connectSandboxV2 },
+  { method: "POST", template: "/sandboxes/{id}/timeout", handler: setSandboxTimeout },
+];

@@ -56,6 +56,11 @@ export interface SimulatorOptions {
   sandboxes?: number;
   /** Template count, default 5. */
   templates?: number;
+  /**
+   * envd versions the generated templates take in turn (template i gets `[i % length]`), and so
+   * their sandboxes; default the current envd only. `ENVD_VERSION_MIX` spans every boundary.
+   */
+  envdVersions?: readonly string[];
   /** Node count, default 3. */
   nodes?: number;
   /** Seed of every generated value, default 1. */
@@ -97,6 +102,12 @@ function checkLoopback(host: string): void {
   throw new SimulatorError(`simulator listens on loopback only, not '${host}'`);
 }
 
+function checkVersions(versions: readonly string[]): readonly string[] {
+  if (versions.length === 0 || versions.some((v) => !/^\d+\.\d+\.\d+$/.test(v)))
+    throw new SimulatorError("envdVersions must be a non-empty list of x.y.z versions");
+  return versions;
+}
+
 function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
@@ -135,6 +146,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     sandboxes,
     templates: options.templates ?? 5,
     nodes: options.nodes ?? 3,
+    ...(options.envdVersions && { envdVersions: checkVersions(options.envdVersions) }),
     logLinesPerSandbox: options.logLinesPerSandbox ?? 5,
     clock,
   });

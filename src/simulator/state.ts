@@ -18,6 +18,8 @@ export interface SimStateOptions {
   nodes: number;
   logLinesPerSandbox: number;
   clock: Clock;
+  /** envd versions the generated templates take in turn; default the current one only. */
+  envdVersions?: readonly string[];
 }
 
 /** Index of the first element of sorted `ids` greater than `id` (or >= when `inclusive`). */
@@ -59,6 +61,7 @@ export class SimState {
       new Prng(deriveSeed(this.seed, "templates")),
       options.templates,
       now,
+      options.envdVersions,
     );
     this.nodes = generateNodes(
       new Prng(deriveSeed(this.seed, "nodes")),

@@ -72,7 +72,49 @@ export function timerMs(ms: number): number {
   return Math.min(MAX_TIMER_MS, Math.max(1, Math.ceil(ms)));
 }
 
-/** AbortSignal.timeout for any computed delay (see timerMs). */
+/**
+ * AbortSignal.timeout for any computed delay (see timerMs). Only for a signal handed alone to the
+ * work (its listener keeps it alive); never inside AbortSignal.any, where `deadline` is the one.
+ */
 export function timeoutSignal(ms: number): AbortSignal {
   return AbortSignal.timeout(timerMs(ms));
+}
+
+/** A deadline that stays armed until cleared; see `deadline`. */
+export interface Deadline {
+  /** Aborts with a TimeoutError when the time is up, or with the parent's reason when it aborts. */
+  readonly signal: AbortSignal;
+  /** Disarms the timer and lets go of the parent; call it when the work ends (idempotent). */
+  clear(): void;
+}
+
+/**
+ * A strong deadline: a timer holding its AbortController until it fires or is cleared, chained to
+ * `parent`. Unlike `AbortSignal.any([parent, AbortSignal.timeout(ms)])`, which on Node 20 holds
+ * the timeout weakly and loses it to a GC, it cannot be collected while the work runs.
+ */
+export function deadline(ms: number, parent?: AbortSignal): Deadline {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const clear = (): void => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    parent?.removeEventListener("abort", onParent);
+  };
+  const onParent = (): void => {
+    clear();
+    controller.abort(parent?.reason);
+  };
+  // Same reason as AbortSignal.timeout's, so every isTimeout() check reads it as a timeout.
+  const fire = (): void => {
+    clear();
+    controller.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError"));
+  };
+  if (parent?.aborted) controller.abort(parent.reason);
+  else {
+    // Unref'd like AbortSignal.timeout's timer: a deadline alone never holds the process open.
+    timer = setTimeout(fire, timerMs(ms)).unref();
+    parent?.addEventListener("abort", onParent, { once: true });
+  }
+  return { signal: controller.signal, clear };
 }

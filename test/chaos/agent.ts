@@ -1,6 +1,7 @@
 // The hostile in-sandbox agent behind a data-plane proxy port: routes by `Host:
 // {port}-{sandboxId}.{domain}`, serves Connect-streamed process.Process/Start and /files, and
-// the stream faults (a lying length prefix, a gzip bomb frame, endless keepalives, no trailer).
+// the stream faults (a lying length prefix, a gzip bomb frame, endless keepalives, no trailer,
+// an end event echoing the request headers).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import {
   type Fault,
@@ -63,10 +64,30 @@ function filePart(body: Buffer, contentType: string): Buffer | undefined {
   return start < 0 || end < 0 ? undefined : body.subarray(start + 4, end);
 }
 
-async function serveStream(res: ServerResponse, fault: Fault | undefined, out: string) {
+/** The request headers as a debugging agent dumps them into an error: `name: value; ...`. */
+function headerDump(req: IncomingMessage): string {
+  return Object.entries(req.headers)
+    .map(([name, value]) => `${name}: ${String(value)}`)
+    .join("; ");
+}
+
+async function serveStream(
+  req: IncomingMessage,
+  res: ServerResponse,
+  fault: Fault | undefined,
+  out: string,
+) {
   const data = event({ data: { stdout: Buffer.from(out).toString("base64") } });
   const headers: Record<string, string> = { "content-type": CONNECT_JSON };
   switch (fault?.kind) {
+    case "echo": {
+      // The process "fails" and the end event's error echoes the request, X-Access-Token included.
+      const error = `request was ${headerDump(req)}`;
+      const end = event({ end: { exited: true, exitCode: 1, status: "exit status 1", error } });
+      res.writeHead(200, headers);
+      res.end(Buffer.concat([START, data, end, END_STREAM]));
+      return;
+    }
     case "envelopeHugeLength": {
       res.writeHead(200, headers);
       const head = Buffer.from([0, 0xff, 0xff, 0xff, 0xff]);
@@ -117,13 +138,16 @@ export async function startAgent(up: Upstream): Promise<Server> {
       return send(res, json(502, { code: "unavailable", message: "no such sandbox" }));
     const fault = up.takeFault(route, url);
     if (route === "POST /process.Process/Start") {
+      // An echo without a status is echoed inside the stream (see serveStream).
+      const inStream = fault?.kind === "echo" && fault.status === undefined;
       const generic =
         fault &&
+        !inStream &&
         !fault.kind.startsWith("envelope") &&
         fault.kind !== "endlessKeepalives" &&
         fault.kind !== "noEndOfStream";
       if (fault && generic) return serveFault(req, res, fault, () => json(200, {}));
-      return serveStream(res, fault, stdoutOf(commandOf(body)));
+      return serveStream(req, res, fault, stdoutOf(commandOf(body)));
     }
     const files = up.files.get(id) ?? new Map<string, Buffer>();
     up.files.set(id, files);

@@ -5,8 +5,8 @@ import { gzipSync } from "node:zlib";
 
 /** Misbehaviours of a route; the stream ones only apply to process.Process/Start. */
 export type Fault =
-  /** This status and body (default a JSON error). */
-  | { kind: "status"; status: number; body?: string; contentType?: string }
+  /** This status and body (default a JSON error), with a Retry-After header when given. */
+  | { kind: "status"; status: number; body?: string; contentType?: string; retryAfter?: string }
   /** Never answer; the socket stays open until the client gives up. */
   | { kind: "hang" }
   /** Headers at once, then one body byte per `everyMs` (default 100 ms). */
@@ -192,7 +192,10 @@ export async function serveFault(
       return send(res, {
         status: fault.status,
         body: fault.body ?? JSON.stringify({ code: fault.status, message: "chaos" }),
-        headers: { "content-type": fault.contentType ?? "application/json" },
+        headers: {
+          "content-type": fault.contentType ?? "application/json",
+          ...(fault.retryAfter !== undefined ? { "retry-after": fault.retryAfter } : {}),
+        },
       });
     case "hang":
       await pause(res, MAX_HOLD_MS);

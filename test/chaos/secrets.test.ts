@@ -6,7 +6,7 @@ import { expectHealthyAndSealed } from "./checks.js";
 import { promtoolReady } from "./exposition.js";
 import type { Fault } from "./faults.js";
 import { makeFleet, makeSandbox, rng } from "./fleet.js";
-import { get, keyCount, type Rig, rssMb, startRig } from "./harness.js";
+import { get, keyCount, type Rig, rssMb, startRig, statusOf } from "./harness.js";
 import { MANAGEMENT_ROUTES, type Route } from "./upstream.js";
 
 const RULES = `
@@ -86,6 +86,45 @@ describe("chaos: an upstream that echoes the API key", () => {
       expect.soft(missed, "management routes the exporter never called").toEqual([]);
     }
     expect.soft(r.log.written, "log lines written").toBeGreaterThan(0);
+    await expectHealthyAndSealed(r, rss);
+  });
+});
+
+/** The agent tokens the upstream hands out (`agent-token-<id>`), in any exit's text. */
+function agentTokenCount(text: string): number {
+  return text.split("agent-token-").length - 1;
+}
+
+describe("chaos: an agent whose end event echoes its request headers", () => {
+  it("never prints the agent's access token: trace, /status, /metrics, /probe, log", async () => {
+    rig = await startRig({ argv: ["--probe", "--probe-timeout", "5s"] });
+    const r = rig;
+    const rss = rssMb();
+    r.up.fault("POST /process.Process/Start", { kind: "echo" });
+    await r.e.runCycle();
+    await r.e.prober?.runOnce();
+    const trace = await get(r, "/probe?debug=true");
+    await r.e.prober?.idle();
+    // The echo reached each exit (so a pass is no accident): redacted, never the token itself.
+    expect.soft(trace.text, "the /probe debug trace").toMatch(/stream event end \(exit 1, error /);
+    expect.soft(trace.text, "the /probe debug trace").toContain("[REDACTED]");
+    expect.soft(agentTokenCount(trace.text), "agent token in the /probe debug trace").toBe(0);
+    const { doc, text: status } = await statusOf(r);
+    const failures = doc.probe?.modules[0]?.recentFailures ?? [];
+    expect
+      .soft(
+        failures.map((f) => f.reason),
+        "recent failures",
+      )
+      .toContain("exit_code");
+    expect.soft(JSON.stringify(failures), "/status recentFailures").toContain("[REDACTED]");
+    expect.soft(agentTokenCount(status), "agent token in /status").toBe(0);
+    const metrics = await get(r, "/metrics");
+    expect.soft(agentTokenCount(metrics.text), "agent token in /metrics").toBe(0);
+    r.up.clearFaults();
+    const leaking = r.log.lines.filter((l) => agentTokenCount(l) > 0);
+    expect.soft(leaking.slice(0, 3), "log lines with an agent token").toEqual([]);
+    expect.soft(r.log.find("probe failed").length, "probe failures logged").toBeGreaterThan(0);
     await expectHealthyAndSealed(r, rss);
   });
 });

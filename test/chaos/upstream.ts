@@ -27,6 +27,7 @@ export type Route =
   | "GET /templates/{id}"
   | "GET /v2/sandboxes"
   | "GET /sandboxes/{id}"
+  | "GET /sandboxes/metrics"
   | "DELETE /sandboxes/{id}"
   | "POST /sandboxes/{id}/pause"
   | "POST /sandboxes/{id}/resume"
@@ -73,6 +74,7 @@ const MATCHERS: Array<[string, RegExp, Route]> = [
   ["GET", /^\/templates\/([^/]+)$/, "GET /templates/{id}"],
   ["GET", /^\/v2\/sandboxes$/, "GET /v2/sandboxes"],
   ["GET", /^\/v2\/sandboxes\/([^/]+)\/logs$/, "GET /v2/sandboxes/{id}/logs"],
+  ["GET", /^\/sandboxes\/(metrics)$/, "GET /sandboxes/metrics"],
   ["GET", /^\/sandboxes\/([^/]+)$/, "GET /sandboxes/{id}"],
   ["DELETE", /^\/sandboxes\/([^/]+)$/, "DELETE /sandboxes/{id}"],
   ["POST", /^\/sandboxes\/([^/]+)\/pause$/, "POST /sandboxes/{id}/pause"],
@@ -236,6 +238,8 @@ export class Upstream {
         return this.page(url);
       case "GET /sandboxes/{id}":
         return sb ? json(200, sandboxJson(sb)) : missing;
+      case "GET /sandboxes/metrics":
+        return this.usage(url);
       case "DELETE /sandboxes/{id}":
         if (!sb) return missing;
         f.sandboxes.delete(id);
@@ -290,6 +294,30 @@ export class Upstream {
       envdVersion: "0.2.0",
       envdAccessToken: `agent-token-${id}`,
     });
+  }
+
+  /** E2B's latest usage sample of each running sandbox named in sandbox_ids (at most 100). */
+  private usage(url: URL): Reply {
+    const ids = (url.searchParams.get("sandbox_ids") ?? "").split(",").filter((x) => x !== "");
+    if (ids.length === 0 || ids.length > 100)
+      return json(400, { code: 400, message: "sandbox_ids: 1 to 100 ids" });
+    const out: Record<string, unknown> = {};
+    const timestamp = new Date().toISOString();
+    for (const id of ids) {
+      const s = this.fleet.sandboxes.get(id);
+      if (s?.state !== "running") continue;
+      const memTotal = s.memoryMB * 1_048_576;
+      out[id] = {
+        cpuCount: s.cpuCount,
+        cpuUsedPct: 10,
+        memUsed: memTotal / 4,
+        memTotal,
+        diskUsed: 1_048_576,
+        diskTotal: 10_485_760,
+        timestamp,
+      };
+    }
+    return json(200, { sandboxes: out });
   }
 
   /** One page of /v2/sandboxes: a bare array, the next token in `x-next-token` (E2B style). */

@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Poller, type PollerOptions, smallerPageLimit } from "../../src/collect/poller.js";
 import { SandboxTable } from "../../src/collect/sandbox-table.js";
 import type { Snapshot } from "../../src/collect/snapshot.js";
+import type { PolledSnapshot } from "../../src/collect/usage-collector.js";
 import { collectorFamilies } from "../../src/metrics/collector-families.js";
 import { ControlClient } from "../../src/platform/control/control.js";
 import { PlatformHttpError } from "../../src/platform/http-errors.js";
@@ -203,6 +204,53 @@ describe("Poller", () => {
     expect(s.collectors.sandboxes).toMatchObject({ success: false, stale: true });
     expect(s.sandboxes?.length).toBe(100);
     expect(published.at(-1)).toBe(s);
+  });
+});
+
+describe("bounds on a walk and on staleness", () => {
+  it("abandons a walk that runs past poll.maxWalkMs as incomplete, counted, and keeps the last list", async () => {
+    // Every page costs 100 ms of the fake clock: 10 pages of 10 would take a second.
+    const slow: PollerOptions["reader"] = Object.create(control);
+    slow.listSandboxPage = (q, o) => {
+      clock.advance(100);
+      return control.listSandboxPage(q, o);
+    };
+    let abandoned = 0;
+    const { p } = poller({ reader: slow, maxWalkMs: 450, onWalkAbandoned: () => abandoned++ });
+    const pagesBefore = sim.counters.get("GET /v2/sandboxes");
+    const s = await cycle(p);
+    expect(s.collectors.sandboxes).toMatchObject({
+      success: false,
+      error: { code: "ERR_PAGING_WALK_TIMEOUT" },
+    });
+    expect(s.sandboxesComplete).toBe(false);
+    expect(abandoned).toBe(1);
+    // Pages 1-5 fit in 450 ms (the fifth asked at 400 ms); no page is asked after the bound.
+    expect(sim.counters.get("GET /v2/sandboxes") - pagesBefore).toBe(5);
+
+    // The default bound is four poll intervals: the same walk fits in it.
+    const { p: q } = poller({ reader: slow });
+    const ok = await cycle(q);
+    expect(ok.sandboxesComplete).toBe(true);
+    expect(ok.sandboxes?.length).toBe(100);
+  });
+
+  it("reads collect_stale at scrape time: no published tick is needed to turn it to 1", async () => {
+    const { metrics, clock: mclock } = metricsWith();
+    const { p } = poller({ onSnapshot: (s) => metrics.update(s as PolledSnapshot) });
+    await cycle(p);
+    mclock.set(clock.now());
+    const fresh = await scrapeText(metrics);
+    expect(linesOf(fresh, "sandbox_exporter_collect_stale")).toContain(
+      'sandbox_exporter_collect_stale{collector="sandboxes"} 0',
+    );
+    // Ticks stuck (waiting on the request budget, say): nothing publishes, time passes.
+    mclock.set(clock.now() + 2 * INTERVAL + 1);
+    const later = await scrapeText(metrics);
+    for (const c of ["health", "overview", "nodes", "templates", "sandboxes"])
+      expect(linesOf(later, "sandbox_exporter_collect_stale")).toContain(
+        `sandbox_exporter_collect_stale{collector="${c}"} 1`,
+      );
   });
 });
 

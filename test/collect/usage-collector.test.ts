@@ -3,11 +3,16 @@ import type { AddressInfo } from "node:net";
 import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Poller, type PollerOptions } from "../../src/collect/poller.js";
-import { type PolledSnapshot, USAGE_BATCH } from "../../src/collect/usage-collector.js";
+import {
+  type PolledSnapshot,
+  USAGE_BATCH,
+  usageBatches,
+} from "../../src/collect/usage-collector.js";
 import { ConfigSchema } from "../../src/config/schema.js";
 import { collectorFamilies } from "../../src/metrics/collector-families.js";
 import type { ExporterMetrics } from "../../src/metrics/exporter-metrics.js";
 import { ControlClient } from "../../src/platform/control/control.js";
+import { PlatformBodyError } from "../../src/platform/http-errors.js";
 import type { SandboxUsage } from "../../src/platform/types.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { sandboxUsage } from "../../src/simulator/usage.js";
@@ -359,7 +364,15 @@ describe("the usage collector", () => {
 
   it("keeps the last samples of a failed batch, marks the collector stale, and updates the other batches", async () => {
     const { metrics } = metricsWith({ perSandboxMetrics: true });
-    const { p, batches } = poller({ compactSandboxes: false }, { metrics });
+    // The batch holding `victim` answers a body of the wrong shape while `spoil` is on.
+    let spoil = false;
+    let victim = "";
+    const flaky: PollerOptions["reader"] = Object.create(control);
+    flaky.sandboxUsage = (batch) =>
+      spoil && batch.includes(victim)
+        ? Promise.reject(new PlatformBodyError("/sandboxes/metrics", "GET", "not a usage map"))
+        : control.sandboxUsage(batch);
+    const { p, batches } = poller({ compactSandboxes: false, reader: flaky }, { metrics });
     const ids = sampledIds();
     try {
       await cycle(p);
@@ -369,14 +382,15 @@ describe("the usage collector", () => {
         series(await scrapeText(metrics), "sandbox_sandbox_cpu_used_ratio").get(
           `{sandbox_id="${id}"}`,
         );
-      const [victim, mate] = first[1] as [string, string];
+      const mate = (first[1] as string[])[1] as string;
+      victim = (first[1] as string[])[0] as string;
       const other = (first[0] as string[])[0] as string;
       const was = { mate: await ratio(mate), victim: await ratio(victim) };
       expect(was.mate).toBeDefined();
       expect(was.mate).not.toBe(0.1);
-      // Every sandbox now uses 10 %, but one answers a negative share: its batch is a bad body.
+      // Every sandbox now uses 10 %, but one batch is a bad body.
       setCpu(ids, 10);
-      setCpu([victim], -1);
+      spoil = true;
       clock.advance(USAGE_EVERY);
       const s = await cycle(p);
       expect(s.usage?.status).toMatchObject({ success: false, stale: true });
@@ -404,11 +418,19 @@ describe("the usage collector", () => {
       expect(await ratio(other)).toBe(0.1);
       expect(await ratio(mate)).toBe(was.mate);
 
+      // A negative share is one bad value, not a bad batch: that sample alone is left out, counted.
       sim.faults.clear();
+      spoil = false;
+      setCpu([victim], -1);
+      const counted = (): number =>
+        control.invalid.entries().reduce((n, c) => n + (c.resource === "usage" ? c.count : 0), 0);
+      const before = counted();
       clock.advance(USAGE_EVERY);
       const back = await cycle(p);
       expect(back.usage?.status).toMatchObject({ success: true, stale: false });
       expect(await ratio(mate)).toBe(0.2);
+      expect(await ratio(victim)).toBeUndefined();
+      expect(counted() - before).toBe(1);
     } finally {
       setCpu(ids, undefined);
     }
@@ -538,5 +560,34 @@ describe("the usage request", () => {
       await c.close();
       await new Promise<void>((r) => server.close(() => r()));
     }
+  });
+});
+
+describe("usage batches", () => {
+  it("bounds a batch by URL length as well as by count, and leaves out an id that cannot fit alone", () => {
+    const long = "l".repeat(2_500);
+    const huge = "h".repeat(100_000);
+    const ids = [
+      "a",
+      long,
+      long,
+      long,
+      huge,
+      "b",
+      ...Array.from({ length: 150 }, (_, i) => `s${i}`),
+    ];
+    const { batches, tooLong } = usageBatches(ids, 100, 6_000);
+    expect(tooLong).toBe(1);
+    expect(batches.flat()).toEqual(ids.filter((id) => id !== huge));
+    for (const b of batches) {
+      expect(b.length).toBeLessThanOrEqual(100);
+      // What the query carries: each id URL-encoded, joined by "%2C".
+      expect(b.map((id) => encodeURIComponent(id)).join("%2C").length).toBeLessThanOrEqual(6_000);
+    }
+    // Two 2,500-byte ids fit in 6,000 bytes, a third does not.
+    expect(batches[0]).toEqual(["a", long, long]);
+    // Ids needing escapes count at their encoded size ("é" is "%C3%A9", 6 bytes).
+    expect(usageBatches(["é".repeat(1_000)], 100, 6_000).tooLong).toBe(0);
+    expect(usageBatches(["é".repeat(1_001)], 100, 6_000).tooLong).toBe(1);
   });
 });

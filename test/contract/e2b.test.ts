@@ -36,6 +36,7 @@ const OPERATIONS_USED = [
 const NOT_REQUESTS = [
   "constructor",
   "withOwnNormalizer",
+  "invalid",
   "close",
   "send",
   "page",

@@ -181,6 +181,7 @@ describe("Prometheus rules", () => {
 const DS_UID = "${datasource}";
 const Target = z.looseObject({
   expr: z.string().optional(),
+  legendFormat: z.string().optional(),
   refId: z.string(),
   datasource: z.looseObject({ type: z.string(), uid: z.string() }).optional(),
 });
@@ -222,15 +223,42 @@ describe("Grafana dashboards", () => {
     for (const uid of uids) expect(uid).toMatch(/^sandbox-[a-z-]+$/);
   });
 
-  it.each(DASHBOARDS)("%s is templated on datasource, job and shard", (name) => {
+  it.each(DASHBOARDS)("%s is templated on datasource and job", (name) => {
     const { d } = dashboards.find((x) => x.name === name)!;
     expect(d.schemaVersion).toBeGreaterThanOrEqual(39);
     const byName = new Map(d.templating.list.map((v) => [v.name, v]));
     expect(byName.get("datasource")).toMatchObject({ type: "datasource", query: "prometheus" });
-    for (const v of ["job", "shard"]) {
-      expect(byName.get(v), v).toMatchObject({ type: "query", datasource: { uid: DS_UID } });
+    expect(byName.get("job"), "job").toMatchObject({ type: "query", datasource: { uid: DS_UID } });
+  });
+
+  // Only the sandbox families carry a shard label: a shard variable elsewhere would filter nothing.
+  it.each(DASHBOARDS)("%s uses every variable it defines", (name) => {
+    const { d } = dashboards.find((x) => x.name === name)!;
+    const used = new Set<string>();
+    const texts = [
+      ...d.panels.flatMap((p) => [p.title ?? "", ...(p.targets ?? []).map((t) => t.expr ?? "")]),
+      ...d.templating.list.map((v) => JSON.stringify(v.query ?? "")),
+      JSON.stringify(d.panels.map((p) => p.datasource)),
+    ];
+    for (const t of texts) for (const [, v] of t.matchAll(/\$\{?(\w+)\}?/g)) used.add(v!);
+    const unused = d.templating.list.map((v) => v.name).filter((v) => !used.has(v));
+    expect(unused).toEqual([]);
+    const shard = d.templating.list.find((v) => v.name === "shard");
+    if (shard) {
+      expect(shard, "shard").toMatchObject({ type: "query", datasource: { uid: DS_UID } });
+      expect(JSON.stringify(shard.query)).toContain("shard)");
     }
-    expect(JSON.stringify(byName.get("shard")?.query)).toContain("shard)");
+  });
+
+  it.each(DASHBOARDS)("%s names no optional label in a legend beside fixed text", (name) => {
+    // An unsharded exporter has no shard label: "shard {{shard}}" would read "shard ".
+    const { d } = dashboards.find((x) => x.name === name)!;
+    for (const p of d.panels)
+      for (const t of p.targets ?? []) {
+        const legend = t.legendFormat ?? "";
+        if (legend.includes("{{shard}}")) expect(legend, p.title).toBe("{{shard}}");
+        if (legend.includes("{{shard}}")) expect(t.expr, p.title).toContain('"unsharded"');
+      }
   });
 
   it.each(DASHBOARDS)("%s has non-empty queries on the templated datasource", (name) => {

@@ -37,6 +37,8 @@ describe("probes wired into the exporter", () => {
     const onDemand = await fetch(`${exporter.server.url}/probe`);
     expect(onDemand.status).toBe(200);
     expect(await onDemand.text()).toContain(`sandbox_probe_success{${id}} 1`);
+    // The on-demand answer comes before terminate ends (it must fit the scrape timeout).
+    await exporter.prober?.idle();
     expect(sim.state.sandboxes.size).toBe(before);
   });
 });

@@ -154,7 +154,9 @@ describe("GET /probe?module=", () => {
   });
 
   it("caps the run by X-Prometheus-Scrape-Timeout-Seconds, less half a second", async () => {
-    service([module("slow", { totalTimeoutMs: 30_000, phaseTimeoutMs: 30_000 })]);
+    const { probes } = service([
+      module("slow", { totalTimeoutMs: 30_000, phaseTimeoutMs: 30_000 }),
+    ]);
     bed.sim.faults.stream = { firstDataDelayMs: 60_000 };
     const res = await fetch(`${base}/probe?module=slow`, {
       headers: { "X-Prometheus-Scrape-Timeout-Seconds": "1.5" },
@@ -163,6 +165,7 @@ describe("GET /probe?module=", () => {
     const body = await res.text();
     expect(body).toMatch(/sandbox_probe_success\{[^}]*\} 0$/m);
     expect(body).toMatch(/phase="exec",reason="timeout"\} 1$/m);
+    await probes.idle();
     expect(probeSandboxes(bed.sim)).toEqual([]);
 
     const bad = await fetch(`${base}/probe?module=slow`, {
@@ -173,7 +176,7 @@ describe("GET /probe?module=", () => {
   });
 
   it("answers debug=true with a readable trace of every call, phase and stream event", async () => {
-    const { registry } = service([module("quick")]);
+    const { probes, registry } = service([module("quick")]);
     const res = await fetch(`${base}/probe?module=quick&debug=true`, {
       headers: { "X-Prometheus-Scrape-Timeout-Seconds": "10" },
     });
@@ -182,9 +185,10 @@ describe("GET /probe?module=", () => {
     const trace = await res.text();
     const lines = trace.split("\n");
     const firstIndex = (re: RegExp) => lines.findIndex((l) => re.test(l));
-    // In order: create, the exec stream with its events, the file round trip, the delete.
+    // In order: create, the exec stream with its events, the file round trip, then the answer
+    // (terminate runs on after it).
     const order = [
-      /Timeout: 9500 ms/,
+      /Timeout: 9500 ms \(the scrape timeout less 0.5 s\)/,
       /phase create$/,
       /control\.createSandbox\(.*\) -> ok after [\d.]+ ms/,
       /phase exec$/,
@@ -194,17 +198,17 @@ describe("GET /probe?module=", () => {
       /stream event end \(exit 0\)/,
       /data\.writeFile\(/,
       /data\.readFile\(/,
-      /phase terminate$/,
-      /control\.deleteSandbox\(".+"\) -> ok/,
-      /control\.getSandbox\(".+"\) -> HTTP 404 /,
+      /answer sent; terminate runs on/,
       /^Result: success$/,
       /^Stream first_data: [\d.]+ ms$/,
+      /^Terminate: still running after this answer/,
     ].map(firstIndex);
     expect(order.every((i) => i >= 0)).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
     expect(trace).not.toContain("sandbox_probe_success");
     // A debug run is not a scheduled run: the shared series are untouched.
     expect(await seriesValue(registry, "sandbox_probe_runs_total", { result: "success" })).toBe(0);
+    await probes.idle();
     expect(probeSandboxes(bed.sim)).toEqual([]);
   });
 

@@ -131,9 +131,11 @@ describe("GET /probe", () => {
     expect(res.headers.get("content-type")).toContain("text/plain");
     const text = await res.text();
     expect(text).toMatch(/^sandbox_probe_success\{module="default",template="[^"]+"\} 1$/m);
+    // Answered before terminate, which runs on: its duration is not in the answer.
     expect(text).toMatch(
-      /^sandbox_probe_phase_duration_seconds\{module="default",template="[^"]+",phase="terminate"\} /m,
+      /^sandbox_probe_phase_duration_seconds\{module="default",template="[^"]+",phase="file_read"\} /m,
     );
+    expect(text).not.toContain('phase="terminate"} ');
     expect(text).toMatch(
       /^sandbox_probe_stream_seconds\{module="default",template="[^"]+",point="end"\} /m,
     );
@@ -142,6 +144,7 @@ describe("GET /probe", () => {
     expect(text).not.toContain("_bucket");
     // The shared registry is the schedule's; an on-demand probe leaves it alone.
     expect(await seriesValue(registry, "sandbox_probe_runs_total", { result: "success" })).toBe(0);
+    await prober.idle();
     expect(probeSandboxes(bed.sim)).toEqual([]);
 
     bed.clock.advance(4_999);

@@ -101,21 +101,24 @@ describe("data plane", () => {
     expect(sim.counters.get("GET /files")).toBeGreaterThanOrEqual(1);
   });
 
-  it("refuses a paused sandbox without resuming it", async () => {
+  // E2B's client proxy finds a paused sandbox in no node's catalog and, unless the sandbox was
+  // created with autoResume, answers its "sandbox not found" error (502, JSON for non-browsers).
+  it("answers a paused sandbox with E2B's 502 sandbox-not-found body, without resuming it", async () => {
     const paused =
       [...sim.state.sandboxes.values()].find((s) => s.state === "paused" && !s.accessToken) ??
       sim.state.addSandbox({ state: "paused" });
     const res = await runCommand(sim, paused.sandboxID, "echo hi");
-    expect(res.status).toBe(409);
-    expect(JSON.parse(res.body.toString())).toMatchObject({
-      code: 409,
-      message: expect.stringContaining("paused"),
+    expect(res.status).toBe(502);
+    expect(JSON.parse(res.body.toString())).toEqual({
+      sandboxId: paused.sandboxID,
+      message: "The sandbox was not found",
+      code: 502,
     });
     const file = await request(`${sim.dataUrl}/files?path=/x`, {
       headers: { host: sim.sandboxHost(paused.sandboxID) },
     });
     await file.body.dump();
-    expect(file.statusCode).toBe(409);
+    expect(file.statusCode).toBe(502);
     expect(sim.state.sandboxes.get(paused.sandboxID)!.state).toBe("paused");
   });
 

@@ -120,12 +120,17 @@ describe("E2B mode", () => {
     expect((await call(sim, "/v2/sandboxes?state=starting")).status).toBe(400);
   });
 
-  it("lists running sandboxes only when no state is given, newest first, each once", async () => {
+  // E2B's GetV2Sandboxes: "If no state is provided we want to return both running and paused".
+  it("lists running and paused sandboxes when no state is given, newest first, each once", async () => {
     const { items, totals } = await walk(sim, "limit=30");
-    const running = [...sim.state.sandboxes.values()].filter((s) => s.state === "running");
-    expect(items.length).toBe(running.length);
+    const all = [...sim.state.sandboxes.values()];
+    const running = all.filter((s) => s.state === "running");
+    const paused = all.filter((s) => s.state === "paused");
+    expect(paused.length).toBeGreaterThan(0);
+    expect(items.length).toBe(running.length + paused.length);
     expect(new Set(items.map((s) => s.sandboxID)).size).toBe(items.length);
-    expect(items.every((s) => s.state === "running")).toBe(true);
+    expect(items.filter((s) => s.state === "paused").length).toBe(paused.length);
+    expect(items.every((s) => s.state === "running" || s.state === "paused")).toBe(true);
     for (let i = 1; i < items.length; i++) {
       expect(Date.parse(items[i - 1]!.startedAt)).toBeGreaterThanOrEqual(
         Date.parse(items[i]!.startedAt),

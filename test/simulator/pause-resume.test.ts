@@ -52,11 +52,12 @@ describe("pause and resume keep a sandbox's files and processes", () => {
     return { id, pid };
   }
 
-  it("keeps both across pause and resume, answering 409 on the data plane while paused", async () => {
+  it("keeps both across pause and resume, answering E2B's 502 on the data plane while paused", async () => {
     const { id, pid } = await prepared();
     expect((await call(sim, "POST", `/sandboxes/${id}/pause`)).status).toBe(204);
     expect(await state(sim, id)).toBe("paused");
-    expect((await runCommand(sim, id, "echo hi")).status).toBe(409);
+    expect((await runCommand(sim, id, "echo hi")).status).toBe(502);
+    expect(await state(sim, id)).toBe("paused");
     expect((await call(sim, "POST", `/sandboxes/${id}/resume`, { timeout: 60 })).status).toBe(201);
     expect(await state(sim, id)).toBe("running");
     expect(await sh(sim, id, "cat /tmp/nonce")).toMatchObject({ stdout: "kept\n" });

@@ -1,7 +1,8 @@
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   DurationError,
+  deadline,
   formatDuration,
   intervalOf,
   parseDuration,
@@ -89,5 +90,42 @@ describe("intervalOf", () => {
   it("gives milliseconds for a duration and undefined for a cron expression", () => {
     expect(intervalOf("15s")).toBe(15_000);
     expect(intervalOf("*/15 * * * * *")).toBeUndefined();
+  });
+});
+
+describe("deadline", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("aborts with a TimeoutError when its time is up, and not before", () => {
+    vi.useFakeTimers();
+    const d = deadline(1_000);
+    vi.advanceTimersByTime(999);
+    expect(d.signal.aborted).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect(d.signal.aborted).toBe(true);
+    expect((d.signal.reason as Error).name).toBe("TimeoutError");
+  });
+
+  it("never fires once cleared, and lets go of its parent", () => {
+    vi.useFakeTimers();
+    const parent = new AbortController();
+    const d = deadline(1_000, parent.signal);
+    d.clear();
+    vi.advanceTimersByTime(5_000);
+    parent.abort(new Error("shutdown"));
+    expect(d.signal.aborted).toBe(false);
+  });
+
+  it("takes its parent's reason, at once when the parent is already aborted", () => {
+    const parent = new AbortController();
+    const d = deadline(60_000, parent.signal);
+    const reason = new Error("shutdown");
+    parent.abort(reason);
+    expect(d.signal.reason).toBe(reason);
+    d.clear();
+    const late = deadline(60_000, parent.signal);
+    expect(late.signal.reason).toBe(reason);
   });
 });

@@ -4,6 +4,7 @@ import { PlatformBodyError } from "../http-errors.js";
 import {
   type DeferredPage,
   deferList,
+  type InvalidValues,
   NormalizeError,
   Normalizer,
   normalizeHealth,
@@ -90,6 +91,11 @@ export class ControlClient {
     return new ControlClient(this.o, this.transport, caller);
   }
 
+  /** Values and records this client's normalizer left out (did not parse, out of range, no id). */
+  get invalid(): InvalidValues {
+    return this.n.invalid;
+  }
+
   /** GET /health: any status is an answer (up or down); only no answer is an error. */
   async health(): Promise<Health> {
     const r = await this.send({
@@ -97,6 +103,7 @@ export class ControlClient {
       path: "/health",
       endpoint: "/health",
       anyStatus: true,
+      reserve: true,
     });
     // The status word becomes a label value: a body echoing a secret must not put it there.
     const secrets = this.transport.secrets;
@@ -143,10 +150,18 @@ export class ControlClient {
     return this.decode(e, "GET", () => normalizeTemplate(this.n, r.body));
   }
 
-  /** GET /sandboxes/{id}; a 404 is PlatformNotFoundError (gone, not failed). */
-  async getSandbox(id: string): Promise<Sandbox> {
+  /**
+   * GET /sandboxes/{id}; a 404 is PlatformNotFoundError (gone, not failed). `expectGone`: the
+   * caller hopes for the 404 (it confirms a deletion), so it is not counted as an API error.
+   */
+  async getSandbox(id: string, opts: { expectGone?: boolean } = {}): Promise<Sandbox> {
     const e = "/sandboxes/{id}";
-    const r = await this.send({ method: "GET", path: `/sandboxes/${enc(id)}`, endpoint: e });
+    const r = await this.send({
+      method: "GET",
+      path: `/sandboxes/${enc(id)}`,
+      endpoint: e,
+      ...(opts.expectGone ? { notFoundExpected: true } : {}),
+    });
     return this.decode(e, "GET", () => normalizeSandbox(this.n, r.body));
   }
 
@@ -216,7 +231,7 @@ export class ControlClient {
       endpoint: e,
       query: { sandbox_ids: ids.join(",") },
     });
-    return this.decode(e, "GET", () => normalizeUsageMap(r.body));
+    return this.decode(e, "GET", () => normalizeUsageMap(r.body, this.n.invalid));
   }
 
   /** GET /sandboxes/{id}/metrics?start=&end= (Unix seconds): its samples, oldest first. */
@@ -228,7 +243,7 @@ export class ControlClient {
       endpoint: e,
       query: { start: Math.floor(startS), end: Math.ceil(endS) },
     });
-    return this.decode(e, "GET", () => normalizeUsageList(r.body));
+    return this.decode(e, "GET", () => normalizeUsageList(r.body, this.n.invalid));
   }
 
   /** GET /v2/sandboxes/{id}/logs: one page. */

@@ -12,6 +12,7 @@ import {
   excerpt,
   isTimeout,
   PlatformBodyError,
+  PlatformHeldError,
   PlatformHttpError,
   PlatformNetworkError,
   PlatformNotFoundError,
@@ -100,6 +101,10 @@ export interface Call {
   anyStatus?: boolean;
   /** Send the admin token (E2B serves the node endpoints to admins only). */
   admin?: boolean;
+  /** May use health's own reserve of the request budget (GET /health: the daemon must know). */
+  reserve?: boolean;
+  /** A 404 is the answer hoped for (a deletion confirmed): not counted as an error. */
+  notFoundExpected?: boolean;
 }
 
 /** A response: status, headers and the body, parsed when it is JSON, else its text. */
@@ -149,8 +154,8 @@ export class ControlTransport {
   /**
    * One logical call: GETs are retried with backoff; mutating calls are attempted exactly once.
    * Every attempt waits for a token of the shared limiter first. A 429 or 503 with Retry-After
-   * holds the limiter, so the whole daemon waits what the platform asked (up to
-   * maxRetryAfterMs), not only this request.
+   * holds this endpoint for what the platform asked (up to maxRetryAfterMs); the limiter holds
+   * every caller only when several endpoints are held at once.
    */
   async send(call: Call, caller: Caller = "poll"): Promise<Reply> {
     const attempts = call.method === "GET" ? 1 + Math.max(0, this.o.retries) : 1;
@@ -163,13 +168,23 @@ export class ControlTransport {
     // Bounded by `attempts`: every iteration either returns, throws, or counts one attempt.
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.o.limiter?.acquire(caller);
+        await this.o.limiter?.acquire(caller, {
+          endpoint: call.endpoint,
+          ...(call.reserve ? { reserve: true } : {}),
+          // The poll never waits out a hold longer than a request may take: its tick must end.
+          ...(caller === "poll"
+            ? {
+                maxHoldWaitMs: this.o.timeoutMs,
+                onHeld: (ms: number) => new PlatformHeldError(call.endpoint, call.method, ms),
+              }
+            : {}),
+        });
         return await this.once(call);
       } catch (err) {
         const asked = askedToWait(err, this.o.maxRetryAfterMs);
-        if (asked !== undefined) this.o.limiter?.holdOff(asked);
+        if (asked !== undefined) this.o.limiter?.holdOff(asked, call.endpoint);
         if (attempt >= attempts || !isRetryable(err)) throw this.scrubbed(err);
-        // With a limiter the hold delays the next attempt (and everyone's); without, this sleep.
+        // With a limiter the endpoint's hold delays the next attempt; without, this sleep.
         const own = this.o.limiter ? undefined : asked;
         await sleep(backoffDelay(attempt, backoff, own, this.o.maxRetryAfterMs));
       }
@@ -213,7 +228,8 @@ export class ControlTransport {
       return reply;
     } catch (err) {
       const e = this.typed(call, err);
-      this.report(call, started, status, e);
+      const expected = call.notFoundExpected === true && e instanceof PlatformNotFoundError;
+      this.report(call, started, status, expected ? undefined : e);
       throw e;
     }
   }

@@ -1,7 +1,7 @@
 // The data channel: in-sandbox agent calls through the data-plane proxy, never through an HTTP proxy.
 import { performance } from "node:perf_hooks";
 import { Agent, buildConnector, type Dispatcher, FormData, request } from "undici";
-import { timeoutSignal, timerMs } from "../../util/duration.js";
+import { deadline, timerMs } from "../../util/duration.js";
 import { ExporterError } from "../../util/errors.js";
 import { Secrets } from "../../util/secrets.js";
 import {
@@ -214,10 +214,26 @@ export class DataClient {
     const limitMs =
       opts.deadlineMs !== undefined ? opts.deadlineMs + DEADLINE_GRACE_MS : this.o.timeoutMs;
     const call = { endpoint: START_PATH, method: "POST", limitMs, signal: opts.signal };
-    const res = await this.request(sb, START_PATH, call, {
-      headers,
-      body: encodeJsonEnvelope(buildStartRequest(input)),
-    });
+    // Armed until the stream ends: the limit covers the whole body, not only the headers.
+    const limit = deadline(limitMs, opts.signal);
+    try {
+      yield* this.events(sb, call, limit.signal, opts, {
+        headers,
+        body: encodeJsonEnvelope(buildStartRequest(input)),
+      });
+    } finally {
+      limit.clear();
+    }
+  }
+
+  private async *events(
+    sb: SandboxRef,
+    call: Call,
+    signal: AbortSignal,
+    opts: StartOptions,
+    init: { headers: Record<string, string>; body: Buffer },
+  ): AsyncGenerator<TimedEvent, void, undefined> {
+    const res = await this.request(sb, START_PATH, call, init, signal);
     if (res.statusCode !== 200) throw await this.refusal(call, res);
     const encoding = res.headers["connect-content-encoding"];
     if (encoding !== undefined && encoding !== "identity" && encoding !== "gzip") {
@@ -258,12 +274,18 @@ export class DataClient {
 
   private async read(sb: SandboxRef, path: string, signal?: AbortSignal): Promise<Buffer> {
     const call = { endpoint: "/files", method: "GET", limitMs: this.o.timeoutMs, signal };
-    const res = await this.request(sb, filesPath(path), call, { headers: this.tokenHeader(sb) });
-    if (res.statusCode < 200 || res.statusCode >= 300) throw await this.refusal(call, res);
+    const limit = deadline(call.limitMs, signal);
     try {
-      return await readCapped(res.body, this.o.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES);
-    } catch (err) {
-      throw this.typed(call, err);
+      const init = { headers: this.tokenHeader(sb) };
+      const res = await this.request(sb, filesPath(path), call, init, limit.signal);
+      if (res.statusCode < 200 || res.statusCode >= 300) throw await this.refusal(call, res);
+      try {
+        return await readCapped(res.body, this.o.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES);
+      } catch (err) {
+        throw this.typed(call, err);
+      }
+    } finally {
+      limit.clear();
     }
   }
 
@@ -277,15 +299,18 @@ export class DataClient {
     const bytes = typeof content === "string" ? Buffer.from(content) : content;
     form.append("file", new Blob([bytes]), path.split("/").pop() || "file");
     const call = { endpoint: "/files", method: "POST", limitMs: this.o.timeoutMs, signal };
-    const res = await this.request(sb, filesPath(path), call, {
-      headers: this.tokenHeader(sb),
-      body: form,
-    });
-    if (res.statusCode < 200 || res.statusCode >= 300) throw await this.refusal(call, res);
+    const limit = deadline(call.limitMs, signal);
     try {
-      await readCapped(res.body, MAX_ERROR_BODY_BYTES);
-    } catch (err) {
-      throw this.typed(call, err);
+      const init = { headers: this.tokenHeader(sb), body: form };
+      const res = await this.request(sb, filesPath(path), call, init, limit.signal);
+      if (res.statusCode < 200 || res.statusCode >= 300) throw await this.refusal(call, res);
+      try {
+        await readCapped(res.body, MAX_ERROR_BODY_BYTES);
+      } catch (err) {
+        throw this.typed(call, err);
+      }
+    } finally {
+      limit.clear();
     }
   }
 
@@ -314,16 +339,17 @@ export class DataClient {
     path: string,
     call: Call,
     init: { headers: Record<string, string>; body?: Buffer | FormData },
+    /** The call's deadline (chained to the caller's signal), armed until its body is read. */
+    signal: AbortSignal,
   ): Promise<Dispatcher.ResponseData> {
     const limitMs = timerMs(call.limitMs);
-    const timeout = timeoutSignal(limitMs);
     try {
       return await request(`${this.origin(sb)}${path}`, {
         method: call.method as Dispatcher.HttpMethod,
         headers: init.headers,
         body: init.body,
         dispatcher: this.dispatcher,
-        signal: call.signal ? AbortSignal.any([call.signal, timeout]) : timeout,
+        signal,
         headersTimeout: limitMs,
         bodyTimeout: limitMs,
       });

@@ -3,7 +3,7 @@
 import { isSecretKey } from "../../util/secrets.js";
 import { epochMs, looksLikeIsoTime, parseIsoTime } from "../../util/time.js";
 import type { FieldTable } from "./fields.js";
-import { looseKey, snakeCase } from "./values.js";
+import { decimalNumber, looseKey, MAX_MAGNITUDE, MAX_TIME_MS, snakeCase } from "./values.js";
 
 type Json = Record<string, unknown>;
 
@@ -75,8 +75,10 @@ const SHAPE_MAX_KEYS = 64;
  * Walks the keys of a record once, and collects every field not claimed by the table: numbers
  * (and, with `numericStrings`, numeric text) go to the returned map under their snake_case name;
  * with `info`, short strings and booleans go there. Objects are flattened one level
- * (`metrics.cpuPct` -> `metrics_cpu_pct`). Timestamps (ISO text, or epoch numbers under an `..._at`
- * key) become `<name>_timestamp_seconds`, so a changing time never becomes a changing label.
+ * (`metrics.cpuPct` -> `metrics_cpu_pct`; the table's `inline` objects without the prefix).
+ * Timestamps (ISO text, or epoch numbers under an `..._at` key) become
+ * `<name>_timestamp_seconds`, so a changing time never becomes a changing label. A number past
+ * MAX_MAGNITUDE (or a time past MAX_TIME_MS) is left out and counted in `table.invalid`.
  * Also starts a new `table.shape` when the keys differ from the last record's, which tells the
  * field reads that follow which memos still hold. Returns EMPTY_NUMBERS when nothing numeric was
  * found; with `values` false, only the shape is read (for a caller that keeps no unmapped field).
@@ -112,17 +114,24 @@ export function collectFields(
     if (v === null || v === undefined) continue;
     if (typeof v === "object") {
       if (Array.isArray(v) || k.secret) continue;
+      const inline = table.inline.has(k.name);
       for (const inner in v as Json) {
         const iv = (v as Json)[inner];
         if (iv === null || typeof iv === "object") continue;
         const ik = names.info(inner);
         if (ik.secret) continue;
-        numeric = put(numeric, info, `${k.name}_${ik.name}`, ik.at, iv, numericStrings);
+        if (inline) {
+          // Beside the record's own fields: a mapped field's spelling or a top-level key wins.
+          if (table.claimed.has(inner) || table.claimedLoose.has(names.loose(inner))) continue;
+          if (inner in obj) continue;
+        }
+        const name = inline ? ik.name : `${k.name}_${ik.name}`;
+        numeric = put(numeric, info, table, name, ik.at, iv, numericStrings);
       }
       continue;
     }
     if (!k.secret || typeof v === "number") {
-      numeric = put(numeric, info, k.name, k.at, v, numericStrings);
+      numeric = put(numeric, info, table, k.name, k.at, v, numericStrings);
     }
   }
   if (!same || i !== table.length || i > SHAPE_MAX_KEYS) table.shape++;
@@ -165,17 +174,27 @@ export function shareIfSame(
 function put(
   numeric: Record<string, number> | undefined,
   info: Record<string, string> | undefined,
+  table: FieldTable,
   name: string,
   at: boolean,
   v: unknown,
   numericStrings: boolean,
 ): Record<string, number> | undefined {
   if (typeof v === "number") {
-    if (!Number.isFinite(v)) return numeric;
+    if (!(Math.abs(v) <= MAX_MAGNITUDE)) {
+      table.invalid.add(table.resource, name);
+      return numeric;
+    }
     const out = numeric ?? {};
     // Numbers under an `_at` key are epoch times only when plausibly so (after 2001).
-    if (at && v >= 1e9) out[`${name}_timestamp_seconds`] = (epochMs(v) as number) / 1000;
-    else out[name] = v;
+    if (at && v >= 1e9) {
+      const ms = epochMs(v) as number;
+      if (ms > MAX_TIME_MS) {
+        table.invalid.add(table.resource, name);
+        return numeric;
+      }
+      out[`${name}_timestamp_seconds`] = ms / 1000;
+    } else out[name] = v;
     return out;
   }
   if (typeof v === "boolean") {
@@ -191,9 +210,14 @@ function put(
       return out;
     }
   }
-  if (numericStrings && v.trim() !== "") {
-    const n = Number(v);
-    if (Number.isFinite(n)) return put(numeric, info, name, at, n, false);
+  if (numericStrings) {
+    const n = decimalNumber(v);
+    if (n !== undefined) return put(numeric, info, table, name, at, n, false);
+    // A number in another notation ("0x10", "Infinity", "1e999") is an invalid value, not text.
+    if (!Number.isNaN(Number(v)) && v.trim() !== "") {
+      table.invalid.add(table.resource, name);
+      return numeric;
+    }
   }
   if (info && v.length <= INFO_MAX_CHARS) info[name] = v;
   return numeric;

@@ -1,7 +1,8 @@
 // Field spellings per resource and the operator's field map compiled over them into tables that
 // remember, per record shape, which spelling each field uses (one set of tables per Normalizer).
 import type { KeyInfo, KeyNames } from "./collect.js";
-import { isRecord, looseKey } from "./values.js";
+import type { InvalidValues } from "./invalid-values.js";
+import { isRecord, looseKey, snakeCase } from "./values.js";
 
 type Json = Record<string, unknown>;
 
@@ -53,6 +54,13 @@ export const SPELLINGS = {
 /** A kind of platform record with its own spellings. */
 export type Resource = keyof typeof SPELLINGS;
 
+/**
+ * Objects whose fields join the record's own (`metrics.allocatedCPU` -> `allocated_cpu`, not
+ * `metrics_allocated_cpu`): E2B nests under `metrics` what the other flavor sends flat, and a
+ * metric name must not depend on the flavor. A field the record carries at the top wins.
+ */
+const INLINE_OBJECTS: { readonly [R in Resource]?: readonly string[] } = { node: ["metrics"] };
+
 /** Field names a field map may override, per resource (for config validation). */
 export const FIELD_NAMES: { readonly [R in Resource]: readonly string[] } = {
   sandbox: Object.keys(SPELLINGS.sandbox),
@@ -69,6 +77,8 @@ export type Candidate = string | readonly string[];
 export class FieldSpec {
   /** `a|b|c`, for messages that tell the operator what was looked for. */
   readonly names: string;
+  /** The field's snake_case name (`end_at`): the `field` label of the values dropped. */
+  readonly label: string;
   private readonly memoizable: boolean;
   /**
    * A key of the record shape `memoShape` such that no better-ranked spelling is in that shape:
@@ -80,9 +90,11 @@ export class FieldSpec {
 
   /** `loose`: loose spellings (see looseKey) -> rank, tried only when no exact spelling is present. */
   constructor(
+    field: string,
     readonly cands: readonly Candidate[],
     private readonly loose?: ReadonlyMap<string, number>,
   ) {
+    this.label = snakeCase(field);
     this.names = cands.filter((c) => typeof c === "string").join("|");
     this.memoizable = cands.every((c) => typeof c === "string");
   }
@@ -162,6 +174,12 @@ export class FieldTable<F extends string = string> {
     readonly claimedLoose: ReadonlySet<string>,
     /** The owning normalizer's key caches. */
     readonly names: KeyNames,
+    /** The resource, as the `resource` label of the values dropped. */
+    readonly resource: string,
+    /** The owning normalizer's count of values dropped. */
+    readonly invalid: InvalidValues,
+    /** snake_case names of objects whose fields join the record's own (see INLINE_OBJECTS). */
+    readonly inline: ReadonlySet<string> = new Set(),
   ) {}
 }
 
@@ -173,6 +191,7 @@ export function compileTable<R extends Resource>(
   resource: R,
   overrides: Record<string, string>,
   names: KeyNames,
+  invalid: InvalidValues,
 ): FieldTable<Fields<R>> {
   const spellings: Record<string, readonly string[]> = SPELLINGS[resource];
   const taken = new Set<string>();
@@ -202,14 +221,26 @@ export function compileTable<R extends Resource>(
         claimedLoose.add(l);
       }
     }
-    fields[f] = new FieldSpec(cands, loose);
+    fields[f] = new FieldSpec(f, cands, loose);
   }
-  return new FieldTable(fields as { [K in Fields<R>]: FieldSpec }, claimed, claimedLoose, names);
+  return new FieldTable(
+    fields as { [K in Fields<R>]: FieldSpec },
+    claimed,
+    claimedLoose,
+    names,
+    resource,
+    invalid,
+    new Set(INLINE_OBJECTS[resource]),
+  );
 }
 
 /** A table without fields: every key is collected (the cluster overview). */
-export function openTable(names: KeyNames): FieldTable<never> {
-  return new FieldTable({}, new Set(), new Set(), names);
+export function openTable(
+  names: KeyNames,
+  resource: string,
+  invalid: InvalidValues,
+): FieldTable<never> {
+  return new FieldTable({}, new Set(), new Set(), names, resource, invalid);
 }
 
 function takenLoose(l: string, overrides: Record<string, string>): boolean {

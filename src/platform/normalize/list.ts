@@ -2,8 +2,9 @@
 
 import type { Page } from "../types.js";
 import { type Candidate, firstPresent } from "./fields.js";
+import { RECORD_FIELD } from "./invalid-values.js";
 import type { Normalizer } from "./normalizer.js";
-import { isRecord, looseKey, NormalizeError } from "./values.js";
+import { isRecord, looseKey, NormalizeError, UntrackableRecordError } from "./values.js";
 
 type Json = Record<string, unknown>;
 type Headers = Record<string, string | string[] | undefined>;
@@ -19,7 +20,11 @@ export interface DeferredPage<T> {
   size: number;
   /** E2B's X-Total-Running header: running sandboxes matching the filters, by the platform's count. */
   totalRunning?: number;
-  /** Normalizes the items; throws NormalizeError naming the bad item. */
+  /**
+   * Normalizes the items. An item that cannot be tracked (not an object, no id) is left out and
+   * counted in the normalizer's `invalid`; `size` still counts it. A page none of whose items is
+   * an object is a NormalizeError: it is no list of records.
+   */
   items(): T[];
 }
 
@@ -64,7 +69,25 @@ export function deferList<T>(
     size: list.length,
     items() {
       const items = new Array<T>(list.length);
-      for (let i = 0; i < list.length; i++) items[i] = item(list[i], indexPath(paths, prefix, i));
+      let kept = 0;
+      let dropped: UntrackableRecordError[] | undefined;
+      for (let i = 0; i < list.length; i++) {
+        try {
+          items[kept] = item(list[i], indexPath(paths, prefix, i));
+          kept++;
+        } catch (err) {
+          // One record the walk cannot track must not fail the page, and with it the fleet.
+          if (!(err instanceof UntrackableRecordError)) throw err;
+          dropped ??= [];
+          dropped.push(err);
+        }
+      }
+      if (dropped === undefined) return items;
+      // A page holding no object at all is no list of records (`[[[...]]]`, a list of ids).
+      const first = dropped[0] as UntrackableRecordError;
+      if (kept === 0 && dropped.every((e) => e.field === RECORD_FIELD)) throw first;
+      for (const e of dropped) n.invalid.add(e.resource, e.field);
+      items.length = kept;
       return items;
     },
   };

@@ -4,6 +4,7 @@
 export { normalizeHealth, normalizeOverview, UNKNOWN_HEALTH } from "./cluster.js";
 export { EMPTY_NUMBERS, EMPTY_STRINGS } from "./collect.js";
 export { FIELD_NAMES, type FieldMap, SPELLINGS } from "./fields.js";
+export { type InvalidCount, InvalidValues } from "./invalid-values.js";
 export {
   type DeferredPage,
   deferList,
@@ -18,4 +19,9 @@ export {
   normalizeTemplate,
 } from "./records.js";
 export { normalizeUsageList, normalizeUsageMap } from "./usage.js";
-export { NormalizeError, sanitizeLabelName, snakeCase } from "./values.js";
+export {
+  NormalizeError,
+  sanitizeLabelName,
+  snakeCase,
+  UntrackableRecordError,
+} from "./values.js";

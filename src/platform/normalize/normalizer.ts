@@ -2,6 +2,7 @@
 // cycle cheap. Each reader of the platform owns one, so no reader's records change another's reads.
 import { KeyNames } from "./collect.js";
 import { compileTable, type FieldMap, type Fields, type FieldTable, openTable } from "./fields.js";
+import { InvalidValues } from "./invalid-values.js";
 
 /**
  * Field tables of every resource compiled for one field map, and the caches of the records seen.
@@ -25,17 +26,19 @@ export class Normalizer {
   readonly templateIds = new Map<string, string>();
   /** `prefix[i]` item paths by prefix (see list.ts). */
   readonly indexPaths = new Map<string, string[]>();
+  /** Values and records left out because they did not parse or were out of range. */
+  readonly invalid = new InvalidValues();
 
   /** Compiles the tables of `fieldMap` (our field name -> the platform's key, per resource). */
   constructor(fieldMap: FieldMap = {}) {
     this.fieldMap = fieldMap;
     const names = new KeyNames();
-    this.sandbox = compileTable("sandbox", fieldMap.sandbox ?? {}, names);
-    this.node = compileTable("node", fieldMap.node ?? {}, names);
-    this.template = compileTable("template", fieldMap.template ?? {}, names);
-    this.log = compileTable("log", fieldMap.log ?? {}, names);
-    this.list = compileTable("list", fieldMap.list ?? {}, names);
-    this.overview = openTable(names);
+    this.sandbox = compileTable("sandbox", fieldMap.sandbox ?? {}, names, this.invalid);
+    this.node = compileTable("node", fieldMap.node ?? {}, names, this.invalid);
+    this.template = compileTable("template", fieldMap.template ?? {}, names, this.invalid);
+    this.log = compileTable("log", fieldMap.log ?? {}, names, this.invalid);
+    this.list = compileTable("list", fieldMap.list ?? {}, names, this.invalid);
+    this.overview = openTable(names, "overview", this.invalid);
   }
 
   /** A new normalizer for the same field map that shares none of this one's state. */

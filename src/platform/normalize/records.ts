@@ -1,6 +1,5 @@
 // One platform record -> one domain object: sandboxes (the hot path), nodes, templates, log entries.
 
-import { epochMs, parseIsoTime } from "../../util/time.js";
 import {
   type LogEntry,
   type PlatformNode,
@@ -10,16 +9,18 @@ import {
 } from "../types.js";
 import { collectFields, EMPTY_NUMBERS, EMPTY_STRINGS, remember, shareIfSame } from "./collect.js";
 import { type FieldSpec, type FieldTable, keyOf } from "./fields.js";
+import { RECORD_FIELD } from "./invalid-values.js";
 import type { Normalizer } from "./normalizer.js";
 import {
-  asRecord,
   isRecord,
-  NormalizeError,
-  readCpuCount,
-  readMemoryMB,
-  readNumber,
-  readString,
-  readTime,
+  MAX_CPUS,
+  MAX_MAGNITUDE,
+  MAX_MEMORY_MB,
+  parseCpuCount,
+  parseMemoryMB,
+  parseNumber,
+  parseTime,
+  UntrackableRecordError,
 } from "./values.js";
 
 type Json = Record<string, unknown>;
@@ -32,10 +33,15 @@ const STATE_CACHE_LIMIT = 1024;
  */
 const SHARE_CACHE_LIMIT = 4096;
 
+/** Largest template replica count accepted. */
+const MAX_REPLICAS = 1e9;
+
 /**
  * Normalizes one sandbox record; `path` names it in errors (e.g. `sandboxes[3]`). `slim` skips
  * the unmapped fields (`extra`) and every metadata key but the probe tag: the compact snapshot
- * keeps neither, and churn tells the prober's own deletions apart by the tag.
+ * keeps neither, and churn tells the prober's own deletions apart by the tag. Only the id is
+ * required (UntrackableRecordError); any other field that does not parse or is out of range is
+ * read as absent and counted in `n.invalid`.
  */
 export function normalizeSandbox(
   n: Normalizer,
@@ -43,105 +49,123 @@ export function normalizeSandbox(
   path = "sandbox",
   slim = false,
 ): Sandbox {
-  if (!isRecord(raw)) throw new NormalizeError(path, "a sandbox object", raw);
   const t = n.sandbox;
+  if (!isRecord(raw)) throw notRecord(t, path, raw);
   const f = t.fields;
   // The key walk comes first: it tells the field reads whether this record has the last one's keys.
   const extra = shareIfSame(t, collectFields(raw, t, undefined, false, !slim));
   const id = requiredId(raw, f.id, t, path, "sandbox");
-  const templateId = intern(n.templateIds, str(raw, f.templateId, t, path) ?? "");
-  const state = lowerState(n.states, str(raw, f.state, t, path));
-  const cpuCount = num(raw, f.cpuCount, t, path, readCpuCount);
-  const memoryMB = num(raw, f.memoryMB, t, path, readMemoryMB);
-  const startedAt = time(raw, f.startedAt, t, path);
-  const endAt = time(raw, f.endAt, t, path);
-  const domain = str(raw, f.domain, t, path) || undefined;
+  const templateId = intern(n.templateIds, str(raw, f.templateId, t) ?? "");
+  const state = lowerState(n.states, str(raw, f.state, t));
+  const cpuCount = num(raw, f.cpuCount, t, parseCpuCount, MAX_CPUS);
+  const memoryMB = num(raw, f.memoryMB, t, parseMemoryMB, MAX_MEMORY_MB);
+  const startedAt = time(raw, f.startedAt, t);
+  const endAt = time(raw, f.endAt, t);
+  const domain = str(raw, f.domain, t) || undefined;
   const metaRaw = f.metadata.read(raw, t);
   const metadata =
     metaRaw === undefined
       ? EMPTY_STRINGS
       : slim
         ? probeTagOnly(n.metadata, metaRaw)
-        : shareMetadata(n.metadata, readMetadata(metaRaw, raw, f.metadata, path));
+        : shareMetadata(n.metadata, readMetadata(metaRaw, f.metadata, t));
   // One object literal with every property, so all sandboxes share a single hidden class.
   return { id, templateId, state, cpuCount, memoryMB, startedAt, endAt, domain, metadata, extra };
 }
 
 /** Normalizes one node record: id, status, every numeric field, short string fields as info. */
 export function normalizeNode(n: Normalizer, raw: unknown, path = "node"): PlatformNode {
-  const obj = asRecord(raw, path);
   const t = n.node;
+  if (!isRecord(raw)) throw notRecord(t, path, raw);
+  const obj = raw;
   const info: Record<string, string> = {};
   const numeric = fresh(collectFields(obj, t, info, false));
   const id = requiredId(obj, t.fields.id, t, path, "node");
-  const status = lowerState(n.states, str(obj, t.fields.status, t, path));
+  const status = lowerState(n.states, str(obj, t.fields.status, t));
   return { id, status, numeric, info };
 }
 
 /** Normalizes one template record: id, status, version, replicas, error, numeric and info fields. */
 export function normalizeTemplate(n: Normalizer, raw: unknown, path = "template"): Template {
-  const obj = asRecord(raw, path);
   const t = n.template;
+  if (!isRecord(raw)) throw notRecord(t, path, raw);
+  const obj = raw;
   const f = t.fields;
   const info: Record<string, string> = {};
   const numeric = fresh(collectFields(obj, t, info, false));
   const id = requiredId(obj, f.id, t, path, "template");
-  const status = lowerState(n.states, str(obj, f.status, t, path));
-  const version = str(obj, f.version, t, path) || undefined;
-  const replicas = num(obj, f.replicas, t, path, readNumber);
+  const status = lowerState(n.states, str(obj, f.status, t));
+  const version = str(obj, f.version, t) || undefined;
+  const replicas = num(obj, f.replicas, t, parseNumber, MAX_REPLICAS, 0);
   const error = errorText(f.error.read(obj, t));
   return { id, status, version, replicas, error, numeric, info };
 }
 
-/** Normalizes one structured log entry; the record itself is kept as `raw`. */
+/** Normalizes one structured log entry (no field required); the record itself is kept as `raw`. */
 export function normalizeLogEntry(n: Normalizer, raw: unknown, path = "log"): LogEntry {
-  const obj = asRecord(raw, path);
   // Log entries are read without the key walk: the log table's shape stays 0, so no memo is used.
   const t = n.log;
+  if (!isRecord(raw)) throw notRecord(t, path, raw);
   return {
-    timestamp: time(obj, t.fields.timestamp, t, path),
-    message: str(obj, t.fields.message, t, path),
-    raw: obj,
+    timestamp: time(raw, t.fields.timestamp, t),
+    message: str(raw, t.fields.message, t),
+    raw,
   };
+}
+
+function notRecord(t: FieldTable, path: string, raw: unknown): UntrackableRecordError {
+  return new UntrackableRecordError(path, `a ${t.resource} object`, raw, t.resource, RECORD_FIELD);
 }
 
 function requiredId(obj: Json, spec: FieldSpec, t: FieldTable, path: string, what: string): string {
   const v = spec.read(obj, t);
   if (typeof v === "string" && v !== "") return v;
   if (typeof v === "number" && Number.isFinite(v)) return String(v);
-  throw new NormalizeError(
+  throw new UntrackableRecordError(
     `${path}.${keyOf(obj, spec.cands)}`,
     `a ${what} id (key ${spec.names})`,
     v,
+    t.resource,
+    spec.label,
   );
 }
 
-function str(obj: Json, spec: FieldSpec, t: FieldTable, path: string): string | undefined {
-  const v = spec.read(obj, t);
-  if (v === undefined || typeof v === "string") return v;
-  return readString(v, `${path}.${keyOf(obj, spec.cands)}`);
+/** Counts a value of `spec` that did not parse or was out of range; it is read as absent. */
+function dropped(t: FieldTable, spec: FieldSpec): undefined {
+  t.invalid.add(t.resource, spec.label);
+  return undefined;
 }
 
+function str(obj: Json, spec: FieldSpec, t: FieldTable): string | undefined {
+  const v = spec.read(obj, t);
+  if (v === undefined || typeof v === "string") return v;
+  if (typeof v === "boolean" || (typeof v === "number" && Math.abs(v) <= MAX_MAGNITUDE))
+    return String(v);
+  return dropped(t, spec);
+}
+
+/** A number within [min, max] (min defaults to -max: negative cpu and memory are counted later). */
 function num(
   obj: Json,
   spec: FieldSpec,
   t: FieldTable,
-  path: string,
-  read: (v: unknown, path: string) => number,
+  parse: (v: unknown) => number | undefined,
+  max: number,
+  min = -max,
 ): number | undefined {
   const v = spec.read(obj, t);
-  if (v === undefined || (typeof v === "number" && Number.isFinite(v))) return v;
-  return read(v, `${path}.${keyOf(obj, spec.cands)}`);
+  if (v === undefined) return undefined;
+  const x = typeof v === "number" ? v : parse(v);
+  // NaN and ±Infinity fail the comparison too.
+  if (x !== undefined && x >= min && x <= max) return x;
+  return dropped(t, spec);
 }
 
-function time(obj: Json, spec: FieldSpec, t: FieldTable, path: string): number | undefined {
+function time(obj: Json, spec: FieldSpec, t: FieldTable): number | undefined {
   const v = spec.read(obj, t);
   if (v === undefined) return undefined;
-  if (typeof v === "string") {
-    const ms = parseIsoTime(v);
-    if (ms !== undefined) return ms > 0 ? ms : undefined;
-  } else if (typeof v === "number" && Number.isFinite(v)) return epochMs(v);
-  return readTime(v, `${path}.${keyOf(obj, spec.cands)}`);
+  const ms = parseTime(v);
+  return ms !== undefined && Number.isNaN(ms) ? dropped(t, spec) : ms;
 }
 
 function intern(cache: Map<string, string>, s: string): string {
@@ -206,12 +230,7 @@ function itself(s: string): string {
  * pairs. An object of strings only is returned as it is: copying 100,000 of them per poll buys
  * nothing, since the parsed body is never mutated.
  */
-function readMetadata(
-  v: unknown,
-  obj: Json,
-  spec: FieldSpec,
-  path: string,
-): Record<string, string> {
+function readMetadata(v: unknown, spec: FieldSpec, t: FieldTable): Record<string, string> {
   if (isRecord(v)) {
     let empty = true;
     for (const k in v) {
@@ -220,8 +239,8 @@ function readMetadata(
     }
     return empty ? EMPTY_STRINGS : (v as Record<string, string>);
   }
-  if (Array.isArray(v)) return pairsMap(v, `${path}.${keyOf(obj, spec.cands)}`);
-  throw new NormalizeError(`${path}.${keyOf(obj, spec.cands)}`, "an object of strings", v);
+  const pairs = Array.isArray(v) ? pairsMap(v) : undefined;
+  return pairs ?? dropped(t, spec) ?? EMPTY_STRINGS;
 }
 
 function coerceMap(v: Json): Record<string, string> {
@@ -240,14 +259,13 @@ function metadataText(x: unknown): string {
   return typeof x === "string" ? x : typeof x === "object" ? JSON.stringify(x) : String(x);
 }
 
-function pairsMap(list: unknown[], path: string): Record<string, string> {
+/** `[{key|name, value}]` as a map; undefined when an item is no such pair. */
+function pairsMap(list: unknown[]): Record<string, string> | undefined {
   const out: Record<string, string> = {};
   for (let i = 0; i < list.length; i++) {
     const p = list[i];
     const key = isRecord(p) ? (p.key ?? p.name) : undefined;
-    if (typeof key !== "string" || !isRecord(p)) {
-      throw new NormalizeError(`${path}[${i}]`, "a {key, value} pair", p);
-    }
+    if (typeof key !== "string" || !isRecord(p)) return undefined;
     const value = p.value;
     if (key === "__proto__" || value === null || value === undefined) continue;
     out[key] = typeof value === "string" ? value : String(value);

@@ -51,6 +51,22 @@ export class NormalizeError extends ExporterError {
   }
 }
 
+/**
+ * A record that cannot be tracked: not an object, or without its id. A list leaves it out and
+ * counts it under `resource` and `field` (`record` or `id`); a read of that one record fails.
+ */
+export class UntrackableRecordError extends NormalizeError {
+  constructor(
+    path: string,
+    expected: string,
+    received: unknown,
+    readonly resource: string,
+    readonly field: string,
+  ) {
+    super(path, expected, received);
+  }
+}
+
 function cut(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 3)}...` : text;
 }
@@ -78,26 +94,34 @@ export function asRecord(v: unknown, path: string): Json {
   return v;
 }
 
-/** A string field: strings as they are, numbers and booleans as text. */
-export function readString(v: unknown, path: string): string {
-  if (typeof v === "string") return v;
-  if (typeof v === "number" || typeof v === "boolean") return String(v);
-  throw new NormalizeError(path, "a string", v);
-}
+/**
+ * Latest time accepted, 9999-12-31T23:59:59.999Z: a later one (`+275760-09-13T00:00:01Z`, an
+ * epoch number of 1e308) is no time the platform meant.
+ */
+export const MAX_TIME_MS = 253_402_300_799_999;
+/** Largest CPU count accepted (either sign: negative ones are counted downstream). */
+export const MAX_CPUS = 1e6;
+/** Largest memory accepted, MiB (about an exbibyte), either sign. */
+export const MAX_MEMORY_MB = 1e12;
+/**
+ * Largest magnitude of any other number: past every count, byte size and epoch nanosecond, short
+ * of the 1e308 a broken encoder sends.
+ */
+export const MAX_MAGNITUDE = 1e20;
 
-/** A number field: finite numbers, or strings holding one. */
-export function readNumber(v: unknown, path: string): number {
-  if (typeof v === "number" && Number.isFinite(v)) return v;
-  const n = typeof v === "string" ? numericString(v) : undefined;
-  if (n === undefined) throw new NormalizeError(path, "a number", v);
-  return n;
-}
-
-/** The number a string spells ("12", " 1.5e3 "), or undefined. */
-function numericString(s: string): number | undefined {
-  if (s.trim() === "") return undefined;
+/** The number a string spells in decimal ("12", " -1.5e3 "), else undefined: "0x10", "Infinity". */
+export function decimalNumber(s: string): number | undefined {
+  if (!DECIMAL.test(s)) return undefined;
   const n = Number(s);
   return Number.isFinite(n) ? n : undefined;
+}
+
+const DECIMAL = /^\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
+
+/** A number field: a finite number, or a string holding one in decimal; else undefined. */
+export function parseNumber(v: unknown): number | undefined {
+  if (typeof v === "number") return Number.isFinite(v) ? v : undefined;
+  return typeof v === "string" ? decimalNumber(v) : undefined;
 }
 
 const QUANTITY = /^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*$/;
@@ -122,45 +146,57 @@ const MEMORY_UNITS: Record<string, number> = {
   tib: MIB,
 };
 
-/** Memory in MiB: a number, or a quantity such as "512Mi", "2GiB", "1g" (binary units). */
-export function readMemoryMB(v: unknown, path: string): number {
-  if (typeof v === "number" && Number.isFinite(v)) return v;
+/** Memory in MiB: a number, or a quantity such as "512Mi", "2GiB", "1g" (binary units); else undefined. */
+export function parseMemoryMB(v: unknown): number | undefined {
+  if (typeof v === "number") return Number.isFinite(v) ? v : undefined;
   if (typeof v === "string") {
+    const n = decimalNumber(v);
+    if (n !== undefined) return n;
     const m = QUANTITY.exec(v);
     const factor = m ? MEMORY_UNITS[(m[2] as string).toLowerCase()] : undefined;
     if (m && factor !== undefined) return Number(m[1]) * factor;
   }
-  throw new NormalizeError(path, 'a number of MiB (or a quantity like "512Mi")', v);
+  return undefined;
 }
 
-/** CPU count: a number, or a quantity such as "2" or "500m" (millicores). */
-export function readCpuCount(v: unknown, path: string): number {
-  if (typeof v === "number" && Number.isFinite(v)) return v;
+/** CPU count: a number, or a quantity such as "2" or "500m" (millicores); else undefined. */
+export function parseCpuCount(v: unknown): number | undefined {
+  if (typeof v === "number") return Number.isFinite(v) ? v : undefined;
   if (typeof v === "string") {
+    const n = decimalNumber(v);
+    if (n !== undefined) return n;
     const m = QUANTITY.exec(v);
     if (m && m[2] === "") return Number(m[1]);
     if (m && m[2] === "m") return Number(m[1]) / 1000;
   }
-  throw new NormalizeError(path, 'a number of CPUs (or millicores like "500m")', v);
+  return undefined;
 }
 
 /**
  * A time field -> epoch ms: ISO 8601 / RFC 3339 text (a missing zone means UTC), epoch seconds,
- * milliseconds, micro- or nanoseconds as a number or numeric string. Go's zero time and epoch 0
- * mean "not set" and give undefined.
+ * milliseconds, micro- or nanoseconds as a number or decimal string. Go's zero time and epoch 0
+ * mean "not set" and give undefined; text that is no time, or a time past MAX_TIME_MS, gives NaN.
  */
-export function readTime(v: unknown, path: string): number | undefined {
-  if (typeof v === "number" && Number.isFinite(v)) return epochMs(v);
-  if (typeof v === "string") {
-    const iso = parseIsoTime(v);
-    if (iso !== undefined) return iso > 0 ? iso : undefined;
-    const n = numericString(v);
-    if (n !== undefined) return epochMs(n);
-    // Other formats (RFC 2822 and the like) only when they carry a year: V8 reads "foo 1" as 2001.
-    const t = /\d{4}/.test(v) ? Date.parse(v) : Number.NaN;
-    if (Number.isFinite(t)) return t > 0 ? t : undefined;
-  }
-  throw new NormalizeError(path, "a time (ISO 8601, or epoch seconds or milliseconds)", v);
+export function parseTime(v: unknown): number | undefined {
+  let ms: number | undefined;
+  if (typeof v === "number") {
+    if (!Number.isFinite(v)) return Number.NaN;
+    ms = epochMs(v);
+  } else if (typeof v === "string") {
+    ms = parseIsoTime(v);
+    if (ms === undefined) {
+      const n = decimalNumber(v);
+      if (n !== undefined) ms = epochMs(n);
+      else {
+        // Other formats (RFC 2822 and the like) only with a year: V8 reads "foo 1" as 2001.
+        const t = /\d{4}/.test(v) ? Date.parse(v) : Number.NaN;
+        if (!Number.isFinite(t)) return Number.NaN;
+        ms = t;
+      }
+    }
+  } else return Number.NaN;
+  if (ms === undefined || ms <= 0) return undefined;
+  return ms > MAX_TIME_MS ? Number.NaN : ms;
 }
 
 // Unit and plural acronyms that camelCase splitting would tear apart (memUsedMiB, numCPUs).

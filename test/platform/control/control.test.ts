@@ -13,6 +13,7 @@ import {
   errorReason,
   PlatformBodyError,
   PlatformHttpError,
+  PlatformNotFoundError,
 } from "../../../src/platform/http-errors.js";
 import { type Simulator, startSimulator } from "../../../src/simulator/index.js";
 import { FakeClock } from "../../../src/util/clock.js";
@@ -669,6 +670,21 @@ describe("ControlClient never lets the key out in an error", () => {
   });
 });
 
+describe("an answer the caller hoped for", () => {
+  it("does not count the 404 of a GET that confirms a deletion as an API error; any other 404 is one", async () => {
+    const url = await serve((_req, res) => {
+      res.writeHead(404, { "content-type": "application/json" }).end('{"message":"not found"}');
+    });
+    const reasons: Array<string | undefined> = [];
+    const c = client({ apiUrl: url, retries: 0, onRequest: (i) => reasons.push(i.error) });
+    await expect(c.getSandbox("sb-gone", { expectGone: true })).rejects.toBeInstanceOf(
+      PlatformNotFoundError,
+    );
+    await expect(c.getSandbox("sb-gone")).rejects.toBeInstanceOf(PlatformNotFoundError);
+    expect(reasons).toEqual([undefined, "not_found"]);
+  });
+});
+
 describe("one request budget for the whole daemon", () => {
   /** A limiter on fake time whose waits are recorded, and the grants it made. */
   function budget() {
@@ -689,7 +705,7 @@ describe("one request budget for the whole daemon", () => {
     return { limiter, waits, grants };
   }
 
-  it("makes every caller's next request wait the 3 s a 429 asked for, and counts it as rate_limited", async () => {
+  it("holds only the endpoint a 429 answered for the 3 s it asked, and counts it as rate_limited", async () => {
     let first = true;
     const url = await serve((req, res) => {
       if (first && req.url?.includes("/nodes")) {
@@ -702,22 +718,47 @@ describe("one request budget for the whole daemon", () => {
     });
     const { limiter, waits, grants } = budget();
     const reasons: Array<string | undefined> = [];
+    // A poll request waits out a hold no longer than its own timeout: here a minute.
     const poll = client({
       apiUrl: url,
       retries: 0,
+      timeoutMs: 60_000,
       limiter,
       maxRetryAfterMs: 60_000,
       onRequest: (i) => reasons.push(i.error),
     });
     await expect(poll.listNodes()).rejects.toBeInstanceOf(PlatformHttpError);
     expect(reasons).toEqual(["rate_limited"]);
-    // Another caller, another endpoint: it waits too.
+    // Another caller, another endpoint: one endpoint's hold does not freeze the daemon.
     await poll.withOwnNormalizer("policy").listTemplates();
+    expect(waits).toEqual([]);
+    // The endpoint that answered waits what it asked.
+    expect(await poll.listNodes()).toEqual([]);
     expect(waits.reduce((a, b) => a + b, 0)).toBe(3_000);
     expect(grants).toEqual([
       ["poll", 0],
-      ["policy", 3_000],
+      ["policy", 0],
+      ["poll", 3_000],
     ]);
+  });
+
+  it("holds every caller once several endpoints answered 429 at once: the key's budget is spent", async () => {
+    const url = await serve((req, res) => {
+      if (req.url?.includes("/nodes") || req.url?.includes("/templates")) {
+        res.writeHead(429, { "retry-after": "5" }).end();
+        return;
+      }
+      res.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');
+    });
+    const { limiter, waits } = budget();
+    const c = client({ apiUrl: url, retries: 0, limiter, maxRetryAfterMs: 60_000 });
+    await expect(c.listNodes()).rejects.toBeInstanceOf(PlatformHttpError);
+    await expect(c.listTemplates()).rejects.toBeInstanceOf(PlatformHttpError);
+    // A third endpoint waits for the holds, except health, which has a reserve of its own.
+    expect((await c.health()).status).toBe("ok");
+    expect(waits).toEqual([]);
+    await c.withOwnNormalizer("probe").clusterOverview();
+    expect(waits.reduce((a, b) => a + b, 0)).toBe(5_000);
   });
 
   it("retries a GET after the hold, and caps a Retry-After at maxRetryAfterMs, not the 2 s backoff cap", async () => {
@@ -730,10 +771,27 @@ describe("one request budget for the whole daemon", () => {
       res.writeHead(200, { "content-type": "application/json" }).end("[]");
     });
     const { limiter, waits } = budget();
-    const c = client({ apiUrl: url, retries: 1, limiter, maxRetryAfterMs: 10_000 });
+    const c = client({
+      apiUrl: url,
+      retries: 1,
+      timeoutMs: 10_000,
+      limiter,
+      maxRetryAfterMs: 10_000,
+    });
     expect(await c.listNodes()).toEqual([]);
     expect(n).toBe(2);
     expect(waits.reduce((a, b) => a + b, 0)).toBe(10_000);
+    // A poll request whose hold outlasts its timeout is not sent: it fails at once, as held.
+    n = 0;
+    const short = client({
+      apiUrl: url,
+      retries: 1,
+      timeoutMs: 2_000,
+      maxRetryAfterMs: 10_000,
+      limiter: budget().limiter,
+    });
+    await expect(short.listNodes()).rejects.toMatchObject({ code: "ERR_PLATFORM_HELD" });
+    expect(n).toBe(1);
   });
 
   it("without a limiter, sleeps a Retry-After itself, capped by maxRetryAfterMs", () => {

@@ -198,9 +198,10 @@ describe("DataClient against the simulator", () => {
     try {
       await expect(data.run(sb, "echo x")).rejects.toMatchObject({
         code: "ERR_DATA_PLANE_HTTP",
-        status: 409,
+        status: 502,
       });
-      await expect(data.readFile(sb, "/tmp/probe.txt")).rejects.toMatchObject({ status: 409 });
+      // E2B's proxy answers a paused sandbox (without auto-resume) with its "not found" 502.
+      await expect(data.readFile(sb, "/tmp/probe.txt")).rejects.toMatchObject({ status: 502 });
       expect(sim.state.sandbox(sb.id)!.state).toBe("paused");
     } finally {
       await control.resumeSandbox(sb.id);

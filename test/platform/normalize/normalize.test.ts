@@ -152,45 +152,41 @@ describe("normalizeSandbox and normalizeList over sandbox pages", () => {
     });
   });
 
-  it("names the item and the field of a bad value, with the expected and received types", () => {
+  it("drops a bad optional value from its record, keeps the record and counts the field", () => {
     const { body } = fixture("sandboxes-snake");
     const rows = (body as { sandboxes: Array<Record<string, unknown>> }).sandboxes;
     const bad = { ...rows[2], started_at: "yesterday-ish" };
-    const err = thrown(() =>
-      normalizeList(n, { sandboxes: [rows[0], rows[1], bad] }, {}, sandboxItem),
-    );
-    expect(err.code).toBe("ERR_NORMALIZE");
-    expect(err.path).toBe("sandboxes[2].started_at");
-    expect(err.message).toBe(
-      'sandboxes[2].started_at: expected a time (ISO 8601, or epoch seconds or milliseconds), got string "yesterday-ish"',
-    );
+    const page = normalizeList(n, { sandboxes: [rows[0], rows[1], bad] }, {}, sandboxItem);
+    expect(page.items.map((sb) => sb.id)).toEqual(["sb-a1", "sb-b2", "sb-c3"]);
+    expect(page.items[2]?.startedAt).toBeUndefined();
+    expect(page.items[2]?.state).toBe(SANDBOXES[2]?.state);
+    expect(n.invalid.entries()).toEqual([{ resource: "sandbox", field: "started_at", count: 1 }]);
   });
 
-  it("names items by list and index on every page, whichever list held them before", () => {
+  it("leaves out and counts records without an id on every page, whichever list held them", () => {
     const { body } = fixture("sandboxes-snake");
     const rows = (body as { sandboxes: Array<Record<string, unknown>> }).sandboxes;
-    const bad = { ...rows[0], started_at: "soon" };
-    const path = (b: unknown) => thrown(() => normalizeList(n, b, {}, sandboxItem)).path;
+    const { sandbox_id: _, ...bad } = rows[0] as Record<string, unknown>;
+    const ids = (b: unknown) => normalizeList(n, b, {}, sandboxItem).items.map((sb) => sb.id);
     for (let page = 0; page < 3; page++) {
-      expect(path({ sandboxes: [rows[0], bad] })).toBe("sandboxes[1].started_at");
-      expect(path({ items: [bad] })).toBe("items[0].started_at");
-      expect(path([rows[0], rows[1], bad])).toBe("[2].started_at");
-      expect(path({ data: { items: [rows[0], rows[1], rows[0], bad] } })).toBe(
-        "data.items[3].started_at",
-      );
+      expect(ids({ sandboxes: [rows[0], bad] })).toEqual(["sb-a1"]);
+      expect(ids({ items: [bad, "sb-x", null, 7] })).toEqual([]);
+      expect(ids([rows[0], rows[1], bad])).toEqual(["sb-a1", "sb-b2"]);
     }
+    expect(n.invalid.get("sandbox", "id")).toBe(9);
+    expect(n.invalid.get("sandbox", "record")).toBe(9);
   });
 
-  it("quotes at most 80 characters of a bad value and nothing else of the record", () => {
+  it("quotes at most 80 characters of a bad list and nothing else of the body", () => {
     const long = "x".repeat(500);
     const err = thrown(() =>
-      normalizeSandbox(n, { sandboxID: "s", cpuCount: long, secret: "hunter2" }, "sb"),
+      normalizeList(n, { sandboxes: long, secret: "hunter2" }, {}, sandboxItem),
     );
-    expect(err.path).toBe("sb.cpuCount");
+    expect(err.path).toBe("sandboxes");
     expect(err.received.length).toBeLessThanOrEqual("string ".length + 80 + 2);
     expect(err.message).not.toContain("hunter2");
-    expect(thrown(() => normalizeSandbox(n, { sandboxID: "s", cpuCount: { n: 1 } })).message).toBe(
-      'sandbox.cpuCount: expected a number of CPUs (or millicores like "500m"), got object',
+    expect(thrown(() => normalizeSandbox(n, { sandboxID: { n: 1 } })).message).toBe(
+      "sandbox.sandboxID: expected a sandbox id (key sandboxID|sandboxId|sandbox_id|id), got object",
     );
   });
 
@@ -329,12 +325,12 @@ describe("normalizeNode", () => {
             create_successes: 340,
             create_fails: 2,
             last_heartbeat_at_timestamp_seconds: 1772359110,
-            metrics_allocated_cpu: 24,
-            metrics_cpu_percent: 37,
-            metrics_cpu_count: 32,
-            metrics_allocated_memory_bytes: 25769803776,
-            metrics_memory_used_bytes: 17179869184,
-            metrics_memory_total_bytes: 68719476736,
+            allocated_cpu: 24,
+            cpu_percent: 37,
+            cpu_count: 32,
+            allocated_memory_bytes: 25769803776,
+            memory_used_bytes: 17179869184,
+            memory_total_bytes: 68719476736,
           },
           info: {
             service_instance_id: "si-01",
@@ -353,12 +349,12 @@ describe("normalizeNode", () => {
             create_successes: 12,
             create_fails: 0,
             last_heartbeat_at_timestamp_seconds: 1772359110,
-            metrics_allocated_cpu: 0,
-            metrics_cpu_percent: 3,
-            metrics_cpu_count: 32,
-            metrics_allocated_memory_bytes: 0,
-            metrics_memory_used_bytes: 1073741824,
-            metrics_memory_total_bytes: 68719476736,
+            allocated_cpu: 0,
+            cpu_percent: 3,
+            cpu_count: 32,
+            allocated_memory_bytes: 0,
+            memory_used_bytes: 1073741824,
+            memory_total_bytes: 68719476736,
           },
           info: {
             service_instance_id: "si-02",

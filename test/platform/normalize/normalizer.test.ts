@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
   deferList,
-  NormalizeError,
   Normalizer,
   normalizeList,
   normalizeSandbox,
@@ -65,12 +64,13 @@ describe("Normalizer memos", () => {
     }
   });
 
-  it("trusts no memo of a field a failed record did not reach", () => {
+  it("trusts no memo of a field a dropped record did not reach", () => {
     const n = new Normalizer();
     const rows = listPage();
     normalizeSandbox(n, CREATED, "created");
-    const bad = { ...rows[0], cpuCount: "many" };
-    expect(() => fullRead(n, [bad])).toThrow(NormalizeError);
+    const { sandboxID: _, ...bad } = rows[0] as Record<string, unknown>;
+    expect(fullRead(n, [bad])).toEqual([]);
+    expect(n.invalid.get("sandbox", "id")).toBe(1);
     expect(fullRead(n, rows.slice(1)).map((s) => s.metadata.n)).toEqual(["1", "2"]);
   });
 });
@@ -149,10 +149,18 @@ describe("slim reads", () => {
     });
   });
 
-  it("fail on no metadata they do not keep, where a full read does", () => {
+  it("count no metadata they do not keep, where a full read drops and counts it", () => {
     for (const bad of [42, "team=ml", [{ value: "no key" }]]) {
-      expect(slim(record(bad)).metadata).toEqual({});
-      expect(() => normalizeSandbox(new Normalizer(), record(bad), "s")).toThrow(NormalizeError);
+      const s = new Normalizer();
+      expect(normalizeSandbox(s, record(bad), "s", true).metadata).toEqual({});
+      expect(s.invalid.entries()).toEqual([]);
+      const full = new Normalizer();
+      const sb = normalizeSandbox(full, record(bad), "s");
+      expect(sb.metadata).toEqual({});
+      expect(sb.id).toBeTruthy();
+      expect(full.invalid.entries()).toEqual([
+        { resource: "sandbox", field: "metadata", count: 1 },
+      ]);
     }
   });
 });
