@@ -1,9 +1,11 @@
 // The policy on a large fleet, as the issue that moved it off the poll path asked: 100,000
 // sandboxes, of the running ones 50 % idle and 10 % silent-but-busy, 50 ms on every API request,
 // one dry-run pause rule over every running sandbox (idle by logs and by CPU), 10 actions a cycle,
-// the exporter on its real schedule and the default request budget. Everything is counted from
-// outside the engine: requests by the simulator, lines from the log stream, skipped ticks from
-// /metrics, busy or active sandboxes acted on from the simulator's own model.
+// the exporter on its real schedule and the default request budget. A second mix, 90 % idle and
+// 10 % silent-but-busy (all quiet by their logs), is the fleet on which the random sample alone
+// fills a usage batch (issue 21). Everything is counted from outside the engine: requests by the
+// simulator, lines from the log stream, skipped ticks from /metrics, busy or active sandboxes
+// acted on from the simulator's own model.
 import { pino } from "pino";
 import { startExporter } from "../src/app.js";
 import { loadConfig } from "../src/config/load.js";
@@ -22,9 +24,9 @@ const PAGE = 1_000;
 const IDLE_FOR_MS = 30 * 60_000;
 const CPU_BELOW_PERCENT = 2;
 const MAX_ACTIONS = 10;
-const MIX = { idle: 0.5, silentBusy: 0.1, quietForMs: 2 * 3_600_000, activeAgoMs: 5 * 60_000 };
+const QUIET = { quietForMs: 2 * 3_600_000, activeAgoMs: 5 * 60_000 };
 const RULE = "pause-idle";
-/** Rules in RULES: a run may log actions + notices + rules + 1 lines. */
+/** Rules in the rule file: a run may log actions + notices + rules + 1 lines. */
 const RULE_COUNT = 1;
 /** Every route the exporter may call; each answers LATENCY_MS late (checked after the run). */
 const ROUTES = [
@@ -46,12 +48,29 @@ const ROUTES = [
 const POLICY_ROUTES = ROUTES.slice(ROUTES.indexOf("GET /v2/sandboxes/{id}/logs"));
 /** How the exporter logs a skipped tick (the count comes from /metrics, the times from these). */
 const SKIP_LINE = "sandbox walk still running at this tick";
-/** Over the 50 % the fleet is idle (and the sample's uncertainty), or the blast radius stops all. */
-const MAX_MATCH_PERCENT = 75;
-const RULES = `
+
+/** The shares of the running sandboxes that are idle and silent-but-busy; the rest are active. */
+export interface FleetMix {
+  idle: number;
+  silentBusy: number;
+  /**
+   * Over the share the fleet is idle (and the sample's uncertainty), or the blast radius stops
+   * every action.
+   */
+  maxMatchPercent: number;
+}
+
+/** Half the fleet idle: the case of the issue that moved the policy off the poll path. */
+export const HALF_IDLE: FleetMix = { idle: 0.5, silentBusy: 0.1, maxMatchPercent: 75 };
+/** Nine in ten idle, the rest busy by CPU only: the sample is a whole usage batch (issue 21). */
+export const MOSTLY_IDLE: FleetMix = { idle: 0.9, silentBusy: 0.1, maxMatchPercent: 100 };
+
+/** The one dry-run pause rule over every running sandbox. */
+function rules(maxMatchPercent: number): string {
+  return `
 dryRun: true
 maxActionsPerCycle: ${MAX_ACTIONS}
-maxMatchPercent: ${MAX_MATCH_PERCENT}
+maxMatchPercent: ${maxMatchPercent}
 activity:
   usage: { cpuBelowPercent: ${CPU_BELOW_PERCENT} }
 rules:
@@ -60,6 +79,7 @@ rules:
     idleFor: ${IDLE_FOR_MS / 60_000}m
     action: pause
 `;
+}
 
 /** What the large-fleet case measured, and under which conditions. */
 export interface PolicyFleet {
@@ -108,13 +128,15 @@ export interface PolicyFleet {
 }
 
 /**
- * Starts the simulator with the mixed fleet and the exporter on its schedule (`schedule`, e.g.
- * "15s"), and counts until `cycles` policy runs have ended.
+ * Starts the simulator with the mixed fleet (`mix`, default HALF_IDLE) and the exporter on its
+ * schedule (`schedule`, e.g. "15s"), and counts until `cycles` policy runs have ended.
  */
 export async function policyFleet(
   sandboxes: number,
-  o: { cycles: number; schedule: string },
+  o: { cycles: number; schedule: string; mix?: FleetMix },
 ): Promise<PolicyFleet> {
+  const mix = o.mix ?? HALF_IDLE;
+  const ruleFile = rules(mix.maxMatchPercent);
   const sim = await startSimulator({ sandboxes, pageSizeCap: PAGE });
   for (const route of ROUTES) sim.faults.route(route, { latencyMs: LATENCY_MS });
   const { config } = loadConfig({
@@ -131,7 +153,12 @@ export async function policyFleet(
     env: { SANDBOX_API_URL: sim.apiUrl, SANDBOX_DOMAIN: sim.domain },
   });
   const running = new Set(config.states.running);
-  const kinds = applyActivityMix(sim.state.sandboxes.values(), running, MIX, Date.now());
+  const kinds = applyActivityMix(
+    sim.state.sandboxes.values(),
+    running,
+    { idle: mix.idle, silentBusy: mix.silentBusy, ...QUIET },
+    Date.now(),
+  );
   const count = (k: string) => [...kinds.values()].filter((v) => v === k).length;
   const origin = performance.now();
   const tally = new PolicyRunTally(POLICY_ROUTES, origin);
@@ -148,7 +175,7 @@ export async function policyFleet(
   const exporter = await startExporter(config, {
     logger,
     clock: systemClock,
-    readFile: () => RULES,
+    readFile: () => ruleFile,
   });
   try {
     const engine = exporter.policy;
@@ -203,8 +230,8 @@ export async function policyFleet(
         schedule: o.schedule,
         maxRequestsPerSecond: config.platform.maxRequestsPerSecond,
         maxActionsPerCycle: MAX_ACTIONS,
-        maxMatchPercent: MAX_MATCH_PERCENT,
-        rules: RULES.trim(),
+        maxMatchPercent: mix.maxMatchPercent,
+        rules: ruleFile.trim(),
       },
       runs: tally.runs.length,
       pollCycles: latest?.cycle ?? 0,
@@ -245,4 +272,20 @@ function nodeFlags(): string[] {
     else if (!flag.includes("tsx")) out.push(flag);
   }
   return out;
+}
+
+/** One line per mostly-idle fleet run: the actions each run took and the candidates it held. */
+export function printFleetRuns(label: string, pf: PolicyFleet): void {
+  const c = pf.conditions;
+  const share = (n: number) => `${Math.round((n * 100) / c.running)} %`;
+  console.log(
+    `\n${label}: ${c.sandboxes} sandboxes, ${c.running} running (${share(c.idle)} idle, ${share(c.silentBusy)} silent-but-busy, ${share(c.active)} active), ${c.maxActionsPerCycle} actions a cycle, maxMatchPercent ${c.maxMatchPercent}, poll every ${c.schedule}`,
+  );
+  console.log(`  dry-run actions per run: ${pf.perRun.map((r) => r.actions).join(", ")}`);
+  console.log(
+    `  held (pending) per run:  ${pf.perRun.map((r) => r.skipped.pending ?? 0).join(", ")}`,
+  );
+  console.log(
+    `  upstream requests per run: first ${pf.requestsPerRun.first}, others (med) ${pf.requestsPerRun.medianAfter}, max ${pf.requestsPerRun.max}; busy acted on ${pf.busyActedOn}, active acted on ${pf.activeActedOn}`,
+  );
 }

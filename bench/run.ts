@@ -18,7 +18,7 @@ import {
 import { forkChild } from "./ipc.js";
 import { latencyCase } from "./latency-case.js";
 import { policyCost } from "./policy-case.js";
-import { policyFleet } from "./policy-fleet-case.js";
+import { MOSTLY_IDLE, policyFleet, printFleetRuns } from "./policy-fleet-case.js";
 import { probeTiming } from "./probe-case.js";
 import { renderComparison } from "./render-case.js";
 import { printMachine, printPolicy, printTable } from "./report.js";
@@ -34,6 +34,9 @@ const POLICY = {
   cycles: Number(process.env.BENCH_POLICY_CYCLES ?? 10),
   schedule: process.env.BENCH_POLICY_SCHEDULE ?? "15s",
 };
+/** The mostly-idle fleet of issue 21: its size as the issue measured it. */
+const MOSTLY_IDLE_SANDBOXES = Number(process.env.BENCH_MOSTLY_IDLE_SANDBOXES ?? 5_000);
+const MOSTLY_IDLE_LABEL = "policy on a mostly idle fleet";
 const POLICY_MEASURED = {
   policyCycle:
     "one cold and one warm run; in-process simulator and exporter under tsx; policyMs: the engine's run (log reads, evaluation, dry-run actions); cycleMs: the whole poll cycle including it",
@@ -63,6 +66,7 @@ function machine() {
 if (only === "policy") {
   const policy = await policyCost(SANDBOXES);
   const fleet = await policyFleet(SANDBOXES, POLICY);
+  const idleFleet = await policyFleet(MOSTLY_IDLE_SANDBOXES, { ...POLICY, mix: MOSTLY_IDLE });
   const results = {
     date: new Date().toISOString(),
     node: process.version,
@@ -71,6 +75,7 @@ if (only === "policy") {
     benchSeconds: { policy: (performance.now() - t0) / 1000 },
     policyCycle: { ...policy, runs: 1, measured: POLICY_MEASURED.policyCycle },
     policyFleet: { ...fleet, measured: POLICY_MEASURED.policyFleet },
+    policyFleetMostlyIdle: { ...idleFleet, measured: POLICY_MEASURED.policyFleet },
   };
   // Apart from bench/results.json, which holds a whole run.
   mkdirSync(".tmp/bench", { recursive: true });
@@ -78,6 +83,7 @@ if (only === "policy") {
   console.log(`\nsandbox-exporter bench, policy cases only, ${SANDBOXES} sandboxes`);
   printMachine(results.machine);
   printPolicy(policy, fleet);
+  printFleetRuns(MOSTLY_IDLE_LABEL, idleFleet);
   console.log(
     `\nwritten to .tmp/bench/results-policy.json; ${results.benchSeconds.policy.toFixed(0)} s`,
   );
@@ -132,6 +138,7 @@ async function everything(): Promise<void> {
   const probe = await probeTiming(exporterChild, PROBE_RUNS);
   const policy = await policyCost(SANDBOXES);
   const fleet = await policyFleet(SANDBOXES, POLICY);
+  const idleFleet = await policyFleet(MOSTLY_IDLE_SANDBOXES, { ...POLICY, mix: MOSTLY_IDLE });
   const demo = await demoStartup();
   const defaultSeconds = (performance.now() - t0) / 1000;
   const scale = withScale ? await scaleCases(exporterChild, SCALE_SANDBOXES) : undefined;
@@ -211,6 +218,7 @@ async function everything(): Promise<void> {
     demoStartup: { ...demo, target: "first /metrics answer < 5000 ms" },
     policyCycle: { ...policy, runs: 1, measured: POLICY_MEASURED.policyCycle },
     policyFleet: { ...fleet, measured: POLICY_MEASURED.policyFleet },
+    policyFleetMostlyIdle: { ...idleFleet, measured: POLICY_MEASURED.policyFleet },
     ...(scale
       ? {
           scale: {
@@ -238,6 +246,7 @@ async function everything(): Promise<void> {
     latency,
     scale,
   });
+  printFleetRuns(MOSTLY_IDLE_LABEL, idleFleet);
   console.log(
     `\nwritten to bench/results.json; ${defaultSeconds.toFixed(0)} s${withScale ? ` + ${scaleSeconds.toFixed(0)} s for the 1M cases` : ""}`,
   );

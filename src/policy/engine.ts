@@ -12,6 +12,7 @@ import {
   type Evaluation,
   evaluatePolicy,
   type IdleEstimate,
+  idOfKey,
   type PolicyDecision,
   type PolicyMemory,
   recordActions,
@@ -26,6 +27,7 @@ import {
   selectorMatch,
 } from "./match.js";
 import { PolicyMetrics } from "./policy-metrics.js";
+import { heldStreaks, usageOrder } from "./usage-queue.js";
 import { type PolicyEvent, PolicyWebhook, type WebhookOptions } from "./webhook.js";
 
 /** Results that start a sandbox's cooldown: every attempt, not only the successful ones. */
@@ -35,9 +37,6 @@ const COOLS_DOWN: ReadonlySet<PolicyResult> = new Set<PolicyResult>([
   "failed",
   "skipped_unverified",
 ]);
-
-/** Ids per GET /sandboxes/metrics: E2B's limit. */
-const USAGE_BATCH = 100;
 
 /** Entries of the plan shown on /status; the counts cover all of them. */
 const PLAN_ENTRIES = 200;
@@ -275,11 +274,12 @@ export class PolicyEngine {
   }
 
   /**
-   * The usage signal: of the sandboxes idle by their logs, the sample and then the oldest are
-   * checked with batched reads of GET /sandboxes/metrics until as many are idle by CPU too as the
-   * run may act on. In `activity` (edited in place) a sandbox busy by CPU is active now, and one
-   * idle by its logs whose usage was not read, or could not be, is unknown: never idle. Returns
-   * the ids found busy.
+   * The usage signal: of the sandboxes idle by their logs, the ones already held on an idle streak
+   * (longest first), then the sample, then the longest idle are checked with batched reads of
+   * GET /sandboxes/metrics until as many are idle by CPU too as the run may act on; the sample is
+   * always checked (the estimate needs it). In `activity` (edited in place) a sandbox busy by CPU
+   * is active now, and one idle by its logs whose usage was not read, or could not be, is unknown:
+   * never idle. Returns the ids found busy.
    */
   private async usageCheck(
     asked: ReadonlyMap<Sandbox, number>,
@@ -297,40 +297,36 @@ export class PolicyEngine {
       const at = activity.get(s.id);
       if (at !== undefined && now - at >= idleFor) idleByLogs.push(s);
     }
-    // The sample first (the estimate needs it), then those a run can act on: the ones already
-    // held on an earlier run's idle streak (unchecked, their streak would start over), then the
-    // longest idle; sandboxes in cooldown last, and they never count toward the run's actions.
-    const held = new Set([...this.memory.streaks.keys()].map(idOfKey));
-    const rank = (x: Sandbox) =>
-      sample.has(x) ? 0 : cooling.has(x.id) ? 3 : held.has(x.id) ? 1 : 2;
-    idleByLogs.sort(
-      (a, b) => rank(a) - rank(b) || (activity.get(a.id) ?? 0) - (activity.get(b.id) ?? 0),
-    );
+    const queue = usageOrder(idleByLogs, {
+      held: heldStreaks(this.memory),
+      sample,
+      cooling,
+      activity,
+    });
     const busy = new Set<string>();
     const checked = new Set<string>();
     let idleByBoth = 0;
     let requests = 0;
     let errors = 0;
-    for (let at = 0; at < idleByLogs.length; at += USAGE_BATCH) {
-      const part = idleByLogs.slice(at, at + USAGE_BATCH);
-      const sampled = part.some((s) => sample.has(s));
-      if (!sampled && idleByBoth >= enough) break;
+    // Bounded by the queue: every pass takes at least one sandbox off it, or the loop ends.
+    let part = queue.next(idleByBoth < enough);
+    while (part.length > 0) {
       if (requests >= spec.activity.maxReadsPerRun || budget.clock() >= budget.until) break;
       requests++;
-      let usage: Map<string, SandboxUsage>;
+      let usage: Map<string, SandboxUsage> | undefined;
       try {
         usage = await this.o.platform.sandboxUsage(part.map((s) => s.id));
       } catch {
         errors++;
-        continue;
       }
       for (const s of part) {
-        const u = usage.get(s.id);
+        const u = usage?.get(s.id);
         if (u === undefined) continue;
         checked.add(s.id);
         if (u.cpuPct >= below) busy.add(s.id);
         else if (!cooling.has(s.id)) idleByBoth++;
       }
+      part = queue.next(idleByBoth < enough);
     }
     for (const s of idleByLogs) {
       if (busy.has(s.id)) activity.set(s.id, now);
@@ -539,9 +535,4 @@ export function wilsonUpper(k: number, n: number): number {
   const centre = p + z2n / 2;
   const spread = z * Math.sqrt((p * (1 - p)) / n + z2n / (4 * n));
   return Math.min(1, (centre + spread) / (1 + z2n));
-}
-
-/** The sandbox id of a `rule\0id` memory key. */
-function idOfKey(key: string): string {
-  return key.slice(key.indexOf("\0") + 1);
 }

@@ -72,6 +72,11 @@ export function pairKey(rule: string, sandboxId: string): string {
   return `${rule}\0${sandboxId}`;
 }
 
+/** The sandbox id of a pairKey. */
+export function idOfKey(key: string): string {
+  return key.slice(key.indexOf("\0") + 1);
+}
+
 interface Qualifying {
   sandbox: Sandbox;
   last: number | undefined;

@@ -822,6 +822,38 @@ describe("resource usage as an idle signal", () => {
     expect(perRun).toEqual([0, 40, 40, 40, 40]);
   });
 
+  it("confirms the streaks it started when the random sample alone fills a usage batch", async () => {
+    const p = await platform();
+    // All quiet by their logs, 90 % idle by CPU too: the default sample of 100 is a whole usage
+    // batch of idle-by-logs sandboxes, and far more than a run's actions are idle by both.
+    const busy = new Set<string>();
+    for (let i = 0; i < 2_000; i++) {
+      const id = p.add(2 * 60 * MIN + i * 1_000, { cpuPct: i % 10 === 0 ? 80 : 0.5 });
+      if (i % 10 === 0) busy.add(id);
+    }
+    const rules = `${IDLE_RULE()}\nconsecutiveCycles: 2\nmaxActionsPerCycle: 10\nactivity: { usage: { cpuBelowPercent: 2 } }\n`;
+    // The request budget is real time: unthrottled, the test does not wait on it.
+    const { exporter: e } = await exporter(p, rules, [
+      "--policy-dry-run=false",
+      "--max-requests-per-second",
+      "100000",
+    ]);
+    const perRun: number[] = [];
+    const paused: string[] = [];
+    for (let run = 0; run < 10; run++) {
+      await e.runCycle();
+      const done = (e.policy?.lastRun?.outcomes ?? []).filter((o) => o.result === "done");
+      perRun.push(done.length);
+      paused.push(...done.map((o) => o.sandboxId));
+      p.clock.advance(15_000);
+    }
+    // A streak started in one run is confirmed in the next: every run after the first pauses 10
+    // (before, only the few held ones the next random sample happened to draw: 0 to 5 a run).
+    expect(perRun).toEqual([0, 10, 10, 10, 10, 10, 10, 10, 10, 10]);
+    expect(p.sim.counters.get(PAUSE)).toBe(90);
+    expect(paused.filter((id) => busy.has(id))).toEqual([]);
+  });
+
   it("finds nothing idle when usage cannot be read", async () => {
     const p = await platform();
     p.add(2 * 60 * MIN, { cpuPct: 0.5 });
