@@ -127,6 +127,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     nodeDetails: config.poll.nodeDetails,
     templateDetails: config.poll.templateDetails,
     clusterWide: config.shard.index === 0,
+    shard: config.shard,
     readHealth: initialSpec !== undefined,
     // Nothing reads metadata without per-sandbox series or policy: keep the compact table.
     compactSandboxes: !config.metrics.perSandboxMetrics && initialSpec === undefined,
@@ -137,7 +138,6 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       ? {
           usage: {
             intervalMs: config.poll.usageIntervalMs,
-            shard: config.shard,
             runningStates: config.states.running,
           },
         }
@@ -184,7 +184,6 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
         logger,
         registry: metrics.registry,
         namespace: config.metrics.namespace,
-        shard: config.shard,
         states: config.states,
         defaultRunTimeMs: pollIntervalMs,
         ...policyWebhook(config, secrets, webhookAgent, logger),

@@ -14,6 +14,7 @@ import type {
 import type { Clock } from "../util/clock.js";
 import { mapLimit } from "../util/concurrency.js";
 import { timerMs } from "../util/duration.js";
+import { inShard } from "../util/shard.js";
 import { PagingError, walkPages } from "./paging.js";
 import { type SandboxList, SandboxTable } from "./sandbox-table.js";
 import { COLLECTORS, type CollectorName, type CollectorStatus } from "./snapshot.js";
@@ -44,7 +45,7 @@ export interface PlatformReader {
   getTemplate(id: string): Promise<Template>;
   listSandboxPage(
     q: { state?: string; metadata?: string; nextToken?: string; limit?: number },
-    opts?: { slim?: boolean },
+    opts?: { slim?: boolean; keep?: (id: string) => boolean },
   ): Promise<DeferredPage<Sandbox>>;
   /** Latest usage sample of each of at most 100 sandboxes; ids without one are absent. */
   sandboxUsage(ids: readonly string[]): Promise<Map<string, SandboxUsage>>;
@@ -62,6 +63,11 @@ export interface PollerOptions {
   templateDetails: boolean;
   /** Whether cluster-wide collectors run (only shard 0 exports them). */
   clusterWide: boolean;
+  /**
+   * This instance's shard: the walk keeps only its sandboxes (another shard's record costs one id
+   * read and is never kept), so nothing downstream filters again. Default: unsharded.
+   */
+  shard?: { index: number; total: number };
   /** Read /health even when not cluster-wide (the policy engine acts only while it is up). */
   readHealth?: boolean;
   /**
@@ -564,8 +570,12 @@ export class Poller {
     pageLimit: number,
     deadline: Deadline,
   ): Promise<{ value: SandboxList; requests: number }> {
-    const { reader, maxPages, state, metadata, clock } = this.options;
+    const { reader, maxPages, state, metadata, clock, shard } = this.options;
     const slim = this.options.compactSandboxes === true;
+    const sharded = shard !== undefined && shard.total > 1;
+    const opts = sharded
+      ? { slim, keep: (id: string) => inShard(id, shard.index, shard.total) }
+      : { slim };
     let totalRunning: number | undefined;
     let pages = 0;
     const fetchPage = async (nextToken: string | undefined) => {
@@ -584,7 +594,7 @@ export class Poller {
           ...(metadata ? { metadata } : {}),
           ...(nextToken !== undefined ? { nextToken } : {}),
         },
-        { slim },
+        opts,
       );
       // The first page's count: the one taken closest to the walk's start.
       if (nextToken === undefined) totalRunning = page.totalRunning;

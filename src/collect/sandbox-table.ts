@@ -6,7 +6,6 @@
 import { EMPTY_NUMBERS, EMPTY_STRINGS } from "../platform/normalize/normalize.js";
 import { PROBE_TAG_KEY, type Sandbox } from "../platform/types.js";
 import { idOrder } from "../util/id-order.js";
-import { inShard, ownShard } from "../util/shard.js";
 
 /** What consumers of a snapshot's sandboxes may rely on: a length and iteration. */
 export interface SandboxList extends Iterable<Sandbox> {
@@ -34,13 +33,6 @@ export type FullRowVisitor = (
   endAt: number | undefined,
   probe: boolean,
 ) => void;
-
-/** This shard's part of `list`, of the same kind: a table stays a table, records stay records. */
-export function shardOfList(list: SandboxList, index: number, total: number): SandboxList {
-  if (total <= 1) return list;
-  if (list instanceof SandboxTable) return list.filter((id) => inShard(id, index, total));
-  return ownShard(list, index, total);
-}
 
 /**
  * Visits every sandbox of `list` without making an object per row (a table's rows are columns;
@@ -167,7 +159,7 @@ export class SandboxTable implements SandboxList {
     private readonly ids: readonly string[],
     private readonly templates: readonly string[],
     private readonly states: readonly string[],
-    private readonly probeTags: readonly string[],
+    probeTags: readonly string[],
     private readonly cols: Columns,
   ) {
     this.probeMetadata = [
@@ -196,19 +188,6 @@ export class SandboxTable implements SandboxList {
         extra: EMPTY_NUMBERS,
       };
     }
-  }
-
-  /** The rows whose id `keep` accepts, as a table (columns copied; strings shared). */
-  filter(keep: (id: string) => boolean): SandboxTable {
-    const rows: number[] = [];
-    for (let i = 0; i < this.ids.length; i++) if (keep(this.ids[i] as string)) rows.push(i);
-    return new SandboxTable(
-      rows.map((i) => this.ids[i] as string),
-      this.templates,
-      this.states,
-      this.probeTags,
-      mapColumns(this.cols, (a) => pickRows(a, rows, rows.length)),
-    );
   }
 
   /** Visits every row as values (see forEachRow). */

@@ -4,7 +4,6 @@ import { PlatformHttpError, PlatformNotFoundError } from "../platform/http-error
 import type { SandboxUsage } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { ExporterError } from "../util/errors.js";
-import { inShard } from "../util/shard.js";
 import { forEachRow, type SandboxList } from "./sandbox-table.js";
 import { COLLECTORS, type CollectorStatus, type Snapshot } from "./snapshot.js";
 
@@ -27,8 +26,6 @@ const USAGE_CONCURRENCY = 2;
 export interface UsageOptions {
   /** Least time between the starts of two reads; a read starts only after a complete walk. */
   intervalMs: number;
-  /** Only this shard's sandboxes are read. */
-  shard: { index: number; total: number };
   /** States whose sandboxes are asked about (the platform samples running sandboxes only). */
   runningStates: readonly string[];
 }
@@ -72,13 +69,12 @@ export class UsageDeadlineError extends ExporterError {
   }
 }
 
-/** The ids a read asks about: this shard's sandboxes in a running state, each once. */
+/** The ids a read asks about: the walk's sandboxes (this shard's) in a running state, each once. */
 export function usageTargets(list: SandboxList, o: UsageOptions): string[] {
   const running = new Set(o.runningStates.map((s) => s.toLowerCase()));
-  const { index, total } = o.shard;
   const ids = new Set<string>();
   forEachRow(list, (id, _template, state) => {
-    if (running.has(state) && inShard(id, index, total)) ids.add(id);
+    if (running.has(state)) ids.add(id);
   });
   return [...ids];
 }

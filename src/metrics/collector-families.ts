@@ -7,7 +7,7 @@ import { Family, labels } from "./exposition/text.js";
  * collect_duration/success, last success and last cycle families of a snapshot (collect_stale is
  * computed at scrape time, in SelfMetrics).
  */
-export function collectorFamilies(ns: string, s: PolledSnapshot): Family[] {
+export function collectorFamilies(ns: string, s: PolledSnapshot, sharded = false): Family[] {
   const duration = new Family(
     `${ns}_exporter_collect_duration_seconds`,
     "gauge",
@@ -37,7 +37,8 @@ export function collectorFamilies(ns: string, s: PolledSnapshot): Family[] {
     success.add(l, c.success ? 1 : 0);
     if (c.lastSuccessAt !== undefined) last.add(l, c.lastSuccessAt / 1000);
   }
-  const cross = s.totalRunning === undefined ? [] : runningCrossCheck(ns, s, s.totalRunning);
+  const cross =
+    s.totalRunning === undefined ? [] : runningCrossCheck(ns, s, s.totalRunning, sharded);
   const skipped = !s.usage
     ? []
     : [
@@ -59,18 +60,26 @@ export function collectorFamilies(ns: string, s: PolledSnapshot): Family[] {
  * The platform's own count of running sandboxes (E2B's X-Total-Running) beside the walk's: a
  * difference that persists is a paging bug on one side or the other.
  */
-function runningCrossCheck(ns: string, s: PolledSnapshot, reported: number): Family[] {
+function runningCrossCheck(
+  ns: string,
+  s: PolledSnapshot,
+  reported: number,
+  sharded: boolean,
+): Family[] {
+  const total = new Family(
+    `${ns}_platform_sandboxes_running_reported`,
+    "gauge",
+    "Running sandboxes as the platform counts them (X-Total-Running of the last walk's first page).",
+  ).add("", reported);
+  // A shard's walk keeps only its own sandboxes: there is nothing to compare the total with.
+  if (sharded) return [total];
   let walked = 0;
   if (s.sandboxes)
     forEachRow(s.sandboxes, (_id, _template, state) => {
       if (state === "running") walked++;
     });
   return [
-    new Family(
-      `${ns}_platform_sandboxes_running_reported`,
-      "gauge",
-      "Running sandboxes as the platform counts them (X-Total-Running of the last walk's first page).",
-    ).add("", reported),
+    total,
     new Family(
       `${ns}_exporter_walk_running_difference`,
       "gauge",

@@ -4,7 +4,6 @@
 import { setImmediate } from "node:timers/promises";
 import { createGzip, gzipSync } from "node:zlib";
 import type { Registry } from "prom-client";
-import { shardOfList } from "../collect/sandbox-table.js";
 import type { PolledSnapshot } from "../collect/usage-collector.js";
 import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
@@ -16,7 +15,7 @@ import { RESOURCE_FIELDS, ValueGuard } from "./exposition/value-guard.js";
 import { extraLabelNames } from "./naming.js";
 import { PerSandboxSeries } from "./per-sandbox.js";
 import { PlatformFamilies } from "./platform-families.js";
-import { ownRecords, runSteps, runStepsYielding, type Steps } from "./render-steps.js";
+import { runSteps, runStepsYielding, type Steps } from "./render-steps.js";
 import { SandboxAggregates } from "./sandbox-aggregates.js";
 import { type RequestObservation, SelfMetrics } from "./self-metrics.js";
 
@@ -213,12 +212,8 @@ export class ExporterMetrics {
     }
     // An unsupported usage collector has no samples to show: its families are left out.
     const usage = snapshot.usage?.status.unsupported ? undefined : snapshot.usage?.samples;
-    const list = snapshot.sandboxes;
-    const own =
-      list &&
-      (Array.isArray(list)
-        ? yield* ownRecords(list as readonly Sandbox[], shard.index, shard.total, slice)
-        : shardOfList(list, shard.index, shard.total));
+    // The walk kept only this shard's sandboxes (the shard is applied at the list).
+    const own = snapshot.sandboxes;
     if (own) {
       yield;
       // Churn compares walks: a snapshot that repeats the last walk's list is not a new one.
@@ -243,7 +238,7 @@ export class ExporterMetrics {
         small.push(droppedFamily(ns, out.dropped));
       }
     }
-    small.push(...collectorFamilies(ns, snapshot));
+    small.push(...collectorFamilies(ns, snapshot, shard.total > 1));
     const counters = this.churn.families(ns, guard);
     small.push(...guardFamilies(ns, guard, usage !== undefined));
     const text = small.map((f) => f.render("prometheus")).join("");

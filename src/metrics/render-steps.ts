@@ -1,8 +1,6 @@
 // Rendering a snapshot in steps: each part yields between slices of sandboxes, so updateAsync can
 // give the event loop a turn (scrapes of the previous body are answered) while update runs the
 // same steps straight through.
-import type { Sandbox } from "../platform/types.js";
-import { inShard } from "../util/shard.js";
 
 /** A render in steps: yields at points where the event loop may run, returns what it made. */
 export type Steps<T> = Generator<void, T, void>;
@@ -25,21 +23,4 @@ export async function runStepsYielding<T>(
     if (r.done) return r.value;
     await turn();
   }
-}
-
-/** The records of `list` in shard `index` of `total` (as shardOfList), yielding every `slice`. */
-export function* ownRecords(
-  list: readonly Sandbox[],
-  index: number,
-  total: number,
-  slice: number,
-): Steps<readonly Sandbox[]> {
-  if (total <= 1) return list;
-  const out: Sandbox[] = [];
-  for (let i = 0; i < list.length; i++) {
-    if (i > 0 && i % slice === 0) yield;
-    const s = list[i] as Sandbox;
-    if (inShard(s.id, index, total)) out.push(s);
-  }
-  return out;
 }

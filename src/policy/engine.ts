@@ -5,7 +5,6 @@ import type { Snapshot } from "../collect/snapshot.js";
 import type { PolicyRule, PolicySpec } from "../config/policy-schema.js";
 import type { Sandbox, SandboxUsage } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
-import { ownShard } from "../util/shard.js";
 import { type Activity, ActivityTracker, type LogReader } from "./activity.js";
 import {
   EMPTY_MEMORY,
@@ -51,7 +50,6 @@ export interface PolicyEngineOptions {
   logger: Logger;
   registry: Registry;
   namespace: string;
-  shard: { index: number; total: number };
   states: { running: readonly string[] };
   /** A run's time budget when the spec sets none (the poll interval). */
   defaultRunTimeMs: number;
@@ -167,8 +165,9 @@ export class PolicyEngine {
     const budgetMs = spec.maxRunTimeMs ?? this.o.defaultRunTimeMs;
     const until = now + budgetMs;
     const clock = () => this.o.clock.now();
-    const { index, total } = this.o.shard;
-    const own = ownShard(snapshot.sandboxes ?? [], index, total);
+    // The walk kept only this shard's sandboxes: every one of them is ours to act on.
+    const list = snapshot.sandboxes ?? [];
+    const own: readonly Sandbox[] = Array.isArray(list) ? list : Array.from(list);
     const samples = this.samples(own, now);
     const sample = new Set([...samples.values()].flat());
     const asked = this.idleAsked(own, now);

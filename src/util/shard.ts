@@ -51,14 +51,3 @@ export function shardOf(id: string, total: number): number {
 export function inShard(id: string, index: number, total: number): boolean {
   return shardOf(id, total) === index;
 }
-
-/** The items of `list` whose id is in shard `index` of `total`, as an array. */
-export function ownShard<T extends { readonly id: string }>(
-  list: Iterable<T>,
-  index: number,
-  total: number,
-): T[] {
-  const out: T[] = [];
-  for (const s of list) if (inShard(s.id, index, total)) out.push(s);
-  return out;
-}

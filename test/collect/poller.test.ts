@@ -12,6 +12,7 @@ import { PlatformHttpError } from "../../src/platform/http-errors.js";
 import { PROBE_TAG_KEY } from "../../src/platform/types.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
+import { inShard } from "../../src/util/shard.js";
 import { linesOf, metricsWith, scrapeText } from "../metrics/fixtures.js";
 
 const INTERVAL = 1_000;
@@ -204,6 +205,48 @@ describe("Poller", () => {
     expect(s.collectors.sandboxes).toMatchObject({ success: false, stale: true });
     expect(s.sandboxes?.length).toBe(100);
     expect(published.at(-1)).toBe(s);
+  });
+});
+
+describe("the shard, applied at the list", () => {
+  it("keeps only its own sandboxes, and reads nothing but the id of the others", async () => {
+    const ids = Array.from({ length: 40 }, (_, i) => `sb-${i}`);
+    // Every record carries an end time that does not parse: only a record normalized counts it.
+    const body = JSON.stringify(ids.map((id) => ({ sandboxID: id, state: "running", endAt: "x" })));
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" }).end(body);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const dispatcher = new Agent();
+    const reader = new ControlClient({
+      apiUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      apiKey: "",
+      authStyle: "x-api-key",
+      authHeader: "X-API-Key",
+      timeoutMs: 5_000,
+      retries: 0,
+      envProxy: false,
+      clock,
+      dispatcher,
+    });
+    try {
+      const seen: string[] = [];
+      for (const index of [0, 1, 2]) {
+        const before = reader.invalid.entries().reduce((n, c) => n + c.count, 0);
+        const { p } = poller({ reader, clusterWide: false, shard: { index, total: 3 } });
+        const s = await cycle(p);
+        const own = [...(s.sandboxes ?? [])].map((x) => x.id);
+        expect(own.length).toBeGreaterThan(0);
+        expect(own.every((id) => inShard(id, index, 3))).toBe(true);
+        const counted = reader.invalid.entries().reduce((n, c) => n + c.count, 0) - before;
+        expect(counted, "end times read: this shard's records only").toBe(own.length);
+        seen.push(...own);
+      }
+      expect(seen.sort()).toEqual([...ids].sort());
+    } finally {
+      await dispatcher.close();
+      server.close();
+    }
   });
 });
 

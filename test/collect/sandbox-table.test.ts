@@ -4,12 +4,10 @@ import {
   forEachFullRow,
   forEachRow,
   SandboxTable,
-  shardOfList,
   visitFullRows,
 } from "../../src/collect/sandbox-table.js";
 import { PROBE_TAG_KEY, type Sandbox } from "../../src/platform/types.js";
 import { idOrder } from "../../src/util/id-order.js";
-import { inShard } from "../../src/util/shard.js";
 
 function sandbox(i: number, over: Partial<Sandbox> = {}): Sandbox {
   return {
@@ -138,7 +136,7 @@ describe("SandboxTable", () => {
     }
   });
 
-  it("keeps of the metadata only the probe tag, through sorting and sharding", () => {
+  it("keeps of the metadata only the probe tag, through sorting", () => {
     const b = SandboxTable.builder();
     const tagged = (i: number, tag: string) =>
       sandbox(i, { metadata: { team: "ml", [PROBE_TAG_KEY]: tag } });
@@ -151,24 +149,6 @@ describe("SandboxTable", () => {
       ["s8", {}],
       ["s9", { [PROBE_TAG_KEY]: "one" }],
     ]);
-    const part = table.filter((id) => id !== "s7");
-    expect(meta(part)).toEqual(meta(table).filter(([id]) => id !== "s7"));
-  });
-
-  it("keeps a shard's part of a table as a table, and of records as records", () => {
-    const rows = Array.from({ length: 400 }, (_, i) => sandbox(i, { templateId: `t${i % 3}` }));
-    const b = SandboxTable.builder();
-    for (const r of rows) b.push(r);
-    const table = b.build();
-    const parts = [0, 1, 2].map((k) => shardOfList(table, k, 3));
-    for (const p of parts) expect(p).toBeInstanceOf(SandboxTable);
-    expect(parts.reduce((n, p) => n + p.length, 0)).toBe(400);
-    for (const [k, p] of parts.entries()) {
-      const want = [...table].filter((s) => inShard(s.id, k, 3)).map(fields);
-      expect([...p].map(fields)).toEqual(want);
-    }
-    expect(Array.isArray(shardOfList(rows, 1, 3))).toBe(true);
-    expect(shardOfList(table, 0, 1)).toBe(table);
   });
 
   it("codes a template or state by its value, however the values alternate", () => {

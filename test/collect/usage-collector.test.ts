@@ -85,11 +85,8 @@ function poller(
     confirmDropRatio: 0.5,
     maxBackoffMs: 4 * INTERVAL,
     capabilityRecheckMs: 10 * INTERVAL,
-    usage: {
-      intervalMs: USAGE_EVERY,
-      shard: o.shard ?? { index: 0, total: 1 },
-      runningStates: ["running", "active"],
-    },
+    shard: o.shard ?? { index: 0, total: 1 },
+    usage: { intervalMs: USAGE_EVERY, runningStates: ["running", "active"] },
     onSnapshot: (s) => {
       published.push(s);
       o.metrics?.update(s);
@@ -311,7 +308,7 @@ describe("the usage collector", () => {
     const { p, batches, published } = poller({
       reader: hung,
       intervalMs,
-      usage: { intervalMs: INTERVAL, shard: { index: 0, total: 1 }, runningStates: ["running"] },
+      usage: { intervalMs: INTERVAL, runningStates: ["running"] },
     });
     await p.tick();
     expect(published.at(-1)?.walked).toBe(true);

@@ -192,20 +192,6 @@ describe("why a sandbox disappeared", () => {
 });
 
 describe("churn inside ExporterMetrics", () => {
-  it("counts only this shard's sandboxes", async () => {
-    const { metrics } = metricsWith({ shard: { index: 1, total: 2 } });
-    const ids = Array.from({ length: 30 }, (_, i) => `s${i}`);
-    metrics.update(snapshot({ sandboxes: ids.map((id) => sandbox(id)) }));
-    metrics.update(snapshot({ cycle: 2, sandboxes: [] }));
-    const text = await scrapeText(metrics);
-    const gone = linesOf(text, "sandbox_sandboxes_disappeared_total").reduce(
-      (n, l) => n + Number(l.split(" ")[1]),
-      0,
-    );
-    expect(gone).toBeGreaterThan(0);
-    expect(gone).toBeLessThan(30);
-  });
-
   it("judges at the end of the walk that missed the sandbox, not when the snapshot was published", async () => {
     const { metrics } = metricsWith({ pausedStates: ["hibernated"] });
     const endAt = T0 + 5 * MIN;

@@ -248,11 +248,12 @@ describe("the cached exposition", () => {
             const walk = [...fleet.values()];
             const k = (shuffles[n] ?? 0) % (walk.length || 1);
             const list = [...walk.slice(k), ...walk.slice(0, k)];
-            const snap = snapshot({ cycle: n + 1, startedAt: T0 + n * 1_000, sandboxes: list });
+            // The walk keeps only this shard's sandboxes (the shard is applied at the list).
+            const own = list.filter((s) => fnv1a32(s.id) % shard.total === shard.index);
+            const snap = snapshot({ cycle: n + 1, startedAt: T0 + n * 1_000, sandboxes: own });
             metrics.update(snap);
             const fresh = metricsWith(options).metrics;
             fresh.update(snap);
-            const own = list.filter((s) => fnv1a32(s.id) % shard.total === shard.index);
             for (const format of ["prometheus", "openmetrics"] as const) {
               const plain = Buffer.concat((await metrics.render(format, false)).body).toString();
               const zipped = gunzipSync(

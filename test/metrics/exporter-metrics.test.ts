@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { UsageData } from "../../src/collect/usage-collector.js";
 import { negotiateFormat } from "../../src/metrics/exporter-metrics.js";
 import type { SandboxUsage } from "../../src/platform/types.js";
+import { inShard } from "../../src/util/shard.js";
 import {
   collectors,
   linesOf,
@@ -188,11 +189,13 @@ describe("ExporterMetrics snapshot families", () => {
     expect(text).not.toContain("sandbox_platform_health_status");
   });
 
-  it("exports only its own shard's sandboxes, with a shard label, and cluster-wide data only on shard 0", async () => {
+  it("labels a shard's sandboxes with its shard, and exports cluster-wide data only on shard 0", async () => {
     const ids = Array.from({ length: 40 }, (_, i) => `sb-${i}`);
-    const snap = { ...small(), sandboxes: ids.map((id) => sandbox(id)) };
     const seen: string[] = [];
     for (const index of [0, 1, 2]) {
+      // What that shard's walk kept: the poller applies the shard at the list.
+      const mine = ids.filter((id) => inShard(id, index, 3));
+      const snap = { ...small(), sandboxes: mine.map((id) => sandbox(id)) };
       const { metrics } = metricsWith({
         perSandboxMetrics: true,
         shard: { index, total: 3 },
@@ -202,6 +205,7 @@ describe("ExporterMetrics snapshot families", () => {
       const own = linesOf(text, "sandbox_sandbox_info").map(
         (l) => /sandbox_id="([^"]+)"/.exec(l)?.[1] as string,
       );
+      expect(own.sort()).toEqual([...mine].sort());
       seen.push(...own);
       expect(linesOf(text, "sandbox_sandboxes")).toEqual([
         `sandbox_sandboxes{state="running",template="base",shard="${index}"} ${own.length}`,

@@ -13,6 +13,7 @@ import {
   normalizeNode,
   normalizeOverview,
   normalizeSandbox,
+  normalizeSandboxIf,
   normalizeTemplate,
   normalizeUsageList,
   normalizeUsageMap,
@@ -207,17 +208,21 @@ export class ControlClient {
   /**
    * One page of /v2/sandboxes whose items are normalized on demand (see walkPages); `slim` leaves
    * out the metadata but the probe tag, and the unmapped fields, for a caller that keeps neither.
+   * `keep`: only items whose id it accepts are normalized and kept (the shard, applied at the list).
    */
   async listSandboxPage(
     q: SandboxQuery,
-    opts: { slim?: boolean } = {},
+    opts: { slim?: boolean; keep?: (id: string) => boolean } = {},
   ): Promise<DeferredPage<Sandbox>> {
     const e = "/v2/sandboxes";
     const r = await this.send({ method: "GET", path: e, endpoint: e, query: this.listQuery(q) });
     const n = this.n;
     const slim = opts.slim === true;
+    const keep = opts.keep;
     const d = this.decode(e, "GET", () =>
-      deferList(n, r.body, r.headers, (raw, p) => normalizeSandbox(n, raw, p, slim)),
+      deferList(n, r.body, r.headers, (raw, p) =>
+        keep ? normalizeSandboxIf(n, raw, p, slim, keep) : normalizeSandbox(n, raw, p, slim),
+      ),
     );
     return { ...d, items: () => this.decode(e, "GET", () => d.items()) };
   }

@@ -113,6 +113,19 @@ export class FieldSpec {
       const v = obj[memo];
       if (v !== null && v !== undefined) return v;
     }
+    return this.scan(obj, table, true);
+  }
+
+  /**
+   * The value `read` finds, without trusting or changing the memo: safe on a record whose key walk
+   * has not run (the shard check reads a list item's id before deciding to normalize it).
+   */
+  peek(obj: Json, table: FieldTable): unknown {
+    return this.scan(obj, table, false);
+  }
+
+  /** Every spelling in rank order, then the loose ones; `remember`: memo the spelling found. */
+  private scan(obj: Json, table: FieldTable, remember: boolean): unknown {
     let first: string | null = null;
     let found: unknown;
     for (let i = 0; i < this.cands.length; i++) {
@@ -137,9 +150,9 @@ export class FieldSpec {
       }
       if (first !== null) found = obj[first] ?? undefined;
     }
-    if (this.memoizable) {
+    if (remember && this.memoizable) {
       this.memo = first;
-      this.memoShape = shape;
+      this.memoShape = table.shape;
     }
     return found;
   }

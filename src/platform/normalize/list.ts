@@ -50,7 +50,8 @@ export function deferList<T>(
   n: Normalizer,
   body: unknown,
   headers: Headers,
-  item: (raw: unknown, path: string) => T,
+  /** One item; undefined leaves it out uncounted (a record of another shard). */
+  item: (raw: unknown, path: string) => T | undefined,
   options: ListOptions = {},
 ): DeferredPage<T> {
   const t = n.list;
@@ -73,8 +74,8 @@ export function deferList<T>(
       let dropped: UntrackableRecordError[] | undefined;
       for (let i = 0; i < list.length; i++) {
         try {
-          items[kept] = item(list[i], indexPath(paths, prefix, i));
-          kept++;
+          const v = item(list[i], indexPath(paths, prefix, i));
+          if (v !== undefined) items[kept++] = v;
         } catch (err) {
           // One record the walk cannot track must not fail the page, and with it the fleet.
           if (!(err instanceof UntrackableRecordError)) throw err;
@@ -82,7 +83,10 @@ export function deferList<T>(
           dropped.push(err);
         }
       }
-      if (dropped === undefined) return items;
+      if (dropped === undefined) {
+        items.length = kept;
+        return items;
+      }
       // A page holding no object at all is no list of records (`[[[...]]]`, a list of ids).
       const first = dropped[0] as UntrackableRecordError;
       if (kept === 0 && dropped.every((e) => e.field === RECORD_FIELD)) throw first;

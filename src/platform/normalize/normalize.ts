@@ -16,6 +16,7 @@ export {
   normalizeLogEntry,
   normalizeNode,
   normalizeSandbox,
+  normalizeSandboxIf,
   normalizeTemplate,
 } from "./records.js";
 export { normalizeUsageList, normalizeUsageMap } from "./usage.js";

@@ -73,6 +73,27 @@ export function normalizeSandbox(
   return { id, templateId, state, cpuCount, memoryMB, startedAt, endAt, domain, metadata, extra };
 }
 
+/**
+ * A sandbox list item, normalized only when `keep` accepts its id: the shard is applied at the
+ * list, so another shard's record costs one id read and is never kept. An item without a
+ * readable id goes through normalizeSandbox, which leaves it out and counts it.
+ */
+export function normalizeSandboxIf(
+  n: Normalizer,
+  raw: unknown,
+  path: string,
+  slim: boolean,
+  keep: (id: string) => boolean,
+): Sandbox | undefined {
+  if (isRecord(raw)) {
+    const v = n.sandbox.fields.id.peek(raw, n.sandbox);
+    const id =
+      typeof v === "string" ? v : typeof v === "number" && Number.isFinite(v) ? String(v) : "";
+    if (id !== "" && !keep(id)) return undefined;
+  }
+  return normalizeSandbox(n, raw, path, slim);
+}
+
 /** Normalizes one node record: id, status, every numeric field, short string fields as info. */
 export function normalizeNode(n: Normalizer, raw: unknown, path = "node"): PlatformNode {
   const t = n.node;
