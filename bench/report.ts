@@ -230,7 +230,11 @@ export function printTable(
   );
 }
 
-function printScale(s: { sandboxes: number; simulatorMB: number; cases: ScaleCase[] }): void {
+export function printScale(s: {
+  sandboxes: number;
+  simulatorMB: number;
+  cases: ScaleCase[];
+}): void {
   head(
     `${s.sandboxes} sandboxes (simulator RSS ${s.simulatorMB.toFixed(0)} MB); RSS rows: as is, then after a forced GC`,
     "exporter",
@@ -259,6 +263,9 @@ function printScale(s: { sandboxes: number; simulatorMB: number; cases: ScaleCas
       c.memory.afterCycle2ForcedGc.rss,
       "1 reading",
       "",
+    );
+    console.log(
+      `  ${c.label}: RSS as read after cycles 1-4: ${c.rssAfterCycles.map((m) => m.toFixed(0)).join(", ")} MB`,
     );
     row(
       `${c.label}: gzip scrape p50 / p99 ms`,

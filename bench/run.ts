@@ -2,7 +2,8 @@
 // Every part runs in its own process: the simulator, the exporter under test, the bare undici
 // loop and the render comparison are children; this parent only drives them and scrapes.
 // `npm run bench -- --1m` adds the cases at 1,000,000 sandboxes (a few minutes more);
-// `npm run bench -- --only policy` runs the policy cases alone (figures to .tmp/bench/).
+// `npm run bench -- --only policy` (or `--only scale`, the 1,000,000-sandbox cases) runs those
+// cases alone (figures to .tmp/bench/).
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
@@ -21,7 +22,7 @@ import { policyCost } from "./policy-case.js";
 import { MOSTLY_IDLE, policyFleet, printFleetRuns } from "./policy-fleet-case.js";
 import { probeTiming } from "./probe-case.js";
 import { renderComparison } from "./render-case.js";
-import { printMachine, printPolicy, printTable } from "./report.js";
+import { printMachine, printPolicy, printScale, printTable } from "./report.js";
 import { scaleCases } from "./scale-case.js";
 
 const SANDBOXES = Number(process.env.BENCH_SANDBOXES ?? 100_000);
@@ -46,8 +47,8 @@ const POLICY_MEASURED = {
 const withScale = process.argv.includes("--1m");
 const onlyAt = process.argv.indexOf("--only");
 const only = onlyAt < 0 ? undefined : process.argv[onlyAt + 1];
-if (only !== undefined && only !== "policy")
-  throw new Error(`--only takes "policy" (the one case that runs alone), not ${only}`);
+if (only !== undefined && only !== "policy" && only !== "scale")
+  throw new Error(`--only takes "policy" or "scale" (the cases that run alone), not ${only}`);
 const t0 = performance.now();
 // Other work on the machine skews every figure: the load before and after goes into the results.
 const loadAtStart = loadavg();
@@ -86,6 +87,23 @@ if (only === "policy") {
   printFleetRuns(MOSTLY_IDLE_LABEL, idleFleet);
   console.log(
     `\nwritten to .tmp/bench/results-policy.json; ${results.benchSeconds.policy.toFixed(0)} s`,
+  );
+} else if (only === "scale") {
+  const scale = await scaleCases(buildExporterChild(), SCALE_SANDBOXES);
+  const results = {
+    date: new Date().toISOString(),
+    node: process.version,
+    machine: machine(),
+    benchSeconds: { scale: (performance.now() - t0) / 1000 },
+    scale,
+  };
+  mkdirSync(".tmp/bench", { recursive: true });
+  writeFileSync(".tmp/bench/results-scale.json", `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`\nsandbox-exporter bench, scale cases only, ${SCALE_SANDBOXES} sandboxes`);
+  printMachine(results.machine);
+  printScale(scale);
+  console.log(
+    `\nwritten to .tmp/bench/results-scale.json; ${results.benchSeconds.scale.toFixed(0)} s`,
   );
 } else await everything();
 

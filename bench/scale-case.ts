@@ -1,7 +1,8 @@
-// One million sandboxes (`npm run bench -- --1m`): aggregates only (per-sandbox series off), and
-// per-sandbox series on for one representative shard of four (`--shard 0 --total-shards 4`; each
-// shard walks every page and keeps its quarter). Each is paired with the bare loop over the same
-// pages, and its RSS is read after the first and the second cycle.
+// One million sandboxes (`npm run bench -- --1m`, or `-- --only scale`): aggregates only
+// (per-sandbox series off), and per-sandbox series on for one representative shard of four and of
+// twenty (`--shard 0 --total-shards 4|20`; each shard walks every page and keeps its part, the
+// others' records dropped at the list). Each is paired with the bare loop over the same pages; RSS
+// is read after each of the first four cycles (as is), and after the first two with a forced GC.
 import {
   compiledChild,
   type ExporterChild,
@@ -24,6 +25,8 @@ export interface ScaleCase {
   flags: string[];
   poll: PollFigures;
   firstCycleMs: number;
+  /** RSS (MB) as read, no forced GC, after each of the first four cycles. */
+  rssAfterCycles: number[];
   /** RSS and heap (MB) after the first and the second cycle: as is, then after a forced GC. */
   memory: {
     afterCycle1: Memory;
@@ -52,18 +55,21 @@ export async function scaleCases(
   try {
     await bare.call("run"); // the bare loop's JIT warm-up
     const off = await scaleCase(exporter, sim.ready.apiUrl, bare, "aggregates only", common);
-    const on = await scaleCase(exporter, sim.ready.apiUrl, bare, "per-sandbox, shard 0/4", [
-      ...common,
-      "--per-sandbox-metrics",
-      "--max-sandbox-series",
-      String(sandboxes),
-      "--shard",
-      "0",
-      "--total-shards",
-      "4",
-    ]);
+    const shard = (total: number) =>
+      scaleCase(exporter, sim.ready.apiUrl, bare, `per-sandbox, shard 0/${total}`, [
+        ...common,
+        "--per-sandbox-metrics",
+        "--max-sandbox-series",
+        String(sandboxes),
+        "--shard",
+        "0",
+        "--total-shards",
+        String(total),
+      ]);
+    const four = await shard(4);
+    const twenty = await shard(20);
     const simulatorMB = (await sim.call<Memory>("memory")).rss ?? Number.NaN;
-    return { sandboxes, simulatorMB, cases: [off, on] };
+    return { sandboxes, simulatorMB, cases: [off, four, twenty] };
   } finally {
     await bare.stop();
     await sim.stop();
@@ -88,6 +94,12 @@ async function scaleCase(
     const m1 = await memory();
     await child.call("cycle");
     const m2 = await memory();
+    // Cycles 3 and 4: the second cycle is not the steady state (tables sized from the last walk).
+    const rssAfterCycles = [m1.now.rss ?? Number.NaN, m2.now.rss ?? Number.NaN];
+    for (let i = 0; i < 2; i++) {
+      await child.call("cycle");
+      rssAfterCycles.push((await memory()).now.rss ?? Number.NaN);
+    }
     const client = new ScrapeClient(child.ready.url);
     const gzipScrape = await client.run(SCRAPES, true, 2);
     await client.close();
@@ -98,6 +110,7 @@ async function scaleCase(
       flags,
       poll: { ...poll, warmRuns: 2 },
       firstCycleMs: first.ms,
+      rssAfterCycles,
       memory: {
         afterCycle1: m1.now,
         afterCycle1ForcedGc: m1.afterGc,

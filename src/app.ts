@@ -4,7 +4,6 @@ import type { Logger } from "pino";
 import { Agent, type Dispatcher } from "undici";
 import { Poller } from "./collect/poller.js";
 import type { Snapshot } from "./collect/snapshot.js";
-import type { PolledSnapshot } from "./collect/usage-collector.js";
 import { loadPolicySpec } from "./config/policy-file.js";
 import { policySpec } from "./config/policy-schema.js";
 import type { Config } from "./config/schema.js";
@@ -78,7 +77,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     pausedStates: config.states.paused,
     clock,
     version: VERSION,
-    logger,
+    logger: logger.child({ component: "metrics" }),
     scrub: (text) => secrets.scrub(text),
   });
   // One request budget for poll, probes and policy together, served in that order.
@@ -113,6 +112,8 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   });
   // Each reader owns its normalizer: what one's records teach the field tables is its own.
   const pollReader = control.withOwnNormalizer("poll");
+  // One child logger per component: every line says where it came from.
+  const pollLog = logger.child({ component: "poll" });
   // What the poll's reads left out (values that did not parse, records without an id).
   registerInvalidValueMetrics(metrics.registry, config.metrics.namespace, () =>
     pollReader.invalid.entries(),
@@ -143,12 +144,12 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
         }
       : {}),
     onPageLimit: (from, to) =>
-      logger.warn(
+      pollLog.warn(
         { from, to },
         "the platform refused the page size: walking with the smaller one from now on (set poll.pageLimit to it)",
       ),
     onSupport: (collector, supported, error) =>
-      logger.info(
+      pollLog.info(
         { collector, ...(error ? { answer: error.message } : {}) },
         supported
           ? "collector supported again: the platform now serves its endpoint"
@@ -158,7 +159,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     ...(config.poll.maxWalkMs !== undefined ? { maxWalkMs: config.poll.maxWalkMs } : {}),
     onWalkAbandoned: () => {
       metrics.walkAbandoned();
-      logger.warn(
+      pollLog.warn(
         { maxWalkMs: config.poll.maxWalkMs ?? 4 * pollIntervalMs },
         "sandbox walk abandoned as incomplete: it ran past poll.maxWalkMs",
       );
@@ -167,7 +168,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     onError: (err) => onError(err),
     onDrop: (confirmed) => {
       metrics.walkDrop(confirmed);
-      logger.warn(
+      pollLog.warn(
         { confirmed },
         confirmed
           ? "sandbox count fell sharply; a second walk confirmed it"
@@ -192,10 +193,10 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   const policyLoop = policy
     ? new PolicyLoop(
         (snapshot) => policy.run(snapshot),
-        (err) => logger.error({ err: String(err) }, "policy run failed"),
+        (err) => logger.error({ err }, "policy run failed"),
       )
     : undefined;
-  const published = async (snapshot: PolledSnapshot): Promise<void> => {
+  const published = async (snapshot: Snapshot): Promise<void> => {
     // Rendered in slices between which scrapes are served the previous body (see updateAsync).
     await metrics.updateAsync(snapshot);
     // The policy acts on walks (a snapshot repeating the last walk's list brings it nothing new),
@@ -203,18 +204,12 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     if (snapshot.walked) policyLoop?.offer(snapshot);
     for (const c of Object.values(snapshot.collectors)) {
       if (!c.success && !c.skipped && !c.unsupported && snapshot.refreshed.includes(c.name))
-        logger.warn(
+        pollLog.warn(
           { collector: c.name, error: c.error },
           "collector failed; serving last good data",
         );
     }
-    const u = snapshot.usage;
-    if (u?.refreshed && !u.status.success && !u.status.unsupported)
-      logger.warn(
-        { collector: "usage", error: u.status.error },
-        "collector failed; serving last good data",
-      );
-    logger.debug(
+    pollLog.debug(
       {
         cycle: snapshot.cycle,
         ms: snapshot.finishedAt - snapshot.startedAt,
@@ -225,12 +220,12 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   };
   const onSkip = (): void => {
     metrics.skippedTick();
-    logger.warn("sandbox walk still running at this tick; the other collectors were refreshed");
+    pollLog.warn("sandbox walk still running at this tick; the other collectors were refreshed");
   };
   const cycle = async (): Promise<void> => {
     if ((await poller.tick()).walkBusy) onSkip();
   };
-  const onError = (err: unknown): void => logger.error({ err: String(err) }, "poll cycle failed");
+  const onError = (err: unknown): void => pollLog.error({ err }, "poll cycle failed");
   // The first cycle runs at start (below): the schedule's first tick comes an interval later,
   // not at the next whole second while that cycle still walks. croner keeps the system's time.
   const schedule = startSchedule(
@@ -283,7 +278,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     enableLifecycle: config.server.enableLifecycle,
     ...(prober ? { routes: prober.routes() } : {}),
     ready: () => poller.latest !== undefined,
-    logger,
+    logger: logger.child({ component: "server" }),
     ...serverSecurity(config),
   });
   if (!deps.manual) void schedule.trigger();
@@ -388,6 +383,7 @@ function newProber(
     proxyNodeIp: p.proxyNodeIp,
     proxyPortHttp: p.proxyPortHttp,
     agentPort: p.agentPort,
+    routing: p.dataPlaneRouting,
     timeoutMs: p.timeoutMs,
     secrets,
   });
@@ -399,7 +395,7 @@ function newProber(
     secrets,
     registry: metrics.registry,
     clock: deps.clock,
-    logger: deps.logger,
+    logger: deps.logger.child({ component: "probe" }),
     namespace: config.metrics.namespace,
     instance: probe.instance,
     concurrency: probe.concurrency,

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Entry point: parse flags and environment, build the config, start the parts, handle signals.
 import { closeSync, openSync, readSync } from "node:fs";
+import { hostname } from "node:os";
 import { type Exporter, startExporter } from "./app.js";
 import {
   ConfigError,
@@ -47,7 +48,7 @@ function readUtf8(path: string): string {
 /** Loads config from argv and the environment, printing problems and exiting 2 on failure. */
 export function loadOrExit(argv: string[], env: Record<string, string | undefined>): LoadedConfig {
   try {
-    return loadConfig({ argv, env, readFile: readUtf8, requireApi: true });
+    return loadConfig({ argv, env, readFile: readUtf8, requireApi: true, hostname: hostname() });
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`sandbox-exporter: invalid configuration\n${err.format()}\n`);
@@ -87,7 +88,7 @@ export async function main(
     exporter.stop().then(
       () => process.exit(0),
       (err: unknown) => {
-        logger.error({ err: String(err) }, "shutdown failed");
+        logger.error({ err }, "shutdown failed");
         process.exit(1);
       },
     );
@@ -101,7 +102,9 @@ export async function main(
       secrets,
       clock: systemClock,
       readFile: readUtf8,
-      reloadConfig: () => loadConfig({ argv, env, readFile: readUtf8, requireApi: true }).config,
+      reloadConfig: () =>
+        loadConfig({ argv, env, readFile: readUtf8, requireApi: true, hostname: hostname() })
+          .config,
     });
   } catch (err) {
     if (err instanceof PolicyFileError) {

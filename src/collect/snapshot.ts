@@ -1,10 +1,26 @@
 // The immutable result of one poll cycle: what /metrics, /status and the policy engine read.
-import type { ClusterOverview, Health, PlatformNode, Template } from "../platform/types.js";
+import type {
+  ClusterOverview,
+  Health,
+  PlatformNode,
+  SandboxUsage,
+  Template,
+} from "../platform/types.js";
 import type { SandboxList } from "./sandbox-table.js";
 
-/** The independent parts of a poll cycle; each succeeds or fails on its own. */
-export const COLLECTORS = ["health", "overview", "nodes", "templates", "sandboxes"] as const;
-export type CollectorName = (typeof COLLECTORS)[number];
+/**
+ * The data of the collectors refreshed every tick, by collector name. A new tick collector adds
+ * its entry from its own file (`declare module "./snapshot.js" { interface TickData {...} }`).
+ */
+export interface TickData {
+  health: Health;
+  overview: ClusterOverview;
+  nodes: readonly PlatformNode[];
+  templates: readonly Template[];
+}
+export type TickName = keyof TickData;
+/** The independent parts of a poll cycle (see collectors.ts); each succeeds or fails on its own. */
+export type CollectorName = TickName | "sandboxes" | "usage";
 
 /** Outcome of one collector in the latest cycle. */
 export interface CollectorStatus {
@@ -49,25 +65,34 @@ export interface SandboxAggregate {
   oldestStartSeconds?: number;
 }
 
+/** What a snapshot carries of the opt-in usage collector when it is on. */
+export interface UsageData {
+  /**
+   * Latest sample by sandbox id, of the last read: a sandbox the platform did not answer for has
+   * none; the sandboxes of a batch that failed keep the samples of the read before.
+   */
+  samples: ReadonlyMap<string, SandboxUsage>;
+  /** Sandboxes of the last read left out because their id alone is too long for a request. */
+  skippedIds?: number;
+}
+
 /** Everything one poll cycle produced, plus the last good data of collectors that failed. */
-export interface Snapshot {
+export interface Snapshot extends Partial<TickData> {
   /** Monotonic cycle number, starting at 1. */
   cycle: number;
   /** Epoch ms the cycle started. */
   startedAt: number;
   /** Epoch ms the cycle finished. */
   finishedAt: number;
-  health?: Health;
-  overview?: ClusterOverview;
-  nodes?: readonly PlatformNode[];
-  templates?: readonly Template[];
   /**
-   * All sandboxes of the walk (every shard); per-sandbox output filters by shard. An array when
+   * This shard's sandboxes of the walk (the walk drops the others' at the list). An array when
    * per-sandbox series or the policy need whole records, else a compact SandboxTable.
    */
   sandboxes?: SandboxList;
   /** Running sandboxes as the platform counted them (E2B's X-Total-Running), from the last walk. */
   totalRunning?: number;
+  /** The usage collector's samples, when it is on (its status is in `collectors`). */
+  usage?: UsageData;
   /** True when this snapshot carries a walk of every page of /v2/sandboxes that just ended. */
   sandboxesComplete: boolean;
   /**
@@ -77,5 +102,11 @@ export interface Snapshot {
   walked: boolean;
   /** Collectors whose outcome is new in this snapshot (the others repeat an earlier one). */
   refreshed: readonly CollectorName[];
+  /** Every collector's status; one this instance does not run is `skipped`. */
   collectors: Readonly<Record<CollectorName, CollectorStatus>>;
+}
+
+/** Every collector's status in a snapshot, in the registry's order. */
+export function collectorStatuses(s: Snapshot): CollectorStatus[] {
+  return Object.values(s.collectors);
 }

@@ -4,8 +4,10 @@ import { PlatformHttpError, PlatformNotFoundError } from "../platform/http-error
 import type { SandboxUsage } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { ExporterError } from "../util/errors.js";
+import type { Capabilities } from "./capabilities.js";
+import { failure, type Outcome, type PlatformReader } from "./collector.js";
 import { forEachRow, type SandboxList } from "./sandbox-table.js";
-import { COLLECTORS, type CollectorStatus, type Snapshot } from "./snapshot.js";
+import type { UsageData } from "./snapshot.js";
 
 /** Ids per GET /sandboxes/metrics: E2B's maximum. */
 export const USAGE_BATCH = 100;
@@ -28,35 +30,6 @@ export interface UsageOptions {
   intervalMs: number;
   /** States whose sandboxes are asked about (the platform samples running sandboxes only). */
   runningStates: readonly string[];
-}
-
-/** The usage collector's status: a CollectorStatus named "usage" (it is opt-in, not in COLLECTORS). */
-export interface UsageStatus extends Omit<CollectorStatus, "name"> {
-  name: "usage";
-}
-
-/** What a snapshot carries of the usage collector when it is on. */
-export interface UsageData {
-  /**
-   * Latest sample by sandbox id, of the last read: a sandbox the platform did not answer for has
-   * none; the sandboxes of a batch that failed keep the samples of the read before.
-   */
-  samples: ReadonlyMap<string, SandboxUsage>;
-  status: UsageStatus;
-  /** This snapshot is the first to carry a read's outcome. */
-  refreshed: boolean;
-  /** Sandboxes of the last read left out because their id alone exceeds USAGE_QUERY_BYTES. */
-  skippedIds?: number;
-}
-
-/** A snapshot and, when the usage collector is on, its part. */
-export type PolledSnapshot = Snapshot & { usage?: UsageData };
-
-/** Every collector's status in a snapshot, the usage collector's last when it is on. */
-export function collectorStatuses(s: PolledSnapshot): Array<CollectorStatus | UsageStatus> {
-  const out: Array<CollectorStatus | UsageStatus> = COLLECTORS.map((n) => s.collectors[n]);
-  if (s.usage) out.push(s.usage.status);
-  return out;
 }
 
 /** A usage read ran out of time before it had asked about every sandbox. */
@@ -192,4 +165,85 @@ function refusesEndpoint(err: unknown): boolean {
     err instanceof PlatformNotFoundError ||
     (err instanceof PlatformHttpError && [401, 403, 405].includes(err.status))
   );
+}
+
+/** What the usage collector needs around it. */
+export interface UsageCollectorOptions {
+  usage: UsageOptions;
+  reader: PlatformReader;
+  clock: Clock;
+  /** The poll interval: a read starts no batch once it has passed. */
+  intervalMs: number;
+  capabilities: Capabilities;
+  /** A read ended: its outcome waits for the next snapshot (published at once outside a tick). */
+  onRead: () => Promise<void>;
+  onError?: (err: unknown) => void;
+}
+
+/**
+ * The opt-in usage collector: after a complete walk, at most once per usage.intervalMs, reads the
+ * walk's running sandboxes in batches. Neither walks nor ticks wait for it.
+ */
+export class UsageCollector {
+  /** The read in flight, if any. */
+  inFlight: Promise<void> | undefined;
+  /** A read ended and no snapshot has carried its outcome yet. */
+  pending = false;
+  /** The latest read's outcome. */
+  outcome: Outcome<unknown> | undefined;
+  private startedAt: number | undefined;
+  /** The samples of the last read (a failed batch's ids keep the ones before). */
+  private samples: ReadonlyMap<string, SandboxUsage> = new Map();
+  /** Ids the last read left out as too long for a request. */
+  private skipped = 0;
+
+  constructor(private readonly o: UsageCollectorOptions) {}
+
+  /** How often it reads: at most once per poll interval, however short usage.intervalMs is. */
+  get everyMs(): number {
+    return Math.max(this.o.usage.intervalMs, this.o.intervalMs);
+  }
+
+  /** The snapshot's part: the samples of the last read. */
+  data(): UsageData {
+    return { samples: this.samples, skippedIds: this.skipped };
+  }
+
+  /**
+   * Starts a read of `list` (a complete walk's) when none is running, its interval has passed and
+   * no capability re-check is awaited.
+   */
+  start(list: SandboxList): void {
+    const { usage, clock, intervalMs, reader, capabilities } = this.o;
+    if (this.inFlight || capabilities.waiting("usage")) return;
+    const startedAt = clock.now();
+    // Half a poll interval of slack, or a read due just after a walk ends waits a whole interval.
+    const last = this.startedAt;
+    if (last !== undefined && startedAt - last < usage.intervalMs - intervalMs / 2) return;
+    this.startedAt = startedAt;
+    const run = async (): Promise<void> => {
+      try {
+        const ids = usageTargets(list, usage);
+        const read = (batch: readonly string[]) => reader.sandboxUsage(batch);
+        const r = await readUsage(read, ids, this.samples, clock, intervalMs);
+        this.samples = r.samples;
+        this.skipped = r.tooLong;
+        const durationMs = clock.now() - startedAt;
+        this.outcome =
+          r.error === undefined
+            ? { ok: true, requests: r.requests, startedAt, durationMs }
+            : { ...failure(r.error, startedAt, durationMs), requests: r.requests };
+        if (r.answered) capabilities.answered("usage");
+        // A read that asked nothing (no running sandboxes) says nothing about the endpoint.
+        if (r.requests > 0) capabilities.learn("usage", this.outcome);
+        this.pending = true;
+        await this.o.onRead();
+      } catch (err) {
+        this.o.onError?.(err);
+      } finally {
+        this.inFlight = undefined;
+      }
+    };
+    this.inFlight = run();
+  }
 }

@@ -28,6 +28,8 @@ export interface ConfigInput {
   readFile?: (path: string) => string;
   /** Report a missing API URL (the daemon needs one; tests and --help may not). */
   requireApi?: boolean;
+  /** The machine's host name (a StatefulSet pod's is `name-N`), when the HOSTNAME variable is unset. */
+  hostname?: string;
 }
 
 /** One value set by a source, remembered to name that source in problems. */
@@ -98,6 +100,7 @@ export function loadConfig(input: ConfigInput): LoadedConfig {
   const proxyVar = PROXY_VARIABLES.find((name) => nonEmpty(input.env[name]) !== undefined);
   if (proxyVar !== undefined) set(ENV_PROXY, true, "env", proxyVar);
   readKeyFile(raw, entries, readFile, problems, set);
+  shardFromHostname(raw, entries, nonEmpty(input.env.HOSTNAME) ?? input.hostname, problems, set);
 
   const parsed = ConfigSchema.safeParse(raw, { error: genericExpected });
   if (!parsed.success) {
@@ -169,6 +172,49 @@ function readKeyFile(
     return;
   }
   set(API_KEY, key, fileEntry.source, fileEntry.origin);
+}
+
+const SHARD_INDEX = ["shard", "index"];
+const SHARD_FROM_HOSTNAME = ["shard", "fromHostname"];
+/** A StatefulSet pod's hostname: the set's name, a dash, the pod's ordinal. */
+const POD_ORDINAL = /-(\d{1,6})$/;
+
+/**
+ * shard.fromHostname: the shard index is the ordinal of the StatefulSet pod's hostname (as
+ * kube-state-metrics' auto-sharding reads its pod), so a scale-up is `replicas` plus the total.
+ */
+function shardFromHostname(
+  raw: Record<string, unknown>,
+  entries: Map<string, Entry>,
+  hostname: string | undefined,
+  problems: ConfigProblem[],
+  set: (keys: string[], value: unknown, source: Source, origin: string) => void,
+): void {
+  const entry = entries.get(SHARD_FROM_HOSTNAME.join("."));
+  if (!entry || getIn(raw, SHARD_FROM_HOSTNAME) !== true) return;
+  const problem = (expected: string, received?: string): void => {
+    problems.push({
+      path: SHARD_FROM_HOSTNAME.join("."),
+      source: entry.source,
+      origin: entry.origin,
+      expected,
+      ...(received !== undefined ? { received } : {}),
+    });
+  };
+  const explicit = entries.get(SHARD_INDEX.join("."));
+  if (explicit) {
+    problem(`either the shard index (${explicit.origin}) or the hostname's ordinal, not both`);
+    return;
+  }
+  const ordinal = hostname === undefined ? null : POD_ORDINAL.exec(hostname.trim());
+  if (!ordinal) {
+    problem(
+      "a StatefulSet pod's hostname ending in -<ordinal>",
+      hostname === undefined ? "no hostname" : JSON.stringify(hostname),
+    );
+    return;
+  }
+  set(SHARD_INDEX, Number(ordinal[1]), entry.source, `${entry.origin} (hostname ${hostname})`);
 }
 
 /** The "expected" phrase for issues whose schema gives none of its own. */

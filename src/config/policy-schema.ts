@@ -192,6 +192,9 @@ export const PolicySectionSchema = z
     enabled: s.enabled ?? (s.file !== undefined || (s.rules?.length ?? 0) > 0),
   }));
 
+/** A rule as the engine runs it: its effective dryRun settled once, where the spec is built. */
+export type SettledRule = Omit<PolicyRule, "dryRun"> & { dryRun: boolean };
+
 /** The effective policy: config section and rule file merged, defaults filled. */
 export interface PolicySpec {
   dryRun: boolean;
@@ -204,7 +207,8 @@ export interface PolicySpec {
   /** Undefined: the poll interval (the engine is told it). */
   maxRunTimeMs: number | undefined;
   activity: z.output<typeof ActivitySchema>;
-  rules: PolicyRule[];
+  /** Each rule's dryRun is its own, else the global one: nothing downstream recomputes it. */
+  rules: SettledRule[];
 }
 
 type Section = z.output<typeof PolicySectionSchema>;
@@ -216,8 +220,9 @@ export function policySpec(section: Section, file: PolicyFile = {}): PolicySpec 
     string,
     string,
   ];
+  const dryRun = pick("dryRun") ?? true;
   return {
-    dryRun: pick("dryRun") ?? true,
+    dryRun,
     protectLabel: { key, value },
     maxActionsPerCycle: pick("maxActionsPerCycle") ?? 10,
     consecutiveCycles: pick("consecutiveCycles") ?? 2,
@@ -226,6 +231,6 @@ export function policySpec(section: Section, file: PolicyFile = {}): PolicySpec 
     maxSnapshotAgeMs: pick("maxSnapshotAgeMs") ?? 120_000,
     maxRunTimeMs: pick("maxRunTimeMs"),
     activity: pick("activity") ?? ActivitySchema.parse({}),
-    rules: pick("rules") ?? [],
+    rules: (pick("rules") ?? []).map((r) => ({ ...r, dryRun: r.dryRun ?? dryRun })),
   };
 }

@@ -91,6 +91,11 @@ const PlatformSchema = z.strictObject({
   /** Used only when authStyle is x-api-key. */
   authHeader: headerName.default("X-API-Key"),
   agentPort: int(1, 65_535).default(49_983),
+  /**
+   * How a data-plane call names its sandbox: `host` by the Host `{agentPort}-{id}.{sandboxDomain}`
+   * (wildcard DNS), `headers` by E2b-Sandbox-Id/-Port to `sandbox.{sandboxDomain}`, as E2B's SDK.
+   */
+  dataPlaneRouting: oneOf(["host", "headers"]).default("host"),
   retries: int(0, 10).default(2),
   /** Requests per second to the management API, from every part of the daemon together. */
   maxRequestsPerSecond: z
@@ -173,6 +178,8 @@ const ShardSchema = z
   .strictObject({
     index: int(0).default(0),
     total: int(1).default(1),
+    /** The index is the ordinal of the StatefulSet pod's hostname (`name-N`); see config/load.ts. */
+    fromHostname: bool.default(false),
   })
   .superRefine((s, ctx) => {
     if (s.index < s.total) return;

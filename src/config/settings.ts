@@ -156,6 +156,13 @@ export const SETTINGS: readonly Setting[] = [
     help: "in-sandbox agent port in data-plane host names",
   },
   {
+    path: "platform.dataPlaneRouting",
+    env: `${X}DATA_PLANE_ROUTING`,
+    flag: "data-plane-routing",
+    kind: "string",
+    help: "data-plane routing: host ({port}-{id}.{domain}) or headers (E2b-Sandbox-Id to sandbox.{domain})",
+  },
+  {
     path: "platform.retries",
     env: `${X}RETRIES`,
     flag: "retries",
@@ -359,6 +366,13 @@ export const SETTINGS: readonly Setting[] = [
     flag: "total-shards",
     kind: "int",
     help: "number of shards",
+  },
+  {
+    path: "shard.fromHostname",
+    env: `${X}SHARD_FROM_HOSTNAME`,
+    flag: "shard-from-hostname",
+    kind: "bool",
+    help: "take this replica's shard from its StatefulSet pod's ordinal: the N of hostname name-N",
   },
   {
     path: "probe.enabled",

@@ -1,13 +1,13 @@
 // The poller's own health per collector, from the snapshot (data age is computed at scrape time).
 import { forEachRow } from "../collect/sandbox-table.js";
-import { collectorStatuses, type PolledSnapshot } from "../collect/usage-collector.js";
+import { collectorStatuses, type Snapshot } from "../collect/snapshot.js";
 import { Family, labels } from "./exposition/text.js";
 
 /**
  * collect_duration/success, last success and last cycle families of a snapshot (collect_stale is
  * computed at scrape time, in SelfMetrics).
  */
-export function collectorFamilies(ns: string, s: PolledSnapshot, sharded = false): Family[] {
+export function collectorFamilies(ns: string, s: Snapshot, sharded = false): Family[] {
   const duration = new Family(
     `${ns}_exporter_collect_duration_seconds`,
     "gauge",
@@ -60,12 +60,7 @@ export function collectorFamilies(ns: string, s: PolledSnapshot, sharded = false
  * The platform's own count of running sandboxes (E2B's X-Total-Running) beside the walk's: a
  * difference that persists is a paging bug on one side or the other.
  */
-function runningCrossCheck(
-  ns: string,
-  s: PolledSnapshot,
-  reported: number,
-  sharded: boolean,
-): Family[] {
+function runningCrossCheck(ns: string, s: Snapshot, reported: number, sharded: boolean): Family[] {
   const total = new Family(
     `${ns}_platform_sandboxes_running_reported`,
     "gauge",

@@ -4,7 +4,7 @@
 import { setImmediate } from "node:timers/promises";
 import { createGzip, gzipSync } from "node:zlib";
 import type { Registry } from "prom-client";
-import type { PolledSnapshot } from "../collect/usage-collector.js";
+import type { Snapshot } from "../collect/snapshot.js";
 import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { ChurnTracker } from "./churn.js";
@@ -108,7 +108,7 @@ export class ExporterMetrics {
   private queue: Promise<void> = Promise.resolve();
   private updating = false;
   private readonly turn: () => Promise<unknown>;
-  private snapshot: PolledSnapshot | undefined;
+  private snapshot: Snapshot | undefined;
   private readonly warned = new Set<string>();
   /** Once a scraper asked for gzip, later snapshots are compressed as soon as they arrive. */
   private gzipWanted = false;
@@ -153,7 +153,7 @@ export class ExporterMetrics {
    * event loop waits for the whole render (hundreds of ms at 100,000 sandboxes with per-sandbox
    * series), and gzip scrapes then wait for the compression; updateAsync does neither.
    */
-  update(snapshot: PolledSnapshot): void {
+  update(snapshot: Snapshot): void {
     if (this.updating) throw new Error("update() called while updateAsync() runs");
     this.swap(snapshot, runSteps(this.renderSteps(snapshot)));
     if (this.gzipWanted) this.gaugesGzip(this.cache).catch(() => undefined);
@@ -165,7 +165,7 @@ export class ExporterMetrics {
    * compressed (off the event loop) before it is served, and then plain and gzip bodies change
    * together. Calls run one after the other, in call order.
    */
-  updateAsync(snapshot: PolledSnapshot): Promise<void> {
+  updateAsync(snapshot: Snapshot): Promise<void> {
     const run = this.queue.then(async () => {
       this.updating = true;
       try {
@@ -187,14 +187,14 @@ export class ExporterMetrics {
   }
 
   /** Makes a rendered snapshot the one scrapes read. */
-  private swap(snapshot: PolledSnapshot, next: Cached): void {
+  private swap(snapshot: Snapshot, next: Cached): void {
     this.snapshot = snapshot;
     if (snapshot.walked) this.self.cycle();
     this.cache = next;
   }
 
   /** Renders every snapshot family, yielding between parts and slices of sandboxes. */
-  private *renderSteps(snapshot: PolledSnapshot): Steps<Cached> {
+  private *renderSteps(snapshot: Snapshot): Steps<Cached> {
     const { namespace: ns, shard } = this.o;
     const slice = this.o.renderSlice ?? RENDER_SLICE;
     const guard = new ValueGuard(this.o.maxLabelValueLength, this.o.scrub);
@@ -211,7 +211,7 @@ export class ExporterMetrics {
         );
     }
     // An unsupported usage collector has no samples to show: its families are left out.
-    const usage = snapshot.usage?.status.unsupported ? undefined : snapshot.usage?.samples;
+    const usage = snapshot.collectors.usage?.unsupported ? undefined : snapshot.usage?.samples;
     // The walk kept only this shard's sandboxes (the shard is applied at the list).
     const own = snapshot.sandboxes;
     if (own) {
@@ -311,7 +311,7 @@ export class ExporterMetrics {
 }
 
 /** When the walk a walked snapshot carries ended: when it could tell which ids had gone. */
-function walkEndedAt(snapshot: PolledSnapshot): number {
+function walkEndedAt(snapshot: Snapshot): number {
   const walk = snapshot.collectors.sandboxes;
   return walk.lastAttemptAt + walk.durationMs;
 }

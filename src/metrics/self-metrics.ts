@@ -1,8 +1,12 @@
 // Scrape-time state of the exporter in a prom-client registry: build info, platform request
 // histogram and errors, poll counters, data age (computed when scraped), process_* series.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import { staleAt } from "../collect/snapshot.js";
-import { collectorStatuses, type PolledSnapshot } from "../collect/usage-collector.js";
+import {
+  type CollectorStatus,
+  collectorStatuses,
+  type Snapshot,
+  staleAt,
+} from "../collect/snapshot.js";
 import type { Clock } from "../util/clock.js";
 import { registerProcessMetrics } from "./process-metrics.js";
 
@@ -36,7 +40,7 @@ export interface SelfMetricsOptions {
   version: string;
   processMetrics: boolean;
   /** The latest snapshot, read when scraped for data age. */
-  latest(): PolledSnapshot | undefined;
+  latest(): Snapshot | undefined;
 }
 
 /** One (resource, field) count of values the normalizer left out (InvalidValues.entries()). */
@@ -63,6 +67,35 @@ export function registerInvalidValueMetrics(
     collect() {
       this.reset();
       for (const c of read()) this.labels(c.resource, c.field).inc(c.count);
+    },
+  });
+}
+
+/**
+ * A gauge per collector, computed when scraped from the latest snapshot at the clock's now:
+ * nothing a tick publishes can freeze it. `value` undefined leaves the collector out.
+ */
+function atScrape(
+  registers: Registry[],
+  o: Pick<SelfMetricsOptions, "latest" | "clock">,
+  name: string,
+  help: string,
+  value: (c: CollectorStatus, now: number) => number | undefined,
+): void {
+  new Gauge({
+    name,
+    help,
+    labelNames: ["collector"],
+    registers,
+    collect() {
+      this.reset();
+      const snap = o.latest();
+      if (!snap) return;
+      const now = o.clock.now();
+      for (const c of collectorStatuses(snap)) {
+        const v = value(c, now);
+        if (v !== undefined) this.labels(c.name).set(v);
+      }
     },
   });
 }
@@ -128,36 +161,23 @@ export class SelfMetrics {
       help: "Sandbox walks abandoned as incomplete because they ran past poll.maxWalkMs (an endless or crawling page chain).",
       registers,
     });
-    new Gauge({
-      name: `${ns}_exporter_data_age_seconds`,
-      help: "Seconds since the collector last succeeded, computed at scrape time; absent before its first success.",
-      labelNames: ["collector"],
+    atScrape(
       registers,
-      collect() {
-        this.reset();
-        const snap = o.latest();
-        if (!snap) return;
-        const now = o.clock.now();
-        for (const c of collectorStatuses(snap)) {
-          if (!c.skipped && c.lastSuccessAt !== undefined)
-            this.labels(c.name).set(Math.max(0, now - c.lastSuccessAt) / 1000);
-        }
-      },
-    });
-    new Gauge({
-      name: `${ns}_exporter_collect_stale`,
-      help: "1 when the collector's series are the last good data of an earlier cycle (its latest attempt failed, or its last success is older than two poll intervals), else 0; computed at scrape time.",
-      labelNames: ["collector"],
+      o,
+      `${ns}_exporter_data_age_seconds`,
+      "Seconds since the collector last succeeded, computed at scrape time; absent before its first success.",
+      (c, now) =>
+        c.skipped || c.lastSuccessAt === undefined
+          ? undefined
+          : Math.max(0, now - c.lastSuccessAt) / 1000,
+    );
+    atScrape(
       registers,
-      collect() {
-        this.reset();
-        const snap = o.latest();
-        if (!snap) return;
-        const now = o.clock.now();
-        for (const c of collectorStatuses(snap))
-          if (!c.skipped && !c.unsupported) this.labels(c.name).set(staleAt(c, now) ? 1 : 0);
-      },
-    });
+      o,
+      `${ns}_exporter_collect_stale`,
+      "1 when the collector's series are the last good data of an earlier cycle (its latest attempt failed, or its last success is older than two poll intervals), else 0; computed at scrape time.",
+      (c, now) => (c.skipped || c.unsupported ? undefined : staleAt(c, now) ? 1 : 0),
+    );
     this.reloadOk = new Gauge({
       name: `${ns}_exporter_config_last_reload_successful`,
       help: "1 when the last configuration reload (SIGHUP, POST /-/reload) succeeded, else 0.",

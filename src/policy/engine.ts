@@ -2,10 +2,10 @@
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { Snapshot } from "../collect/snapshot.js";
-import type { PolicyRule, PolicySpec } from "../config/policy-schema.js";
+import type { PolicySpec, SettledRule } from "../config/policy-schema.js";
 import type { Sandbox, SandboxUsage } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
-import { type Activity, ActivityTracker, type LogReader } from "./activity.js";
+import { ActivityTracker, type LogReader } from "./activity.js";
 import {
   EMPTY_MEMORY,
   type Evaluation,
@@ -17,15 +17,9 @@ import {
   recordActions,
 } from "./evaluate.js";
 import { applyDecision, type PolicyPlatform, type PolicyResult } from "./executor.js";
-import {
-  ageHolds,
-  cheapMatch,
-  idleHolds,
-  isProtected,
-  type StateSets,
-  selectorMatch,
-} from "./match.js";
+import { cheapMatch, type StateSets } from "./match.js";
 import { PolicyMetrics } from "./policy-metrics.js";
+import { estimateIdle, sampleRules } from "./sampling.js";
 import { heldStreaks, usageOrder } from "./usage-queue.js";
 import { type PolicyEvent, PolicyWebhook, type WebhookOptions } from "./webhook.js";
 
@@ -168,7 +162,7 @@ export class PolicyEngine {
     // The walk kept only this shard's sandboxes: every one of them is ours to act on.
     const list = snapshot.sandboxes ?? [];
     const own: readonly Sandbox[] = Array.isArray(list) ? list : Array.from(list);
-    const samples = this.samples(own, now);
+    const samples = sampleRules(this.spec, own, this.states, now, this.o.random ?? Math.random);
     const sample = new Set([...samples.values()].flat());
     const asked = this.idleAsked(own, now);
     const cooling = this.cooling();
@@ -189,7 +183,7 @@ export class PolicyEngine {
     const busy = spec.activity.usage
       ? await this.usageCheck(asked, activity, sample, cooling, enough, spec, now, { until, clock })
       : undefined;
-    const estimates = this.estimate(samples, read.activity, now, busy?.busy);
+    const estimates = estimateIdle(this.spec, samples, read.activity, now, busy?.busy);
     const evaluation = evaluatePolicy({
       sandboxes: own,
       activity,
@@ -244,32 +238,6 @@ export class PolicyEngine {
       estimates: Object.fromEntries(estimates),
     };
     return this.last;
-  }
-
-  /**
-   * Per idle rule, a random sample of the sandboxes it looks at (selected, not protected), read
-   * fresh: the blast-radius guard needs the idle share without reading every candidate.
-   */
-  private samples(own: readonly Sandbox[], now: number): Map<string, Sandbox[]> {
-    const out = new Map<string, Sandbox[]>();
-    const size = this.spec.activity.sampleSize;
-    const random = this.o.random ?? Math.random;
-    for (const rule of this.spec.rules) {
-      if (rule.idleFor === undefined) continue;
-      const looked = own.filter(
-        (s) =>
-          selectorMatch(rule, s, this.states) &&
-          !isProtected(s.metadata, this.spec.protectLabel, now),
-      );
-      // A partial Fisher-Yates shuffle: the first `size` places hold a uniform sample.
-      const n = Math.min(size, looked.length);
-      for (let i = 0; i < n; i++) {
-        const j = i + Math.floor(random() * (looked.length - i));
-        [looked[i], looked[j]] = [looked[j] as Sandbox, looked[i] as Sandbox];
-      }
-      out.set(rule.name, looked.slice(0, n));
-    }
-    return out;
   }
 
   /**
@@ -337,35 +305,6 @@ export class PolicyEngine {
   }
 
   /**
-   * The idle share of each sample and the upper bound of its 95 % Wilson interval. A sampled
-   * sandbox whose read failed counts as idle here: a failing signal must stop a rule, not hide.
-   */
-  private estimate(
-    samples: ReadonlyMap<string, Sandbox[]>,
-    activity: ReadonlyMap<string, Activity>,
-    now: number,
-    busyByUsage: ReadonlySet<string> = new Set(),
-  ): Map<string, IdleEstimate> {
-    const out = new Map<string, IdleEstimate>();
-    for (const rule of this.spec.rules) {
-      const sample = samples.get(rule.name);
-      if (!sample || sample.length === 0) continue;
-      let idle = 0;
-      for (const s of sample) {
-        const a = activity.get(s.id);
-        if (!ageHolds(rule, s, now) || busyByUsage.has(s.id)) continue;
-        if (a === undefined || idleHolds(rule, a.at, now)) idle++;
-      }
-      out.set(rule.name, {
-        sampled: sample.length,
-        idle,
-        upperPercent: wilsonUpper(idle, sample.length) * 100,
-      });
-    }
-    return out;
-  }
-
-  /**
    * One line per rule that decided anything without acting (pending, skipped_*): the counts by
    * result. With one line per action and per notice, a run logs at most actions + notices +
    * rules + 1 lines, however many sandboxes each rule passes over.
@@ -396,7 +335,7 @@ export class PolicyEngine {
     const rules = spec.rules.map((rule) => ({
       name: rule.name,
       action: rule.action,
-      dryRun: rule.dryRun ?? spec.dryRun,
+      dryRun: rule.dryRun,
       candidates: r?.candidates[rule.name] ?? 0,
       ...(r?.estimates[rule.name] ? { sample: r.estimates[rule.name] } : {}),
     }));
@@ -436,7 +375,7 @@ export class PolicyEngine {
   private idleAsked(own: readonly Sandbox[], now: number): Map<Sandbox, number> {
     const asked = new Map<Sandbox, number>();
     const idleRules = this.spec.rules.filter(
-      (r): r is PolicyRule & { idleFor: number } => r.idleFor !== undefined,
+      (r): r is SettledRule & { idleFor: number } => r.idleFor !== undefined,
     );
     if (idleRules.length === 0) return asked;
     for (const s of own) {
@@ -475,7 +414,7 @@ export class PolicyEngine {
         outcome = { ...d, result: "skipped_stale", detail: "snapshot grew too old during the run" };
       else if (ctx.now() >= until)
         outcome = { ...d, result: "skipped_time_budget", detail: "the run's time budget is spent" };
-      else outcome = { ...d, ...(await applyDecision(d, rules.get(d.rule) as PolicyRule, ctx)) };
+      else outcome = { ...d, ...(await applyDecision(d, rules.get(d.rule) as SettledRule, ctx)) };
       out.push(outcome);
       this.audit(outcome);
     }
@@ -523,15 +462,4 @@ function describe(o: PolicyOutcome): Omit<PolicyEvent, "at"> {
     result: o.result ?? "pending",
     reason: o.detail ? `${o.reason}; ${o.detail}` : o.reason,
   };
-}
-
-/** Upper bound of the 95 % Wilson score interval of `k` successes in `n` trials. */
-export function wilsonUpper(k: number, n: number): number {
-  if (n === 0) return 1;
-  const z = 1.959964;
-  const p = k / n;
-  const z2n = (z * z) / n;
-  const centre = p + z2n / 2;
-  const spread = z * Math.sqrt((p * (1 - p)) / n + z2n / (4 * n));
-  return Math.min(1, (centre + spread) / (1 + z2n));
 }

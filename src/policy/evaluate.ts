@@ -93,7 +93,7 @@ export function evaluatePolicy(input: EvaluationInput): Evaluation {
   const claimed = new Set<string>();
   let acts = 0;
   for (const rule of spec.rules) {
-    const dryRun = rule.dryRun ?? spec.dryRun;
+    const dryRun = rule.dryRun;
     const decide = (s: Sandbox, outcome: DecisionOutcome, reason: string, notice = false): void => {
       decisions.push({
         rule: rule.name,

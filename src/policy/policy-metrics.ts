@@ -102,7 +102,7 @@ export class PolicyMetrics {
     this.dryRun.reset();
     for (const r of spec.rules) {
       this.candidates.set({ rule: r.name }, 0);
-      this.dryRun.set({ rule: r.name }, (r.dryRun ?? spec.dryRun) ? 1 : 0);
+      this.dryRun.set({ rule: r.name }, r.dryRun ? 1 : 0);
       this.blastRadius.inc({ rule: r.name }, 0);
       for (const result of COUNTED_RESULTS)
         this.decisions.inc({ rule: r.name, action: r.action, result }, 0);

@@ -1,4 +1,5 @@
-// Phase create: POST /sandboxes with the probe template, tagged as this instance's probe.
+// Phase create: POST /sandboxes with the probe template, tagged as this instance's probe, secured
+// (the agent takes only its access token) as E2B's SDK creates.
 import { abortable } from "./abortable.js";
 import type { PhaseFn } from "./phase.js";
 
@@ -20,5 +21,7 @@ export const createPhase: PhaseFn = async (run, signal) => {
     id: created.id,
     ...(created.domain ? { domain: created.domain } : {}),
     ...(created.accessToken ? { accessToken: created.accessToken } : {}),
+    // What its agent needs from each request depends on it (a user named below envd 0.4.0).
+    ...(created.envdVersion ? { envdVersion: created.envdVersion } : {}),
   };
 };

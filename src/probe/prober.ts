@@ -245,7 +245,7 @@ export class Prober {
         await this.runOnce();
       },
       () => this.skip("previous probe still running"),
-      (err) => this.o.logger?.warn({ err: String(err) }, "probe run failed unexpectedly"),
+      (err) => this.o.logger?.warn({ err }, "probe run failed unexpectedly"),
     );
     if (this.o.runAtStart !== false) void this.schedule.trigger();
   }

@@ -13,9 +13,14 @@ export const resumePhase: PhaseFn = async (run, signal, budgetMs) => {
   const resumed = await notFoundAsLost(run, "resume", () =>
     abortable(run.control.resumeSandbox(sb.id, { timeout: run.settings.sandboxTtlS }), signal),
   );
-  // A resumed sandbox may come back behind another data-plane domain; its agent token stays.
-  if (resumed.domain && resumed.domain !== sb.domain)
-    run.sandbox = { ...sb, domain: resumed.domain };
+  // A resumed sandbox may come back behind another data-plane domain, with a new agent token (the
+  // newest the platform gave is the one it checks) or agent version; what the answer omits stays.
+  run.sandbox = {
+    ...sb,
+    ...(resumed.domain ? { domain: resumed.domain } : {}),
+    ...(resumed.accessToken ? { accessToken: resumed.accessToken } : {}),
+    ...(resumed.envdVersion ? { envdVersion: resumed.envdVersion } : {}),
+  };
   await notFoundAsLost(run, "waiting for running", () =>
     awaitState(run, "running", "not_resumed", signal, deadline),
   );

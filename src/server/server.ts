@@ -62,7 +62,7 @@ export function parseListen(listen: string): { host: string; port: number } {
 export async function startServer(listen: string, deps: ServerDeps): Promise<RunningServer> {
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     handle(deps, req, res).catch((err: unknown) => {
-      deps.logger.warn({ err: String(err), path: req.url }, "request failed");
+      deps.logger.warn({ err, path: req.url }, "request failed");
       if (!res.headersSent) send(res, 500, "text/plain; charset=utf-8", "internal error\n");
       else res.destroy();
     });

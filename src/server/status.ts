@@ -1,10 +1,9 @@
 // The /status JSON document: what the last cycle did, per collector, and how old the data is.
-import { type Snapshot, staleAt } from "../collect/snapshot.js";
-import { collectorStatuses, type PolledSnapshot } from "../collect/usage-collector.js";
+import { collectorStatuses, type Snapshot, staleAt } from "../collect/snapshot.js";
 
 /** Builds the /status body from the latest snapshot; `sections` carries optional parts (probe, policy). */
 export function statusReport(
-  snapshot: Snapshot | PolledSnapshot | undefined,
+  snapshot: Snapshot | undefined,
   now: number,
   sections: Record<string, unknown> = {},
 ): Record<string, unknown> {

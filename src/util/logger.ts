@@ -41,6 +41,11 @@ function scrubbing(secrets: Secrets): Pick<LoggerOptions, "hooks" | "formatters"
   return {
     hooks: {
       logMethod(args, method) {
+        // An error goes to pino's `err` serializer (message, stack, code), past the formatter's
+        // scrub of the JSON fields: scrubbed here, in place, before it is serialised.
+        const first = args[0] as { err?: unknown } | undefined;
+        if (first && typeof first === "object" && first.err instanceof Error)
+          secrets.scrubError(first.err);
         const clean = args.map((a) => (typeof a === "string" ? secrets.scrub(a) : a));
         method.apply(this, clean as Parameters<typeof method>);
       },

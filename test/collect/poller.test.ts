@@ -2,17 +2,18 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { TICK_COLLECTORS } from "../../src/collect/collectors.js";
 import { Poller, type PollerOptions, smallerPageLimit } from "../../src/collect/poller.js";
 import { SandboxTable } from "../../src/collect/sandbox-table.js";
-import type { Snapshot } from "../../src/collect/snapshot.js";
-import type { PolledSnapshot } from "../../src/collect/usage-collector.js";
+import type { CollectorName, Snapshot } from "../../src/collect/snapshot.js";
 import { collectorFamilies } from "../../src/metrics/collector-families.js";
-import { ControlClient } from "../../src/platform/control/control.js";
+import type { ControlClient } from "../../src/platform/control/control.js";
 import { PlatformHttpError } from "../../src/platform/http-errors.js";
 import { PROBE_TAG_KEY } from "../../src/platform/types.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { inShard } from "../../src/util/shard.js";
+import { testControl } from "../helpers/control.js";
 import { linesOf, metricsWith, scrapeText } from "../metrics/fixtures.js";
 
 const INTERVAL = 1_000;
@@ -23,14 +24,8 @@ let control: ControlClient;
 beforeAll(async () => {
   clock = new FakeClock(1_790_000_000_000);
   sim = await startSimulator({ sandboxes: 100, templates: 2, nodes: 2, clock });
-  control = new ControlClient({
+  control = testControl({
     apiUrl: sim.apiUrl,
-    apiKey: "",
-    authStyle: "x-api-key",
-    authHeader: "X-API-Key",
-    timeoutMs: 5_000,
-    retries: 0,
-    envProxy: false,
     clock,
     dispatcher: new Agent(),
   });
@@ -218,14 +213,8 @@ describe("the shard, applied at the list", () => {
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const dispatcher = new Agent();
-    const reader = new ControlClient({
+    const reader = testControl({
       apiUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      apiKey: "",
-      authStyle: "x-api-key",
-      authHeader: "X-API-Key",
-      timeoutMs: 5_000,
-      retries: 0,
-      envProxy: false,
       clock,
       dispatcher,
     });
@@ -280,7 +269,7 @@ describe("bounds on a walk and on staleness", () => {
 
   it("reads collect_stale at scrape time: no published tick is needed to turn it to 1", async () => {
     const { metrics, clock: mclock } = metricsWith();
-    const { p } = poller({ onSnapshot: (s) => metrics.update(s as PolledSnapshot) });
+    const { p } = poller({ onSnapshot: (s) => metrics.update(s as Snapshot) });
     await cycle(p);
     mclock.set(clock.now());
     const fresh = await scrapeText(metrics);
@@ -298,38 +287,54 @@ describe("bounds on a walk and on staleness", () => {
 });
 
 describe("capability detection", () => {
-  it("stops polling an endpoint the platform does not serve, re-checks it slowly, and takes it back when it answers", async () => {
-    const changes: Array<[string, boolean]> = [];
-    const { p } = poller({ onSupport: (c, supported) => changes.push([c, supported]) });
-    sim.faults.route("GET /cluster/overview", { status: 404 });
-    const first = await cycle(p);
-    expect(first.collectors.overview).toMatchObject({
-      unsupported: true,
-      stale: false,
-      success: false,
-    });
-    expect(changes).toEqual([["overview", false]]);
-    const asked = sim.counters.get("GET /cluster/overview");
-    for (let i = 0; i < 5; i++) {
-      clock.advance(INTERVAL);
-      expect((await cycle(p)).collectors.overview.unsupported).toBe(true);
-    }
-    // Not asked again before the re-check, and logged once.
-    expect(sim.counters.get("GET /cluster/overview")).toBe(asked);
-    expect(changes).toHaveLength(1);
-    clock.advance(10 * INTERVAL);
-    await cycle(p);
-    expect(sim.counters.get("GET /cluster/overview")).toBe(asked + 1);
-    sim.faults.clear();
-    clock.advance(10 * INTERVAL);
-    const back = await cycle(p);
-    expect(back.collectors.overview).toMatchObject({ success: true, stale: false });
-    expect(back.collectors.overview.unsupported).toBeUndefined();
-    expect(changes).toEqual([
-      ["overview", false],
-      ["overview", true],
-    ]);
+  // Every optional tick collector of the registry, by the endpoint that tells (health's any status
+  // is an answer: it is never unsupported). A new collector must name its endpoint here.
+  const ENDPOINTS: Partial<Record<CollectorName, string>> = {
+    overview: "GET /cluster/overview",
+    nodes: "GET /nodes",
+    templates: "GET /templates",
+  };
+  const optional = TICK_COLLECTORS.filter((c) => c.optional && c.name !== "health");
+
+  it("knows the endpoint of every optional collector", () => {
+    expect(optional.map((c) => c.name).filter((n) => ENDPOINTS[n] === undefined)).toEqual([]);
   });
+
+  it.each(optional.map((c) => [c.name, ENDPOINTS[c.name] as string] as const))(
+    "stops polling %s when the platform does not serve it, re-checks it slowly, and takes it back when it answers",
+    async (name, route) => {
+      const changes: Array<[string, boolean]> = [];
+      const { p } = poller({ onSupport: (c, supported) => changes.push([c, supported]) });
+      sim.faults.route(route, { status: 404 });
+      const first = await cycle(p);
+      expect(first.collectors[name]).toMatchObject({
+        unsupported: true,
+        stale: false,
+        success: false,
+      });
+      expect(changes).toEqual([[name, false]]);
+      const asked = sim.counters.get(route);
+      for (let i = 0; i < 5; i++) {
+        clock.advance(INTERVAL);
+        expect((await cycle(p)).collectors[name].unsupported).toBe(true);
+      }
+      // Not asked again before the re-check, and logged once.
+      expect(sim.counters.get(route)).toBe(asked);
+      expect(changes).toHaveLength(1);
+      clock.advance(10 * INTERVAL);
+      await cycle(p);
+      expect(sim.counters.get(route)).toBe(asked + 1);
+      sim.faults.clear();
+      clock.advance(10 * INTERVAL);
+      const back = await cycle(p);
+      expect(back.collectors[name]).toMatchObject({ success: true, stale: false });
+      expect(back.collectors[name].unsupported).toBeUndefined();
+      expect(changes).toEqual([
+        [name, false],
+        [name, true],
+      ]);
+    },
+  );
 
   it("treats a 403 or 404 of an endpoint that worked before as a failure, not as unsupported", async () => {
     const { p } = poller();
@@ -415,14 +420,9 @@ describe("the platform's own running count", () => {
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const { port } = server.address() as AddressInfo;
-    const c = new ControlClient({
+    const c = testControl({
       apiUrl: `http://127.0.0.1:${port}`,
-      apiKey: "",
-      authStyle: "x-api-key",
-      authHeader: "X-API-Key",
       timeoutMs: 2_000,
-      retries: 0,
-      envProxy: false,
       apiPrefix: "",
       clock,
       dispatcher: new Agent(),

@@ -3,21 +3,19 @@ import type { AddressInfo } from "node:net";
 import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Poller, type PollerOptions } from "../../src/collect/poller.js";
-import {
-  type PolledSnapshot,
-  USAGE_BATCH,
-  usageBatches,
-} from "../../src/collect/usage-collector.js";
+import type { Snapshot } from "../../src/collect/snapshot.js";
+import { USAGE_BATCH, usageBatches } from "../../src/collect/usage-collector.js";
 import { ConfigSchema } from "../../src/config/schema.js";
 import { collectorFamilies } from "../../src/metrics/collector-families.js";
 import type { ExporterMetrics } from "../../src/metrics/exporter-metrics.js";
-import { ControlClient } from "../../src/platform/control/control.js";
+import type { ControlClient } from "../../src/platform/control/control.js";
 import { PlatformBodyError } from "../../src/platform/http-errors.js";
 import type { SandboxUsage } from "../../src/platform/types.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { sandboxUsage } from "../../src/simulator/usage.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { inShard } from "../../src/util/shard.js";
+import { testControl } from "../helpers/control.js";
 import { linesOf, metricsWith, scrapeText } from "../metrics/fixtures.js";
 
 const INTERVAL = 1_000;
@@ -42,14 +40,8 @@ afterAll(async () => {
 });
 
 function client(apiUrl: string, over: { apiPrefix?: string } = {}): ControlClient {
-  return new ControlClient({
+  return testControl({
     apiUrl,
-    apiKey: "",
-    authStyle: "x-api-key",
-    authHeader: "X-API-Key",
-    timeoutMs: 5_000,
-    retries: 0,
-    envProxy: false,
     clock,
     dispatcher: new Agent(),
     ...over,
@@ -65,9 +57,9 @@ type Shard = { index: number; total: number };
 function poller(
   over: Partial<PollerOptions> = {},
   o: { shard?: Shard; metrics?: ExporterMetrics } = {},
-): { p: Poller; batches: string[][]; published: PolledSnapshot[] } {
+): { p: Poller; batches: string[][]; published: Snapshot[] } {
   const batches: string[][] = [];
-  const published: PolledSnapshot[] = [];
+  const published: Snapshot[] = [];
   const reader: PollerOptions["reader"] = Object.create(over.reader ?? control);
   const inner = over.reader ?? control;
   reader.sandboxUsage = (ids) => {
@@ -97,10 +89,10 @@ function poller(
   return { p, batches, published };
 }
 
-async function cycle(p: Poller): Promise<PolledSnapshot> {
+async function cycle(p: Poller): Promise<Snapshot> {
   await p.tick();
   await p.walkDone();
-  return p.latest as PolledSnapshot;
+  return p.latest as Snapshot;
 }
 
 /** The ids the simulator has usage for: running and started, in `shard`. */
@@ -178,7 +170,7 @@ describe("the usage collector", () => {
     }
     expect(sim.counters.get(USAGE)).toBe(before);
     expect(batches).toEqual([]);
-    const text = collectorFamilies("sandbox", p.latest as PolledSnapshot)
+    const text = collectorFamilies("sandbox", p.latest as Snapshot)
       .map((f) => f.render("prometheus"))
       .join("");
     expect(text).not.toContain('collector="usage"');
@@ -199,7 +191,7 @@ describe("the usage collector", () => {
     expect(new Set(asked).size).toBe(asked.length);
     expect([...asked].sort()).toEqual(expected);
     expect(sim.counters.get(USAGE) - before).toBe(batches.length);
-    expect(s.usage?.status).toMatchObject({
+    expect(s.collectors.usage).toMatchObject({
       name: "usage",
       success: true,
       stale: false,
@@ -312,7 +304,7 @@ describe("the usage collector", () => {
     });
     await p.tick();
     expect(published.at(-1)?.walked).toBe(true);
-    expect(published.at(-1)?.usage?.refreshed).toBe(false);
+    expect(published.at(-1)?.refreshed.includes("usage")).toBe(false);
     const walks = sim.counters.get("GET /v2/sandboxes");
     clock.advance(2 * INTERVAL);
     const second = await p.tick();
@@ -323,9 +315,9 @@ describe("the usage collector", () => {
     expect(batches.length).toBe(2);
     release();
     await p.walkDone();
-    const last = published.at(-1) as PolledSnapshot;
-    expect(last.usage?.refreshed).toBe(true);
-    expect(last.usage?.status).toMatchObject({ success: true, stale: false });
+    const last = published.at(-1) as Snapshot;
+    expect(last.refreshed.includes("usage")).toBe(true);
+    expect(last.collectors.usage).toMatchObject({ success: true, stale: false });
   });
 
   it("starts no batch once a poll interval has passed, and the sandboxes not read keep their samples", async () => {
@@ -349,8 +341,8 @@ describe("the usage collector", () => {
       const n = sim.counters.get(USAGE);
       const s = await cycle(p);
       expect(sim.counters.get(USAGE) - n).toBe(1);
-      expect(s.usage?.status).toMatchObject({ success: false, stale: true, requests: 1 });
-      expect(s.usage?.status.error?.code).toBe("ERR_USAGE_DEADLINE");
+      expect(s.collectors.usage).toMatchObject({ success: false, stale: true, requests: 1 });
+      expect(s.collectors.usage.error?.code).toBe("ERR_USAGE_DEADLINE");
       expect(s.usage?.samples.size).toBe(ids.length);
       for (const id of asked) expect(s.usage?.samples.get(id)?.cpuPct).toBe(10);
       expect(s.usage?.samples.get(notAsked)).toBe(before.get(notAsked));
@@ -390,9 +382,9 @@ describe("the usage collector", () => {
       spoil = true;
       clock.advance(USAGE_EVERY);
       const s = await cycle(p);
-      expect(s.usage?.status).toMatchObject({ success: false, stale: true });
-      expect(s.usage?.status.error?.code).toBe("ERR_PLATFORM_BAD_BODY");
-      expect(s.usage?.status.unsupported).toBeUndefined();
+      expect(s.collectors.usage).toMatchObject({ success: false, stale: true });
+      expect(s.collectors.usage.error?.code).toBe("ERR_PLATFORM_BAD_BODY");
+      expect(s.collectors.usage.unsupported).toBeUndefined();
       expect(await ratio(mate)).toBe(was.mate);
       expect(await ratio(victim)).toBe(was.victim);
       expect(await ratio(other)).toBe(0.1);
@@ -410,7 +402,7 @@ describe("the usage collector", () => {
       setCpu(ids, 20);
       clock.advance(USAGE_EVERY);
       const down = await cycle(p);
-      expect(down.usage?.status).toMatchObject({ success: false, stale: true });
+      expect(down.collectors.usage).toMatchObject({ success: false, stale: true });
       expect(down.usage?.samples.size).toBe(ids.length);
       expect(await ratio(other)).toBe(0.1);
       expect(await ratio(mate)).toBe(was.mate);
@@ -424,7 +416,7 @@ describe("the usage collector", () => {
       const before = counted();
       clock.advance(USAGE_EVERY);
       const back = await cycle(p);
-      expect(back.usage?.status).toMatchObject({ success: true, stale: false });
+      expect(back.collectors.usage).toMatchObject({ success: true, stale: false });
       expect(await ratio(mate)).toBe(0.2);
       expect(await ratio(victim)).toBeUndefined();
       expect(counted() - before).toBe(1);
@@ -435,12 +427,12 @@ describe("the usage collector", () => {
 
   it("goes stale when no walk lets it read for two of its intervals", async () => {
     const { p } = poller();
-    expect((await cycle(p)).usage?.status).toMatchObject({ success: true, stale: false });
+    expect((await cycle(p)).collectors.usage).toMatchObject({ success: true, stale: false });
     sim.faults.route("GET /v2/sandboxes", { status: 500 });
     clock.advance(USAGE_EVERY);
-    expect((await cycle(p)).usage?.status).toMatchObject({ success: true, stale: false });
+    expect((await cycle(p)).collectors.usage).toMatchObject({ success: true, stale: false });
     clock.advance(USAGE_EVERY + 1);
-    expect((await cycle(p)).usage?.status).toMatchObject({ success: true, stale: true });
+    expect((await cycle(p)).collectors.usage).toMatchObject({ success: true, stale: true });
   });
 });
 
@@ -455,7 +447,7 @@ describe("capability detection of the usage endpoint", () => {
     const asked = sim.counters.get(USAGE) - n;
     expect(asked).toBeGreaterThan(0);
     expect(asked).toBeLessThan(Math.ceil(sampledIds().length / USAGE_BATCH));
-    expect(s.usage?.status).toMatchObject({ unsupported: true, success: false, stale: false });
+    expect(s.collectors.usage).toMatchObject({ unsupported: true, success: false, stale: false });
     expect(changes).toEqual([["usage", false]]);
     const text = collectorFamilies("sandbox", s)
       .map((f) => f.render("prometheus"))
@@ -465,14 +457,14 @@ describe("capability detection of the usage endpoint", () => {
 
     for (let i = 0; i < 9; i++) {
       clock.advance(INTERVAL);
-      expect((await cycle(p)).usage?.status.unsupported).toBe(true);
+      expect((await cycle(p)).collectors.usage.unsupported).toBe(true);
     }
     expect(sim.counters.get(USAGE) - n).toBe(asked);
     sim.faults.clear();
     clock.advance(INTERVAL);
     const back = await cycle(p);
-    expect(back.usage?.status).toMatchObject({ success: true, stale: false });
-    expect(back.usage?.status.unsupported).toBeUndefined();
+    expect(back.collectors.usage).toMatchObject({ success: true, stale: false });
+    expect(back.collectors.usage.unsupported).toBeUndefined();
     expect(changes).toEqual([
       ["usage", false],
       ["usage", true],
@@ -485,8 +477,8 @@ describe("capability detection of the usage endpoint", () => {
     sim.faults.route(USAGE, { status: 404 });
     clock.advance(USAGE_EVERY);
     const s = await cycle(p);
-    expect(s.usage?.status).toMatchObject({ success: false, stale: true });
-    expect(s.usage?.status.unsupported).toBeUndefined();
+    expect(s.collectors.usage).toMatchObject({ success: false, stale: true });
+    expect(s.collectors.usage.unsupported).toBeUndefined();
   });
 });
 
@@ -544,7 +536,7 @@ describe("the usage request", () => {
         expect(new Set(ids).size).toBe(ids.length);
       }
       expect(lists.flat().sort()).toEqual(running);
-      expect(s.usage?.status).toMatchObject({ success: true, requests: 3 });
+      expect(s.collectors.usage).toMatchObject({ success: true, requests: 3 });
       expect(s.usage?.samples.size).toBe(229);
       expect(s.usage?.samples.has("r-000")).toBe(false);
       expect(s.usage?.samples.get("r-001")).toMatchObject({

@@ -202,7 +202,7 @@ describe("loadConfig: other settings", () => {
     const { config } = load(["--config", "c.yaml"], {}, { "c.yaml": yaml });
     expect(config.server.listen).toBe("[::1]:9464");
     expect(config.server.basicAuthUsers).toEqual({ alice: "ab".repeat(32) });
-    expect(config.shard).toEqual({ index: 1, total: 3 });
+    expect(config.shard).toEqual({ index: 1, total: 3, fromHostname: false });
     expect(config.probe).toMatchObject({
       enabled: true,
       schedule: { kind: "interval", ms: 120_000, text: "2m" },
@@ -277,7 +277,7 @@ describe("loadConfig: other settings", () => {
     expect(config.metrics.perSandboxMetrics).toBe(true);
     expect(config.poll.nodeDetails).toBe(false);
     expect(config.metrics.metadataLabels).toEqual(["team", "env"]);
-    expect(config.shard).toEqual({ index: 2, total: 4 });
+    expect(config.shard).toEqual({ index: 2, total: 4, fromHostname: false });
     expect(config.probe.enabled).toBe(true);
     expect(config.policy.dryRun).toBe(false);
   });
@@ -901,6 +901,49 @@ describe("loadConfig: platform flavors", () => {
     expect(() => loadConfig({ argv: ["--flavor", "modal"], env })).toThrow(/platform\.flavor/);
     expect(() => loadConfig({ argv: ["--api-prefix", "sandboxapi/v1"], env })).toThrow(
       /platform\.apiPrefix/,
+    );
+  });
+});
+
+describe("loadConfig: the shard from the StatefulSet pod's hostname", () => {
+  const load = (argv: string[], env: Record<string, string> = {}, hostname?: string) =>
+    loadConfig({
+      argv: ["--api-url", "http://127.0.0.1:9", ...argv],
+      env,
+      ...(hostname !== undefined ? { hostname } : {}),
+    });
+  const problem = (f: () => unknown): string => {
+    try {
+      f();
+    } catch (err) {
+      if (err instanceof ConfigError) return err.format();
+      throw err;
+    }
+    return "";
+  };
+
+  it("takes the index from the ordinal of name-N, from HOSTNAME or the machine's name", () => {
+    const args = ["--shard-from-hostname", "--total-shards", "4"];
+    expect(load(args, { HOSTNAME: "sandbox-exporter-3" }).config.shard).toMatchObject({
+      index: 3,
+      total: 4,
+    });
+    expect(load(args, {}, "sandbox-exporter-2").config.shard.index).toBe(2);
+    expect(
+      load([], { SANDBOX_EXPORTER_SHARD_FROM_HOSTNAME: "true", HOSTNAME: "x-0" }).config.shard,
+    ).toMatchObject({ index: 0, total: 1 });
+  });
+
+  it("refuses a hostname without an ordinal, an ordinal past the total, or an explicit --shard too", () => {
+    const args = ["--shard-from-hostname", "--total-shards", "2"];
+    expect(problem(() => load(args, { HOSTNAME: "exporter" }))).toMatch(
+      /shard\.fromHostname.*--shard-from-hostname.*hostname ending in -<ordinal>.*"exporter"/,
+    );
+    expect(problem(() => load(args, { HOSTNAME: "exporter-2" }))).toMatch(
+      /shard\.index.*hostname exporter-2.*below shard\.total \(2\)/,
+    );
+    expect(problem(() => load([...args, "--shard", "1"], { HOSTNAME: "exporter-1" }))).toMatch(
+      /either the shard index \(--shard\) or the hostname's ordinal/,
     );
   });
 });

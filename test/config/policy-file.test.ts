@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/load.js";
 import { loadPolicySpec, PolicyFileError, parsePolicyFile } from "../../src/config/policy-file.js";
+import { policySpec } from "../../src/config/policy-schema.js";
 
 const files = (text: string) => (p: string) => {
   if (p !== "rules.yaml") throw new Error(`ENOENT: no such file '${p}'`);
@@ -110,5 +111,26 @@ rules:
     });
     expect(spec.rules[0]).toMatchObject({ name: "l", action: "log", cooldown: 3_600_000 });
     expect(loadConfig({ argv: [], env: {} }).config.policy.enabled).toBe(false);
+  });
+});
+
+describe("the policy spec", () => {
+  it("settles each rule's dryRun once: its own when set, else the global one", () => {
+    const text = [
+      "dryRun: false",
+      "rules:",
+      "  - {name: own-dry, action: pause, idleFor: 30m, dryRun: true}",
+      "  - {name: inherits, action: pause, idleFor: 30m}",
+    ].join("\n");
+    const file = parsePolicyFile("rules.yaml", () => text);
+    const spec = policySpec(loadConfig({ argv: [], env: {} }).config.policy, file);
+    expect(spec.rules.map((r) => [r.name, r.dryRun])).toEqual([
+      ["own-dry", true],
+      ["inherits", false],
+    ]);
+    const defaults = policySpec(loadConfig({ argv: [], env: {} }).config.policy, {
+      rules: file.rules ?? [],
+    });
+    expect(defaults.rules.map((r) => r.dryRun)).toEqual([true, true]);
   });
 });

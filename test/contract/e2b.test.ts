@@ -7,6 +7,7 @@ import { ControlClient } from "../../src/platform/control/control.js";
 import { PlatformNotFoundError } from "../../src/platform/http-errors.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
+import { testControl } from "../helpers/control.js";
 import { OpenApiContract } from "./openapi.js";
 import { type Recorder, startRecorder } from "./recorder.js";
 
@@ -42,6 +43,10 @@ const NOT_REQUESTS = [
   "page",
   "decode",
   "listQuery",
+  // The steps of resumeSandbox in E2B mode (connect by v1 or v2), exercised through it.
+  "connectSandbox",
+  "connectBy",
+  "resumed",
 ];
 
 /** The ControlClient methods the test below calls; a new one must be added there and here. */
@@ -81,14 +86,9 @@ describe("E2B contract", () => {
       clock,
     });
     recorder = await startRecorder(sim.apiUrl);
-    const client = new ControlClient({
+    const client = testControl({
       apiUrl: recorder.url,
       apiKey: API_KEY,
-      authStyle: "x-api-key",
-      authHeader: "X-API-Key",
-      timeoutMs: 5_000,
-      retries: 0,
-      envProxy: false,
       apiPrefix: "",
       flavor: "e2b",
       adminToken: ADMIN_TOKEN,

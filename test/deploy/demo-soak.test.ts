@@ -4,20 +4,16 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
-import { pino } from "pino";
 import { afterAll, describe, expect, it, onTestFailed } from "vitest";
-import { type Exporter, startExporter } from "../../src/app.js";
-import { loadConfig } from "../../src/config/load.js";
-import { dataPlaneFlags, type Simulator, startSimulator } from "../../src/simulator/index.js";
-import { systemClock } from "../../src/util/clock.js";
+import type { Exporter } from "../../src/app.js";
+import { type Simulator, startSimulator } from "../../src/simulator/index.js";
+import { startDemoLike } from "../helpers/exporter.js";
 import { type RunningPrometheus, startPrometheus } from "../helpers/prometheus.js";
 
 const JOB = "sandbox-exporter";
 const SOAK_S = 90;
 const TEST_TIMEOUT_MS = (SOAK_S + 45) * 1_000;
-const POLICY = join(import.meta.dirname, "..", "..", "deploy", "policy", "example.yaml");
 
 let sim: Simulator | undefined;
 let exporter: Exporter | undefined;
@@ -68,40 +64,7 @@ describe("the demo's fleet under a real Prometheus", () => {
       });
       sim = await startSimulator({ sandboxes: 300, templates: 5, nodes: 4, apiKey: "demo-key" });
       sim.faults.route("GET /nodes", { errorRate: 0.05, status: 503 });
-      const { config } = loadConfig({
-        argv: [
-          "--listen",
-          "127.0.0.1:0",
-          "--poll-schedule",
-          "1s",
-          "--per-sandbox-metrics",
-          "--metadata-labels",
-          "team",
-          "--probe",
-          "--probe-schedule",
-          "3s",
-          "--probe-template",
-          "base",
-          ...dataPlaneFlags(sim.dataPort),
-          "--policy",
-          POLICY,
-        ],
-        env: {
-          SANDBOX_API_URL: sim.apiUrl,
-          SANDBOX_API_KEY: "demo-key",
-          SANDBOX_DOMAIN: sim.domain,
-        },
-      });
-      const sink = new Writable({
-        write(chunk, _enc, done) {
-          logLines.push(String(chunk));
-          done();
-        },
-      });
-      exporter = await startExporter(config, {
-        logger: pino({ level: "info" }, sink),
-        clock: systemClock,
-      });
+      exporter = await startDemoLike(sim, "3s", logLines, ["--metadata-labels", "team"]);
       prom = await startPrometheus({
         job: JOB,
         targets: [new URL(exporter.server.url).host],

@@ -10,14 +10,11 @@
 // request a steady deployment makes is in the windows many times over. `ALERTS` keeps every
 // evaluation's pending and firing alerts, so none is missed between two reads of the API.
 import { join } from "node:path";
-import { Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
-import { pino } from "pino";
 import { afterAll, describe, expect, it, onTestFailed } from "vitest";
-import { type Exporter, startExporter } from "../../src/app.js";
-import { loadConfig } from "../../src/config/load.js";
-import { dataPlaneFlags, type Simulator, startSimulator } from "../../src/simulator/index.js";
-import { systemClock } from "../../src/util/clock.js";
+import type { Exporter } from "../../src/app.js";
+import { type Simulator, startSimulator } from "../../src/simulator/index.js";
+import { startDemoLike } from "../helpers/exporter.js";
 import { type RunningPrometheus, startPrometheus } from "../helpers/prometheus.js";
 
 const JOB = "sandbox-exporter";
@@ -30,7 +27,6 @@ const RULES = join(
   "rules",
   "sandbox-exporter.rules.yml",
 );
-const POLICY = join(import.meta.dirname, "..", "..", "deploy", "policy", "example.yaml");
 /** How long the healthy fleet is watched once the first probe passed. */
 const OBSERVE_S = 90;
 /** Longest wait for the first probe to pass and the rules to be loaded. */
@@ -91,38 +87,7 @@ describe("the shipped alert rules on a healthy fleet", () => {
         console.error(`--- exporter log (last 40) ---\n${logLines.slice(-40).join("")}`);
       });
       sim = await startSimulator({ sandboxes: 300, templates: 5, nodes: 4, apiKey: "demo-key" });
-      const { config } = loadConfig({
-        argv: [
-          "--listen",
-          "127.0.0.1:0",
-          "--poll-schedule",
-          "1s",
-          "--per-sandbox-metrics",
-          "--probe",
-          "--probe-schedule",
-          "2s",
-          "--probe-template",
-          "base",
-          ...dataPlaneFlags(sim.dataPort),
-          "--policy",
-          POLICY,
-        ],
-        env: {
-          SANDBOX_API_URL: sim.apiUrl,
-          SANDBOX_API_KEY: "demo-key",
-          SANDBOX_DOMAIN: sim.domain,
-        },
-      });
-      const sink = new Writable({
-        write(chunk, _enc, done) {
-          logLines.push(String(chunk));
-          done();
-        },
-      });
-      exporter = await startExporter(config, {
-        logger: pino({ level: "info" }, sink),
-        clock: systemClock,
-      });
+      exporter = await startDemoLike(sim, "2s", logLines);
       prom = await startPrometheus({
         job: JOB,
         targets: [new URL(exporter.server.url).host],

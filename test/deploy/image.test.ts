@@ -34,9 +34,9 @@ describe("Docker image commands", () => {
       scripts: Record<string, string>;
     };
     expect(pkg.scripts.start).toBe(`node ${flags.join(" ")} --import tsx src/cli.ts`);
-    // The StatefulSet's fallback command for clusters without the pod-index label.
+    // The StatefulSet runs the image's entrypoint as it is (no shell wrapper, no second command).
     const sts = readFileSync(join(ROOT, "deploy", "kubernetes", "statefulset.yaml"), "utf8");
-    expect(sts).toContain(`exec node ${flags.join(" ")} dist/cli.js --listen`);
+    expect(sts).not.toMatch(/^\s*command:/m);
   });
 
   it("ENTRYPOINT and CMD serve /metrics from the compiled build and exit 0 on SIGTERM", async () => {

@@ -13,6 +13,7 @@ import { basename, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { z } from "zod";
+import { loadConfig } from "../../src/config/load.js";
 import { SETTINGS } from "../../src/config/settings.js";
 import { output } from "../helpers/child.js";
 import { concrete } from "../helpers/metric-usage.js";
@@ -363,6 +364,7 @@ const StatefulSetSpec = z.looseObject({
   }),
 });
 const sts = StatefulSetSpec.parse(ofKind("StatefulSet")[0]?.spec);
+const stsName = z.object({ name: z.string() }).parse(ofKind("StatefulSet")[0]?.metadata).name;
 const container = sts.template.spec.containers[0]!;
 const podLabels = sts.template.metadata.labels;
 
@@ -409,13 +411,20 @@ describe("Kubernetes manifests", () => {
     expect(r.stdout).toContain("kind: StatefulSet");
   });
 
-  it("run one shard per StatefulSet pod: --shard from the pod index, --total-shards = replicas", () => {
+  it("run one shard per StatefulSet pod: the shard from the pod's hostname, --total-shards = replicas", () => {
     expect(argValue("--total-shards")).toBe(String(sts.replicas));
-    expect(argValue("--shard")).toBe("$(POD_INDEX)");
+    expect(container.args).toContain("--shard-from-hostname");
+    expect(container.args).not.toContain("--shard");
+    expect(container.command, "no shell wrapper").toBeUndefined();
     expect(argValue("--listen")).toBe("0.0.0.0:9464");
-    expect(container.env.find((e) => e.name === "POD_INDEX")).toMatchObject({
-      valueFrom: { fieldRef: { fieldPath: "metadata.labels['apps.kubernetes.io/pod-index']" } },
-    });
+    // What each pod's exporter would load: pod N of the set is shard N of replicas.
+    for (let n = 0; n < sts.replicas; n++) {
+      const { config } = loadConfig({
+        argv: container.args,
+        env: { SANDBOX_API_URL: "http://api.test", HOSTNAME: `${stsName}-${n}` },
+      });
+      expect(config.shard).toMatchObject({ index: n, total: sts.replicas });
+    }
     const flags = new Set(SETTINGS.map((s) => (s.flag ? `--${s.flag}` : "")));
     for (const a of container.args.filter((x) => x.startsWith("--")))
       expect(flags.has(a), a).toBe(true);

@@ -1,6 +1,6 @@
 import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import type { UsageData } from "../../src/collect/usage-collector.js";
+import type { CollectorStatus, Snapshot, UsageData } from "../../src/collect/snapshot.js";
 import { negotiateFormat } from "../../src/metrics/exporter-metrics.js";
 import type { SandboxUsage } from "../../src/platform/types.js";
 import { inShard } from "../../src/util/shard.js";
@@ -530,7 +530,7 @@ describe("the usage collector", () => {
     diskUsedBytes: 2_097_152,
     diskTotalBytes: undefined,
   });
-  const status = (over: Partial<UsageData["status"]> = {}): UsageData["status"] => ({
+  const status = (over: Partial<CollectorStatus> = {}): CollectorStatus => ({
     name: "usage",
     success: true,
     stale: false,
@@ -540,14 +540,20 @@ describe("the usage collector", () => {
     requests: 1,
     ...over,
   });
-  const withUsage = (usage: UsageData) =>
-    ({ ...small(), usage }) as ReturnType<typeof small> & { usage: UsageData };
+  const withUsage = (usage: UsageData & { status: CollectorStatus }): Snapshot => {
+    const base = small();
+    const { status: usageStatus, ...data } = usage;
+    return {
+      ...base,
+      usage: data,
+      refreshed: [...base.refreshed, "usage"],
+      collectors: { ...base.collectors, usage: usageStatus },
+    };
+  };
 
   it("exports its collector series, data age, usage families and usage guard fields", async () => {
     const { metrics } = metricsWith({ perSandboxMetrics: true });
-    metrics.update(
-      withUsage({ samples: new Map([["a", sample(50)]]), status: status(), refreshed: true }),
-    );
+    metrics.update(withUsage({ samples: new Map([["a", sample(50)]]), status: status() }));
     const text = await scrapeText(metrics);
     for (const [family, value] of [
       ["sandbox_exporter_collector_supported", "1"],
@@ -584,7 +590,6 @@ describe("the usage collector", () => {
       withUsage({
         samples: new Map(),
         status: status({ success: false, unsupported: true, lastSuccessAt: undefined }),
-        refreshed: true,
       }),
     );
     const text = await scrapeText(metrics);

@@ -1,7 +1,8 @@
 // Snapshots built by hand for the metrics tests: pure data, no poller, no network.
 
 import { spawnSync } from "node:child_process";
-import { COLLECTORS, type CollectorStatus, type Snapshot } from "../../src/collect/snapshot.js";
+import { COLLECTORS } from "../../src/collect/collectors.js";
+import type { CollectorName, CollectorStatus, Snapshot } from "../../src/collect/snapshot.js";
 import { ConfigSchema } from "../../src/config/schema.js";
 import { ExporterMetrics, type MetricsOptions } from "../../src/metrics/exporter-metrics.js";
 import type { Sandbox } from "../../src/platform/types.js";
@@ -27,11 +28,11 @@ export function sandbox(id: string, over: Partial<Sandbox> = {}): Sandbox {
   };
 }
 
-/** Collector statuses: all succeeded at T0 unless overridden. */
+/** Collector statuses: all succeeded at T0 (usage, opt-in, skipped) unless overridden. */
 export function collectors(
-  over: Partial<Record<(typeof COLLECTORS)[number], Partial<CollectorStatus>>> = {},
+  over: Partial<Record<CollectorName, Partial<CollectorStatus>>> = {},
 ): Snapshot["collectors"] {
-  const out = {} as Record<(typeof COLLECTORS)[number], CollectorStatus>;
+  const out = {} as Record<CollectorName, CollectorStatus>;
   for (const name of COLLECTORS)
     out[name] = {
       name,
@@ -41,6 +42,7 @@ export function collectors(
       lastSuccessAt: T0,
       durationMs: 250,
       requests: 1,
+      ...(name === "usage" ? { skipped: true } : {}),
       ...over[name],
     };
   return out;
@@ -54,7 +56,7 @@ export function snapshot(over: Partial<Snapshot> = {}): Snapshot {
     finishedAt: T0 + 1_500,
     sandboxesComplete: true,
     walked: true,
-    refreshed: COLLECTORS,
+    refreshed: COLLECTORS.filter((n) => n !== "usage"),
     collectors: collectors(),
     ...over,
   };

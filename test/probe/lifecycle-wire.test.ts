@@ -4,12 +4,14 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { Agent } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
-import { ControlClient } from "../../src/platform/control/control.js";
+import type { ControlClient } from "../../src/platform/control/control.js";
+import { createPhase } from "../../src/probe/create.js";
 import { pausePhase } from "../../src/probe/pause.js";
 import type { PhaseFn, ProbeData, ProbeRun } from "../../src/probe/phase.js";
 import { failureReason } from "../../src/probe/probe-error.js";
 import { resumePhase } from "../../src/probe/resume.js";
 import { terminatePhase } from "../../src/probe/terminate.js";
+import { testControl } from "../helpers/control.js";
 
 const TTL_S = 120;
 const BUDGET_MS = 2_000;
@@ -63,14 +65,10 @@ async function platform(answer: (req: Seen) => Answer): Promise<{ url: string; s
 }
 
 function control(url: string, flavor?: "e2b"): ControlClient {
-  const c = new ControlClient({
+  const c = testControl({
     apiUrl: url,
     apiKey: "k",
-    authStyle: "x-api-key",
-    authHeader: "X-API-Key",
     timeoutMs: 2_000,
-    retries: 0,
-    envProxy: false,
     dispatcher: new Agent(),
     ...(flavor && { flavor, apiPrefix: "" }),
   });
@@ -243,6 +241,41 @@ describe("the lifecycle on E2B's API", () => {
     ]);
     // ConnectSandbox: `timeout` (seconds) is required.
     expect(JSON.parse(resumed.seen[0]?.body ?? "")).toEqual({ timeout: TTL_S });
+  });
+
+  it("takes the newest agent token and envd version a connect answers with for later data calls", async () => {
+    const answer = { sandboxID: "s1", envdVersion: "0.6.13", envdAccessToken: "tok-2" };
+    const { url } = await platform(stateful(["running"], [201, answer]));
+    const run = runOn(control(url, "e2b"));
+    run.sandbox = { ...run.sandbox!, envdVersion: "0.3.7" };
+    expect(await phase(resumePhase, run)).toBeUndefined();
+    expect(run.sandbox).toEqual({
+      id: "s1",
+      domain: "d1.example",
+      accessToken: "tok-2",
+      envdVersion: "0.6.13",
+    });
+  });
+
+  it("creates a secured sandbox, as E2B's SDK does, and keeps its token and envd version", async () => {
+    const created = {
+      sandboxID: "s9",
+      templateID: "t",
+      envdVersion: "0.3.7",
+      envdAccessToken: "tok-9",
+    };
+    const { url, seen } = await platform(() => [201, created]);
+    const run = runOn(control(url, "e2b"));
+    delete run.sandbox;
+    expect(await phase(createPhase, run)).toBeUndefined();
+    expect(calls(seen)).toEqual(["POST /sandboxes"]);
+    expect(JSON.parse(seen[0]?.body ?? "")).toEqual({
+      templateID: "t",
+      timeout: TTL_S,
+      metadata: {},
+      secure: true,
+    });
+    expect(run.sandbox).toEqual({ id: "s9", accessToken: "tok-9", envdVersion: "0.3.7" });
   });
 
   it("takes connect's 200 (already running) as resumed", async () => {

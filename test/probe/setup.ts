@@ -1,12 +1,13 @@
 // A simulator on loopback plus the clients and prober a probe test needs, on a shared fake clock.
 import { Registry } from "prom-client";
 import { Agent } from "undici";
-import { ControlClient } from "../../src/platform/control/control.js";
+import type { ControlClient } from "../../src/platform/control/control.js";
 import { DataClient } from "../../src/platform/data/data.js";
 import { PROBE_TAG_KEY } from "../../src/platform/types.js";
 import { Prober, type ProberOptions } from "../../src/probe/prober.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
+import { testControl } from "../helpers/control.js";
 
 /** Everything a probe test works with. */
 export interface ProbeBed {
@@ -29,15 +30,9 @@ export const T0 = Date.UTC(2025, 0, 1);
 export async function probeBed(o: { flavor?: "e2b" } = {}): Promise<ProbeBed> {
   const clock = new FakeClock(T0);
   const sim = await startSimulator({ sandboxes: 3, clock, ...(o.flavor && { flavor: o.flavor }) });
-  const control = new ControlClient({
+  const control = testControl({
     apiUrl: sim.apiUrl,
     ...(o.flavor === "e2b" && { apiPrefix: "", flavor: "e2b" as const }),
-    apiKey: "",
-    authStyle: "x-api-key",
-    authHeader: "X-API-Key",
-    timeoutMs: 5_000,
-    retries: 0,
-    envProxy: false,
     clock,
     dispatcher: new Agent(),
   });

@@ -46,6 +46,25 @@ describe("createLogger with secrets", () => {
   });
 });
 
+describe("createLogger errors", () => {
+  it("gives an error to the err serializer, keeping its code, with secrets scrubbed from message and stack", () => {
+    const { stream, lines } = capture();
+    const log = createLogger("info", "json", stream, new Secrets([KEY]));
+    const err = Object.assign(new Error(`refused key ${KEY}`), { code: "ERR_PLATFORM_HTTP" });
+    log.child({ component: "poll" }).error({ err }, "poll cycle failed");
+    expect(lines).toHaveLength(1);
+    const line = JSON.parse(lines[0] as string) as {
+      component: string;
+      err: { type: string; message: string; stack: string; code: string };
+    };
+    expect(lines[0]).not.toContain(KEY);
+    expect(line.component).toBe("poll");
+    expect(line.err).toMatchObject({ type: "Error", code: "ERR_PLATFORM_HTTP" });
+    expect(line.err.message).toBe("refused key [REDACTED]");
+    expect(line.err.stack).toContain("refused key [REDACTED]");
+  });
+});
+
 describe("createLogger redaction", () => {
   it("redacts every secret field name of the secrets rule, up to two levels down", () => {
     const { stream, lines } = capture();

@@ -1,6 +1,6 @@
 // The control channel: management API and sandbox creation, through the standard HTTP proxy settings.
 
-import { PlatformBodyError } from "../http-errors.js";
+import { PlatformBodyError, PlatformHttpError, PlatformNotFoundError } from "../http-errors.js";
 import {
   type DeferredPage,
   deferList,
@@ -56,8 +56,18 @@ export interface CreatedSandbox {
   domain?: string;
   /** Token of the in-sandbox agent (E2B `envdAccessToken`), when the platform issues one. */
   accessToken?: string;
+  /** Version of the in-sandbox agent (E2B `envdVersion`), when the answer says. */
+  envdVersion?: string;
   raw: unknown;
 }
+
+/** What a resume (E2B: connect) returns: the sandbox, and its agent's token and version when sent. */
+export type ResumedSandbox = Sandbox & { accessToken?: string; envdVersion?: string };
+
+/** E2B's two connect routes: v2 (what its SDK calls) and v1 (deprecated, in the OpenAPI document). */
+const CONNECT_V1 = "/sandboxes/{id}/connect";
+const CONNECT_V2 = "/v2/sandboxes/{id}/connect";
+type ConnectRoute = typeof CONNECT_V1 | typeof CONNECT_V2;
 
 /**
  * Client of the management API (all 12 endpoints) and of sandbox creation. It owns a Normalizer,
@@ -67,6 +77,8 @@ export class ControlClient {
   private readonly transport: ControlTransport;
   private readonly ownsTransport: boolean;
   private readonly n: Normalizer;
+  /** The connect route the platform answered, once one did (E2B serves v1, v2 or both). */
+  private connectRoute: ConnectRoute | undefined;
 
   /**
    * `transport`: another client's, to share its dispatcher, options, secrets and onRequest (see
@@ -181,21 +193,72 @@ export class ControlClient {
     await this.send({ method: "POST", path, endpoint: "/sandboxes/{id}/pause" });
   }
 
-  /** POST /sandboxes/{id}/resume with `body` (default `{}`): one attempt; the restored sandbox. */
-  async resumeSandbox(id: string, body: object = {}): Promise<Sandbox> {
-    // E2B's preferred call: connect resumes a paused sandbox and is a no-op on a running one; it
-    // requires the time to live (seconds) the sandbox gets.
-    const e2b = this.o.flavor === "e2b";
-    const verb = e2b ? "connect" : "resume";
-    if (e2b) body = { timeout: CONNECT_TIMEOUT_S, ...body };
-    const e = `/sandboxes/{id}/${verb}`;
+  /**
+   * POST /sandboxes/{id}/resume with `body` (default `{}`): one attempt; the restored sandbox, with
+   * the agent token and version the answer carries (E2B's connect hands out the current token).
+   */
+  async resumeSandbox(id: string, body: object = {}): Promise<ResumedSandbox> {
+    if (this.o.flavor === "e2b") return this.connectSandbox(id, body);
+    const e = "/sandboxes/{id}/resume";
     const r = await this.send({
       method: "POST",
-      path: `/sandboxes/${enc(id)}/${verb}`,
+      path: `/sandboxes/${enc(id)}/resume`,
       endpoint: e,
       body,
     });
-    return this.decode(e, "POST", () => normalizeSandbox(this.n, r.body));
+    return this.resumed(e, r.body);
+  }
+
+  /**
+   * E2B's connect: resumes a paused sandbox, a no-op on a running one. Until a route has answered,
+   * v1 (in E2B's OpenAPI document, deprecated) is tried first and v2 (what E2B's SDK calls) when
+   * v1 answers 404, 405 or 410; the route that answers is kept for this client, and tried first
+   * from then on. v1 requires the time to live (seconds); v2 takes the same body.
+   */
+  private async connectSandbox(id: string, body: object): Promise<ResumedSandbox> {
+    const payload = { timeout: CONNECT_TIMEOUT_S, ...body };
+    const known = this.connectRoute;
+    const first = known ?? CONNECT_V1;
+    try {
+      // Before a route is known, a 404 may mean only that the route is missing: not counted yet.
+      return await this.connectBy(first, id, payload, known === undefined);
+    } catch (err) {
+      // A route that answered before reports a missing sandbox with 404: that is the answer.
+      if (known ? !routeGone(err) : !(err instanceof PlatformNotFoundError || routeGone(err)))
+        throw err;
+      this.connectRoute = undefined;
+      try {
+        return await this.connectBy(first === CONNECT_V1 ? CONNECT_V2 : CONNECT_V1, id, payload);
+      } catch (other) {
+        // The second route is not there either: the first one's 404 was about the sandbox.
+        throw routeGone(other) && err instanceof PlatformNotFoundError ? err : other;
+      }
+    }
+  }
+
+  /** One connect by `route`; the route is remembered once it answers. */
+  private async connectBy(
+    route: ConnectRoute,
+    id: string,
+    body: object,
+    trial = false,
+  ): Promise<ResumedSandbox> {
+    const r = await this.send({
+      method: "POST",
+      path: route.replace("{id}", enc(id)),
+      endpoint: route,
+      body,
+      ...(trial ? { notFoundExpected: true } : {}),
+    });
+    this.connectRoute = route;
+    return this.resumed(route, r.body);
+  }
+
+  /** A resume or connect answer: the sandbox, and its agent token (a secret) and version. */
+  private resumed(endpoint: string, raw: unknown): ResumedSandbox {
+    const agent = agentOf(raw);
+    if (agent.accessToken) this.transport.secrets.addTransient(agent.accessToken);
+    return this.decode(endpoint, "POST", () => ({ ...normalizeSandbox(this.n, raw), ...agent }));
   }
 
   /** GET /v2/sandboxes: one page. */
@@ -264,15 +327,22 @@ export class ControlClient {
   }
 
   /**
-   * POST {apiUrl}/sandboxes (outside the management prefix): one attempt, never retried. The
-   * agent access token it returns joins the secrets scrubbed from errors.
+   * POST {apiUrl}/sandboxes (outside the management prefix): one attempt, never retried. It asks
+   * for a secured sandbox unless `secure` is false, as E2B's SDK does; the agent access token it
+   * returns joins the secrets scrubbed from errors.
    */
   async createSandbox(req: {
     templateId: string;
     timeoutS?: number;
     metadata?: Record<string, string>;
+    secure?: boolean;
   }): Promise<CreatedSandbox> {
-    const body = { templateID: req.templateId, timeout: req.timeoutS, metadata: req.metadata };
+    const body = {
+      templateID: req.templateId,
+      timeout: req.timeoutS,
+      metadata: req.metadata,
+      secure: req.secure ?? true,
+    };
     const call: Call = {
       method: "POST",
       path: "/sandboxes",
@@ -281,16 +351,15 @@ export class ControlClient {
       root: true,
     };
     const raw = (await this.send(call)).body;
-    const obj = raw as Record<string, unknown> | null | undefined;
-    const token = obj?.envdAccessToken ?? obj?.accessToken ?? obj?.access_token;
-    if (typeof token === "string") this.transport.secrets.addTransient(token);
+    const agent = agentOf(raw);
+    if (agent.accessToken) this.transport.secrets.addTransient(agent.accessToken);
     return this.decode("/sandboxes", "POST", () => {
       const s = normalizeSandbox(this.n, raw, "created");
       return {
         id: s.id,
         templateId: s.templateId || req.templateId,
         ...(s.domain ? { domain: s.domain } : {}),
-        ...(typeof token === "string" && token ? { accessToken: token } : {}),
+        ...agent,
         raw,
       };
     });
@@ -344,6 +413,23 @@ export class ControlClient {
 
 function enc(id: string): string {
   return encodeURIComponent(id);
+}
+
+/** The agent's token and version a create, connect or resume answer carries (E2B's spellings first). */
+function agentOf(raw: unknown): { accessToken?: string; envdVersion?: string } {
+  if (typeof raw !== "object" || raw === null) return {};
+  const obj = raw as Record<string, unknown>;
+  const token = obj.envdAccessToken ?? obj.accessToken ?? obj.access_token;
+  const version = obj.envdVersion ?? obj.envd_version;
+  return {
+    ...(typeof token === "string" && token !== "" ? { accessToken: token } : {}),
+    ...(typeof version === "string" && version !== "" ? { envdVersion: version } : {}),
+  };
+}
+
+/** A 405 or 410: the platform has no such route (any more); a 404 may also be a missing sandbox. */
+function routeGone(err: unknown): boolean {
+  return err instanceof PlatformHttpError && (err.status === 405 || err.status === 410);
 }
 
 /** Time to live asked of E2B's connect when the caller gives none, seconds (E2B requires one). */

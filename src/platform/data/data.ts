@@ -16,6 +16,7 @@ import {
   readCapped,
 } from "../http-errors.js";
 import type { ProcessEvent } from "../types.js";
+import { basicUserHeader, envdUser } from "./envd-version.js";
 import { decodeEnvelopeStream, encodeJsonEnvelope, parseEnvelopeJson } from "./envelope.js";
 import {
   buildStartRequest,
@@ -33,6 +34,15 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
 /** With a deadline the agent kills the process itself; this leaves time for its answer to arrive. */
 const DEADLINE_GRACE_MS = 1_000;
 const START_PATH = "/process.Process/Start";
+/** Headers E2B's client proxy routes on when the Host is the shared `sandbox.{domain}`. */
+const SANDBOX_ID_HEADER = "e2b-sandbox-id";
+const SANDBOX_PORT_HEADER = "e2b-sandbox-port";
+
+/**
+ * How a data-plane call names its sandbox: `host` by the Host `{agentPort}-{id}.{domain}` (needs
+ * wildcard DNS), `headers` by E2b-Sandbox-Id/-Port to `sandbox.{domain}`, as E2B's SDK does.
+ */
+export type DataPlaneRouting = "host" | "headers";
 
 /** Settings of the data channel. */
 export interface DataOptions {
@@ -42,8 +52,10 @@ export interface DataOptions {
   proxyNodeIp: string;
   /** Port of the data-plane proxy; 0 = the scheme's default port. */
   proxyPortHttp: number;
-  /** Port of the in-sandbox agent (E2B envd), part of its host name. */
+  /** Port of the in-sandbox agent (E2B envd), part of its host name or of its routing header. */
   agentPort: number;
+  /** Default `host`. */
+  routing?: DataPlaneRouting;
   timeoutMs: number;
   /** Monotonic milliseconds for stream timings; default performance.now. */
   monotonic?: () => number;
@@ -65,6 +77,11 @@ export interface SandboxRef {
   id: string;
   domain?: string;
   accessToken?: string;
+  /**
+   * Version of its agent (E2B `envdVersion`): it decides what a request must carry (a user named
+   * below 0.4.0). Unknown: taken as current.
+   */
+  envdVersion?: string;
 }
 
 /** A stream event, when it arrived, and the stream byte offset of its frame. */
@@ -114,11 +131,16 @@ export class DataClient {
     this.dispatcher = o.dispatcher ?? new Agent({ connect: this.connector() });
   }
 
-  /** Origin of a sandbox's agent: {scheme}://{agentPort}-{id}.{domain}, with the proxy port unless dialling a node. */
+  /**
+   * Origin of a sandbox's agent: {scheme}://{agentPort}-{id}.{domain} (routing `headers`:
+   * {scheme}://sandbox.{domain}), with the proxy port unless dialling a node.
+   */
   origin(sb: SandboxRef): string {
     const port = this.o.proxyPortHttp && !this.o.proxyNodeIp ? `:${this.o.proxyPortHttp}` : "";
     const domain = sb.domain || this.o.sandboxDomain;
-    return `${this.o.proxyScheme}://${this.o.agentPort}-${sb.id}.${domain}${port}`;
+    const host =
+      this.o.routing === "headers" ? `sandbox.${domain}` : `${this.o.agentPort}-${sb.id}.${domain}`;
+    return `${this.o.proxyScheme}://${host}${port}`;
   }
 
   /** Starts a process and yields its events as they arrive; the stream must end with end-of-stream. */
@@ -169,7 +191,10 @@ export class DataClient {
     }
   }
 
-  /** POST /files?path= as multipart/form-data with the content in the part "file". */
+  /**
+   * POST /files?path= as multipart/form-data with the content in the part "file": what E2B's SDK
+   * sends on every envd version (a raw body only from 0.5.7, and only when asked).
+   */
   async writeFile(
     sb: SandboxRef,
     path: string,
@@ -204,8 +229,10 @@ export class DataClient {
     const headers: Record<string, string> = {
       "content-type": "application/connect+json",
       "connect-protocol-version": "1",
-      ...this.tokenHeader(sb),
+      ...this.sandboxHeaders(sb),
     };
+    const user = envdUser(sb.envdVersion);
+    if (user !== undefined) headers.authorization = basicUserHeader(user);
     if (opts.deadlineMs !== undefined)
       headers["connect-timeout-ms"] = String(Math.max(1, Math.ceil(opts.deadlineMs)));
     if (opts.acceptGzip) headers["connect-accept-encoding"] = "gzip";
@@ -276,8 +303,8 @@ export class DataClient {
     const call = { endpoint: "/files", method: "GET", limitMs: this.o.timeoutMs, signal };
     const limit = deadline(call.limitMs, signal);
     try {
-      const init = { headers: this.tokenHeader(sb) };
-      const res = await this.request(sb, filesPath(path), call, init, limit.signal);
+      const init = { headers: this.sandboxHeaders(sb) };
+      const res = await this.request(sb, filesPath(sb, path), call, init, limit.signal);
       if (res.statusCode < 200 || res.statusCode >= 300) throw await this.refusal(call, res);
       try {
         return await readCapped(res.body, this.o.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES);
@@ -297,12 +324,13 @@ export class DataClient {
   ): Promise<void> {
     const form = new FormData();
     const bytes = typeof content === "string" ? Buffer.from(content) : content;
-    form.append("file", new Blob([bytes]), path.split("/").pop() || "file");
+    // The SDK names the part after the path it writes; envd takes the path from the query.
+    form.append("file", new Blob([bytes]), path);
     const call = { endpoint: "/files", method: "POST", limitMs: this.o.timeoutMs, signal };
     const limit = deadline(call.limitMs, signal);
     try {
-      const init = { headers: this.tokenHeader(sb), body: form };
-      const res = await this.request(sb, filesPath(path), call, init, limit.signal);
+      const init = { headers: this.sandboxHeaders(sb), body: form };
+      const res = await this.request(sb, filesPath(sb, path), call, init, limit.signal);
       if (res.statusCode < 200 || res.statusCode >= 300) throw await this.refusal(call, res);
       try {
         await readCapped(res.body, MAX_ERROR_BODY_BYTES);
@@ -314,11 +342,21 @@ export class DataClient {
     }
   }
 
-  /** The agent token header of a sandbox; the token joins the secrets scrubbed from errors. */
-  private tokenHeader(sb: SandboxRef): Record<string, string> {
-    if (!sb.accessToken) return {};
-    this.secrets.addTransient(sb.accessToken);
-    return { "x-access-token": sb.accessToken };
+  /**
+   * The headers every call to a sandbox's agent carries: its routing headers (routing `headers`)
+   * and its agent token, which joins the secrets scrubbed from errors.
+   */
+  private sandboxHeaders(sb: SandboxRef): Record<string, string> {
+    const out: Record<string, string> = {};
+    if (this.o.routing === "headers") {
+      out[SANDBOX_ID_HEADER] = sb.id;
+      out[SANDBOX_PORT_HEADER] = String(this.o.agentPort);
+    }
+    if (sb.accessToken) {
+      this.secrets.addTransient(sb.accessToken);
+      out["x-access-token"] = sb.accessToken;
+    }
+    return out;
   }
 
   /** undici connector: with proxyNodeIp, dial the node while Host and TLS SNI keep the sandbox name. */
@@ -395,6 +433,9 @@ interface Call {
 
 function ignore(): void {}
 
-function filesPath(path: string): string {
-  return `/files?path=${encodeURIComponent(path)}`;
+/** `/files?path=`, with `username` where the sandbox's envd needs a user named (below 0.4.0). */
+function filesPath(sb: SandboxRef, path: string): string {
+  const user = envdUser(sb.envdVersion);
+  const named = user === undefined ? "" : `&username=${encodeURIComponent(user)}`;
+  return `/files?path=${encodeURIComponent(path)}${named}`;
 }

@@ -2,10 +2,10 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { Agent, EnvHttpProxyAgent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import {
+import type {
   ControlClient,
-  type ControlOptions,
-  type RequestInfo,
+  ControlOptions,
+  RequestInfo,
 } from "../../../src/platform/control/control.js";
 import { RequestLimiter } from "../../../src/platform/control/limiter.js";
 import { backoffDelay, parseRetryAfter } from "../../../src/platform/control/retry.js";
@@ -17,6 +17,7 @@ import {
 } from "../../../src/platform/http-errors.js";
 import { type Simulator, startSimulator } from "../../../src/simulator/index.js";
 import { FakeClock } from "../../../src/util/clock.js";
+import { testControl } from "../../helpers/control.js";
 import { errorTexts } from "../../helpers/error-texts.js";
 import { startProxy } from "../../helpers/proxy.js";
 
@@ -27,14 +28,11 @@ const closers: Array<() => Promise<void>> = [];
 /** A client of the simulator; `sleeps` records every backoff delay instead of waiting. */
 function client(extra: Partial<ControlOptions> = {}, sleeps: number[] = []): ControlClient {
   const dispatcher = new Agent();
-  const c = new ControlClient({
+  const c = testControl({
     apiUrl: sim.apiUrl,
     apiKey: KEY,
-    authStyle: "x-api-key",
-    authHeader: "X-API-Key",
     timeoutMs: 2_000,
     retries: 2,
-    envProxy: false,
     dispatcher,
     random: () => 0.5,
     sleep: async (ms) => {
@@ -400,13 +398,10 @@ describe("ControlClient through an HTTP proxy", () => {
     try {
       // Their own dispatchers, as the daemon's: none injected.
       const own = (envProxy: boolean) => {
-        const c = new ControlClient({
+        const c = testControl({
           apiUrl: sim.apiUrl,
           apiKey: KEY,
-          authStyle: "x-api-key",
-          authHeader: "X-API-Key",
           timeoutMs: 2_000,
-          retries: 0,
           envProxy,
         });
         closers.push(() => c.close());
@@ -513,14 +508,10 @@ describe("ControlClient normalizers", () => {
 
   it("leaves the dispatcher to the client that made it", async () => {
     const url = await probePlatform();
-    const root = new ControlClient({
+    const root = testControl({
       apiUrl: url,
       apiKey: KEY,
-      authStyle: "x-api-key",
-      authHeader: "X-API-Key",
       timeoutMs: 2_000,
-      retries: 0,
-      envProxy: false,
     });
     const own = root.withOwnNormalizer();
     await own.close();

@@ -8,10 +8,11 @@ import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { EnvHttpProxyAgent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ControlClient } from "../../../src/platform/control/control.js";
+import type { ControlClient } from "../../../src/platform/control/control.js";
 import { DataClient, type DataOptions, type SandboxRef } from "../../../src/platform/data/data.js";
 import { encodeEndStream, encodeJsonEnvelope } from "../../../src/platform/data/envelope.js";
 import { type Simulator, startSimulator } from "../../../src/simulator/index.js";
+import { testControl } from "../../helpers/control.js";
 import { errorTexts } from "../../helpers/error-texts.js";
 import { startProxy, type TestProxy } from "../../helpers/proxy.js";
 
@@ -46,13 +47,9 @@ beforeAll(async () => {
   // The environment names a proxy: the control channel must use it, the data channel must not.
   process.env.HTTP_PROXY = proxy.url;
   process.env.HTTPS_PROXY = proxy.url;
-  control = new ControlClient({
+  control = testControl({
     apiUrl: sim.apiUrl,
     apiKey: "mgmt-key-never-on-data-plane",
-    authStyle: "x-api-key",
-    authHeader: "X-API-Key",
-    timeoutMs: 5_000,
-    retries: 0,
     envProxy: true,
     dispatcher: new EnvHttpProxyAgent({ httpProxy: proxy.url, noProxy: "", proxyTunnel: false }),
   });
@@ -223,6 +220,7 @@ describe("DataClient against the simulator", () => {
 });
 
 interface Recorded {
+  url: string;
   headers: IncomingHttpHeaders;
   body: Buffer;
   servername?: string | false;
@@ -239,6 +237,7 @@ function recorder(reply: (res: ServerResponse) => void): {
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       seen.push({
+        url: req.url ?? "",
         headers: req.headers,
         body: Buffer.concat(chunks),
         servername: (req.socket as { servername?: string | false }).servername,
@@ -299,6 +298,63 @@ describe("DataClient on the wire", () => {
     expect(JSON.parse(first.body.subarray(5).toString())).toEqual({
       process: { cmd: "/bin/bash", args: ["-l", "-c", "echo hi"], envs: {} },
     });
+  });
+
+  it("names the user as E2B's SDK does: below envd 0.4.0 only, an unknown version as current", async () => {
+    const rec = recorder((res) => {
+      if (rec.seen.at(-1)?.url.startsWith("/process")) return cannedStream(res);
+      res.writeHead(200, { "content-type": "application/json" }).end("[]");
+    });
+    const c = dataClient(await listen(createServer(rec.handler)));
+    const basicUser = `Basic ${Buffer.from("user:").toString("base64")}`;
+    const cases: Array<[string | undefined, boolean]> = [
+      ["0.1.5", true],
+      ["0.3.9", true],
+      ["0.4.0", false],
+      ["0.4.0-rc.1", false],
+      ["0.10.2", false],
+      [undefined, false],
+      ["next", false],
+    ];
+    for (const [envdVersion, named] of cases) {
+      const ref = { id: "abc", ...(envdVersion !== undefined && { envdVersion }) };
+      await c.run(ref, "echo hi");
+      await c.writeFile(ref, "/tmp/a b.txt", "x");
+      await c.readFile(ref, "/tmp/a b.txt");
+      const [start, write, read] = rec.seen.splice(0) as [Recorded, Recorded, Recorded];
+      const what = String(envdVersion);
+      expect(start.headers.authorization, what).toBe(named ? basicUser : undefined);
+      for (const r of [write, read]) {
+        const q = new URL(r.url, "http://agent").searchParams;
+        expect([q.get("path"), q.get("username")], what).toEqual([
+          "/tmp/a b.txt",
+          named ? "user" : null,
+        ]);
+        expect(r.headers.authorization, what).toBeUndefined();
+      }
+      expect(write.headers["content-type"]).toMatch(/^multipart\/form-data; boundary=/);
+    }
+  });
+
+  it("routes by E2b-Sandbox-Id and E2b-Sandbox-Port to sandbox.{domain} when told to", async () => {
+    const rec = recorder(cannedStream);
+    const c = dataClient(await listen(createServer(rec.handler)), { routing: "headers" });
+    await c.run({ id: "abc", domain: "eu.example", accessToken: "tok-1" }, "echo hi");
+    await c.run({ id: "def" }, "echo hi");
+    const [first, second] = rec.seen as [Recorded, Recorded];
+    expect(first.headers).toMatchObject({
+      host: "sandbox.eu.example",
+      "e2b-sandbox-id": "abc",
+      "e2b-sandbox-port": "49983",
+      "x-access-token": "tok-1",
+    });
+    expect(second.headers).toMatchObject({ host: `sandbox.${DOMAIN}`, "e2b-sandbox-id": "def" });
+    expect(c.origin({ id: "abc" })).toBe(`http://sandbox.${DOMAIN}`);
+    // By host name (the default), no routing header goes out.
+    const plain = recorder(cannedStream);
+    await dataClient(await listen(createServer(plain.handler))).run({ id: "abc" }, "echo hi");
+    expect(plain.seen[0]?.headers["e2b-sandbox-id"]).toBeUndefined();
+    expect(plain.seen[0]?.headers.host).toBe(`49983-abc.${DOMAIN}`);
   });
 
   it("types a Connect error answer with its code and a short excerpt", async () => {

@@ -1,0 +1,9 @@
+// GET /health: read on shard 0, and on every shard where the policy runs (it acts only while up).
+import type { TickCollector } from "./collector.js";
+
+export const healthCollector: TickCollector<"health"> = {
+  name: "health",
+  optional: true,
+  runs: (where) => where.clusterWide || where.readHealth,
+  read: async ({ reader }) => ({ value: await reader.health(), requests: 1 }),
+};

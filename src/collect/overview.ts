@@ -1,0 +1,9 @@
+// GET /cluster/overview: cluster-wide (shard 0); E2B serves none, which capability learning finds.
+import type { TickCollector } from "./collector.js";
+
+export const overviewCollector: TickCollector<"overview"> = {
+  name: "overview",
+  optional: true,
+  runs: (where) => where.clusterWide,
+  read: async ({ reader }) => ({ value: await reader.clusterOverview(), requests: 1 }),
+};
