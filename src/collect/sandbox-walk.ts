@@ -59,7 +59,7 @@ export class SandboxWalk {
   private pageLimit: number;
   /** Sandboxes of the last complete walk, for the drop check. */
   private lastCompleteCount: number | undefined;
-  /** The last walk's list: a compact table is sized for it and shares its id strings. */
+  /** During a walk, the last walk's list: a compact table is sized for it and shares its ids. */
   private previous: SandboxList | undefined;
   /** X-Total-Running of the last walk's first page, when the platform sends it. */
   totalRunning: number | undefined;
@@ -84,6 +84,9 @@ export class SandboxWalk {
       if (err instanceof PagingError && err.code === "ERR_PAGING_WALK_TIMEOUT")
         this.o.onWalkAbandoned?.();
       throw err;
+    } finally {
+      // Held only while walking: kept after it, a million-row list would outlive its snapshot.
+      this.previous = undefined;
     }
   }
 

@@ -1,7 +1,6 @@
 // The pause, resume and terminate calls on the wire, against a small server written from the
 // platform contract and E2B's OpenAPI, not the simulator: paths, methods and bodies are pinned here.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { Agent } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ControlClient } from "../../src/platform/control/control.js";
@@ -12,6 +11,7 @@ import { failureReason } from "../../src/probe/probe-error.js";
 import { resumePhase } from "../../src/probe/resume.js";
 import { terminatePhase } from "../../src/probe/terminate.js";
 import { testControl } from "../helpers/control.js";
+import { listenLoopback } from "../helpers/loopback.js";
 
 const TTL_S = 120;
 const BUDGET_MS = 2_000;
@@ -53,15 +53,9 @@ async function platform(answer: (req: Seen) => Answer): Promise<{ url: string; s
       res.writeHead(status, { "content-type": type }).end(text);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  closers.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+  const listening = await listenLoopback(server);
+  closers.push(listening.close);
+  return { url: listening.url, seen };
 }
 
 function control(url: string, flavor?: "e2b"): ControlClient {

@@ -1,7 +1,6 @@
 // E2B mode's resume against platforms serving v1 connect, v2 connect or both: the client finds the
 // route that answers, keeps it, and still reports a missing sandbox as not found.
 import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { Agent } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ControlClient, RequestInfo } from "../../../src/platform/control/control.js";
@@ -9,6 +8,7 @@ import { PlatformNotFoundError } from "../../../src/platform/http-errors.js";
 import { type Simulator, startSimulator } from "../../../src/simulator/index.js";
 import { FakeClock } from "../../../src/util/clock.js";
 import { testControl } from "../../helpers/control.js";
+import { listenLoopback } from "../../helpers/loopback.js";
 
 const V1 = "/sandboxes/{id}/connect";
 const V2 = "/v2/sandboxes/{id}/connect";
@@ -53,15 +53,9 @@ async function platform(serves: { routes: string[]; missing: Missing }) {
       res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify(body));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  closers.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const listening = await listenLoopback(server);
+  closers.push(listening.close);
+  const url = listening.url;
   return { url, paths: () => seen.map((s) => s.path), seen };
 }
 

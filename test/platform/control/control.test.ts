@@ -1,5 +1,4 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { Agent, EnvHttpProxyAgent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type {
@@ -19,6 +18,7 @@ import { type Simulator, startSimulator } from "../../../src/simulator/index.js"
 import { FakeClock } from "../../../src/util/clock.js";
 import { testControl } from "../../helpers/control.js";
 import { errorTexts } from "../../helpers/error-texts.js";
+import { listenLoopback } from "../../helpers/loopback.js";
 import { startProxy } from "../../helpers/proxy.js";
 
 const KEY = "k-test-secret-123";
@@ -49,15 +49,9 @@ async function serve(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
 ): Promise<string> {
   const server = createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  closers.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const listening = await listenLoopback(server);
+  closers.push(listening.close);
+  return listening.url;
 }
 
 function readyTemplate(): string {

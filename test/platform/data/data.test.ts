@@ -5,7 +5,6 @@ import {
   type ServerResponse,
 } from "node:http";
 import { createServer as createTlsServer } from "node:https";
-import type { AddressInfo } from "node:net";
 import { EnvHttpProxyAgent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ControlClient } from "../../../src/platform/control/control.js";
@@ -14,6 +13,7 @@ import { encodeEndStream, encodeJsonEnvelope } from "../../../src/platform/data/
 import { type Simulator, startSimulator } from "../../../src/simulator/index.js";
 import { testControl } from "../../helpers/control.js";
 import { errorTexts } from "../../helpers/error-texts.js";
+import { listenLoopback } from "../../helpers/loopback.js";
 import { startProxy, type TestProxy } from "../../helpers/proxy.js";
 
 const DOMAIN = "sandbox.invalid";
@@ -249,15 +249,9 @@ function recorder(reply: (res: ServerResponse) => void): {
 }
 
 async function listen(server: ReturnType<typeof createServer>): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  closers.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return (server.address() as AddressInfo).port;
+  const listening = await listenLoopback(server);
+  closers.push(listening.close);
+  return listening.port;
 }
 
 function cannedStream(res: ServerResponse): void {
