@@ -127,6 +127,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     ...(config.poll.metadata ? { metadata: config.poll.metadata } : {}),
     nodeDetails: config.poll.nodeDetails,
     templateDetails: config.poll.templateDetails,
+    optIn: config.poll.templateBuilds ? ["templateBuilds"] : [],
     clusterWide: config.shard.index === 0,
     shard: config.shard,
     readHealth: initialSpec !== undefined,

@@ -85,7 +85,8 @@ const exporter = await main(
     fileURLToPath(new URL("../deploy/policy/example.yaml", import.meta.url)),
     "--log-format",
     "pretty",
-    ...(e2b ? adminTokenFlags() : []),
+    // E2B serves template build states: the demo reads them too.
+    ...(e2b ? [...adminTokenFlags(), "--poll-template-builds"] : []),
     ...process.argv.slice(2),
   ],
   env,

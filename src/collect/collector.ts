@@ -1,7 +1,7 @@
 // The collector contract: what the poller's scheduler needs of a collector, and the outcome of one
 // read, which every collector's status, staleness and capability learning go through.
 import { PlatformHttpError, PlatformNotFoundError } from "../platform/http-errors.js";
-import type { DeferredPage } from "../platform/normalize/normalize.js";
+import type { DeferredPage, TemplateBuildStatus } from "../platform/normalize/normalize.js";
 import type {
   ClusterOverview,
   Health,
@@ -21,6 +21,8 @@ export interface PlatformReader {
   getNode(id: string): Promise<PlatformNode>;
   listTemplates(): Promise<Template[]>;
   getTemplate(id: string): Promise<Template>;
+  /** One build's status and, for a failed build, its reason. */
+  templateBuildStatus(templateId: string, buildId: string): Promise<TemplateBuildStatus>;
   listSandboxPage(
     q: { state?: string; metadata?: string; nextToken?: string; limit?: number },
     opts?: { slim?: boolean; keep?: (id: string) => boolean },
@@ -52,9 +54,13 @@ export interface TickCollector<N extends TickName = TickName> {
   readonly name: N;
   /** The platform may not serve it: a 404, 405 or 403 before any success makes it unsupported. */
   readonly optional: boolean;
-  /** Whether this instance reads it: cluster-wide data comes from shard 0 only. */
-  runs(where: { clusterWide: boolean; readHealth: boolean }): boolean;
-  read(ctx: TickContext): Promise<Reading<TickData[N]>>;
+  /**
+   * Whether this instance reads it: cluster-wide data comes from shard 0 only; an opt-in collector
+   * runs only when its setting named it in `optIn`.
+   */
+  runs(where: { clusterWide: boolean; readHealth: boolean; optIn: ReadonlySet<string> }): boolean;
+  /** `previous`: its latest good data, which a collector may reuse instead of asking again. */
+  read(ctx: TickContext, previous?: TickData[N]): Promise<Reading<TickData[N]>>;
 }
 
 /** The outcome of one read of a collector. */

@@ -4,6 +4,7 @@ import { healthCollector } from "./health.js";
 import { nodesCollector } from "./nodes.js";
 import { overviewCollector } from "./overview.js";
 import type { CollectorName } from "./snapshot.js";
+import { templateBuildsCollector } from "./template-builds.js";
 import { templatesCollector } from "./templates.js";
 
 /** The collectors refreshed on every tick, in the order their series are exported. */
@@ -12,6 +13,7 @@ export const TICK_COLLECTORS: readonly TickCollector[] = [
   overviewCollector,
   nodesCollector,
   templatesCollector,
+  templateBuildsCollector,
 ];
 
 /** Every collector of a snapshot: the tick collectors, the sandbox walk, then usage (opt-in). */

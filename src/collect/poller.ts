@@ -60,6 +60,8 @@ export interface PollerOptions extends Omit<SandboxWalkOptions, "reader" | "cloc
     supported: boolean,
     error?: { code: string; message: string },
   ) => void;
+  /** Opt-in tick collectors switched on by their settings (e.g. `templateBuilds`); default none. */
+  optIn?: readonly TickName[];
   /** The tick collectors to run; default the registry's (collectors.ts). */
   collectors?: readonly TickCollector[];
 }
@@ -75,6 +77,7 @@ export class Poller {
   /** The latest outcome of each collector but usage (which keeps its own). */
   private readonly outcomes: Partial<Record<CollectorName, Outcome<unknown>>> = {};
   private readonly tickCollectors: readonly TickCollector[];
+  private readonly optIn: ReadonlySet<string>;
   private readonly capabilities: Capabilities;
   private readonly walk: SandboxWalk;
   private readonly usage: UsageCollector | undefined;
@@ -88,6 +91,7 @@ export class Poller {
   constructor(private readonly options: PollerOptions) {
     const { clock, reader, intervalMs } = options;
     this.tickCollectors = options.collectors ?? TICK_COLLECTORS;
+    this.optIn = new Set(options.optIn);
     this.capabilities = new Capabilities({
       clock,
       recheckMs: options.capabilityRecheckMs,
@@ -138,7 +142,7 @@ export class Poller {
         this.tickCollectors.map(async (c) => {
           if (!this.runs(c) || (c.optional && this.capabilities.waiting(c.name))) return;
           ran.push(c.name);
-          const outcome = await attempt(clock, () => c.read(ctx));
+          const outcome = await attempt(clock, () => c.read(ctx, this.last?.[c.name]));
           this.outcomes[c.name] = outcome;
           if (c.optional) this.capabilities.learn(c.name, outcome);
         }),
@@ -163,7 +167,7 @@ export class Poller {
 
   private runs(c: TickCollector): boolean {
     const { clusterWide, readHealth } = this.options;
-    return c.runs({ clusterWide, readHealth: readHealth === true });
+    return c.runs({ clusterWide, readHealth: readHealth === true, optIn: this.optIn });
   }
 
   /** Waits for the walk in flight, if any, at most `ms`. */

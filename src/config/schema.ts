@@ -151,6 +151,8 @@ const PollSchema = z.strictObject({
   metadata: text.optional(),
   nodeDetails: bool.default(false),
   templateDetails: bool.default(false),
+  /** Read template build health: the list every tick, and why each failed build failed (once). */
+  templateBuilds: bool.default(false),
   /** A walk whose sandbox count falls by more than this share of the last complete walk is walked again. */
   confirmDropRatio: ratio.default(0.5),
   /** How often a collector the platform does not serve (404/405/403) is tried again. */

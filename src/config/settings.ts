@@ -319,6 +319,13 @@ export const SETTINGS: readonly Setting[] = [
     help: "also read /templates/{id}",
   },
   {
+    path: "poll.templateBuilds",
+    env: `${X}POLL_TEMPLATE_BUILDS`,
+    flag: "poll-template-builds",
+    kind: "bool",
+    help: "template build health: why a template's latest build failed",
+  },
+  {
     path: "metrics.namespace",
     env: `${X}NAMESPACE`,
     flag: "namespace",

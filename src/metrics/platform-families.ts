@@ -6,6 +6,7 @@ import { StateMemory } from "./exposition/state-memory.js";
 import { Family, labels } from "./exposition/text.js";
 import { noGuard, type ValueGuard } from "./exposition/value-guard.js";
 import { extraLabelNames, type FieldMetric, fieldMetrics } from "./naming.js";
+import { TemplateBuildFamilies } from "./template-build-families.js";
 
 /** HELP suffix: these values are the poller's, not read at scrape time. */
 function cached(endpoint: string): string {
@@ -20,11 +21,14 @@ export class PlatformFamilies {
   private readonly health = new StateMemory();
   private readonly node = new StateMemory();
   private readonly template = new StateMemory();
+  private readonly builds: TemplateBuildFamilies;
 
   /** The guard of the render in progress. */
   private guard = noGuard();
 
-  constructor(private readonly ns: string) {}
+  constructor(private readonly ns: string) {
+    this.builds = new TemplateBuildFamilies(ns);
+  }
 
   /** Families of one snapshot, and the fields left out because their metric name was taken. */
   render(s: Snapshot, guard = noGuard()): { families: Family[]; skipped: string[] } {
@@ -80,6 +84,7 @@ export class PlatformFamilies {
         ),
       );
     }
+    if (s.templateBuilds) families.push(...this.builds.render(s.templateBuilds, guard));
     return { families, skipped };
   }
 

@@ -61,6 +61,20 @@ const getTemplate: ApiHandler = (ctx, _req, res, [id]) => {
   sendJson(res, 200, renderE2bTemplateBuilds(template, lastSpawned(ctx.state).get(id ?? "")));
 };
 
+/** E2B's TemplateBuildInfo of one build: no build logs, and the reason of a failed build. */
+const templateBuildStatus: ApiHandler = (ctx, _req, res, [id, buildId]) => {
+  const build = ctx.state.templateBuild(id ?? "", buildId ?? "");
+  if (!build) return sendError(res, 404, `build '${buildId}' of template '${id}' not found`);
+  sendJson(res, 200, {
+    templateID: id,
+    buildID: buildId,
+    status: build.status,
+    logs: [],
+    logEntries: [],
+    ...(build.reason && { reason: { ...build.reason, logEntries: [] } }),
+  });
+};
+
 /** A sandbox route that answers 404 for a sandbox E2B would not show (neither running nor paused). */
 function visibleOnly(route: RouteDef<ApiHandler>): RouteDef<ApiHandler> {
   if (!route.template.includes("{id}")) return route;
@@ -81,6 +95,11 @@ export const e2bRoutes: RouteDef<ApiHandler>[] = [
   { method: "GET", template: "/nodes/{id}", handler: getNode },
   { method: "GET", template: "/templates", handler: listTemplates },
   { method: "GET", template: "/templates/{id}", handler: getTemplate },
+  {
+    method: "GET",
+    template: "/templates/{id}/builds/{buildID}/status",
+    handler: templateBuildStatus,
+  },
   { method: "GET", template: "/v2/sandboxes", handler: listSandboxes },
   ...[
     { method: "GET", template: "/v2/sandboxes/{id}/logs", handler: sandboxLogsE2b },

@@ -197,6 +197,21 @@ export interface SimTemplate {
   updatedAt: number;
   spawnCount: number;
   buildCount: number;
+  /** Why the latest build failed (status `error`), as E2B's build status reports it. */
+  buildReason?: SimBuildReason;
+}
+
+/** E2B's BuildStatusReason: the message and the step that failed. */
+export interface SimBuildReason {
+  message: string;
+  step?: string;
+}
+
+/** A build a template had before its latest one. */
+export interface SimBuild {
+  templateID: string;
+  status: string;
+  reason?: SimBuildReason;
 }
 
 /** Expected per state x template roll-up, to compare with what the exporter exports. */

@@ -1,10 +1,12 @@
 // The fake platform's data: sandboxes (with a sorted id index for paging), nodes, templates.
 import type { Clock } from "../util/clock.js";
 import { SimulatorError } from "./errors.js";
-import { generateNodes, generateSandbox, generateTemplates, sandboxId } from "./generate.js";
+import { generateNodes, generateSandbox, generateTemplates, sandboxId, uuid } from "./generate.js";
 import {
   type GroundTruthRow,
   type SandboxInit,
+  type SimBuild,
+  type SimBuildReason,
   type SimNode,
   SimSandbox,
   type SimTemplate,
@@ -47,6 +49,9 @@ export class SimState {
   private byStart: SimSandbox[] | undefined;
   private readonly fleetRng: Prng;
   private readonly addRng: Prng;
+  private readonly buildRng: Prng;
+  /** Builds templates had before their latest one, by build id (E2B answers their status too). */
+  readonly pastBuilds = new Map<string, SimBuild>();
   private readonly seed: number;
   private readonly logLines: number;
   private nextNode = 0;
@@ -71,6 +76,7 @@ export class SimState {
     );
     this.fleetRng = new Prng(deriveSeed(this.seed, "fleet"));
     this.addRng = new Prng(deriveSeed(this.seed, "add"));
+    this.buildRng = new Prng(deriveSeed(this.seed, "builds"));
     this.setSandboxCount(options.sandboxes);
   }
 
@@ -158,6 +164,40 @@ export class SimState {
   /** The template with this id or alias, or undefined. */
   template(idOrAlias: string): SimTemplate | undefined {
     return this.templates.find((t) => t.templateID === idOrAlias || t.alias === idOrAlias);
+  }
+
+  /**
+   * A new build of the template: its latest build becomes this one, in `status` (ready by
+   * default); `reason` is what its build status reports (E2B: only for `error`). Returns its id.
+   */
+  buildTemplate(id: string, status = "ready", reason?: SimBuildReason): string {
+    const t = this.template(id);
+    if (!t) throw new SimulatorError(`unknown template ${id}`);
+    this.pastBuilds.set(t.buildID, {
+      templateID: t.templateID,
+      status: t.status,
+      ...(t.buildReason && { reason: t.buildReason }),
+    });
+    t.buildID = uuid(this.buildRng);
+    t.buildCount++;
+    t.status = status;
+    t.buildReason = reason;
+    t.updatedAt = this.clock.now();
+    return t.buildID;
+  }
+
+  /** The status of one build of a template (its latest or an earlier one), or undefined. */
+  templateBuild(templateId: string, buildId: string): SimBuild | undefined {
+    const t = this.templates.find((x) => x.templateID === templateId);
+    if (!t) return undefined;
+    if (t.buildID === buildId)
+      return {
+        templateID: t.templateID,
+        status: t.status,
+        ...(t.buildReason && { reason: t.buildReason }),
+      };
+    const past = this.pastBuilds.get(buildId);
+    return past?.templateID === templateId ? past : undefined;
   }
 
   /** Sets a template's status, and its error text (cleared when omitted). */

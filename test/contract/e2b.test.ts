@@ -27,6 +27,7 @@ const OPERATIONS_USED = [
   "GET /sandboxes/{sandboxID}/metrics",
   "GET /templates",
   "GET /templates/{templateID}",
+  "GET /templates/{templateID}/builds/{buildID}/status",
   "GET /v2/sandboxes",
   "GET /v2/sandboxes/{sandboxID}/logs",
   "POST /sandboxes",
@@ -57,6 +58,7 @@ const METHODS_CALLED = [
   "getNode",
   "listTemplates",
   "getTemplate",
+  "templateBuildStatus",
   "getSandbox",
   "listSandboxes",
   "listSandboxPage",
@@ -231,6 +233,17 @@ async function exercise(client: ControlClient, sim: Simulator, clock: FakeClock)
   const templates = await client.listTemplates();
   expect(templates.length).toBe(3);
   expect((await client.getTemplate(templates[0]!.id)).id).toBe(templates[0]!.id);
+  // A failed build: its status answer carries the reason (valid under TemplateBuildInfo).
+  const failed = sim.state.buildTemplate(templates[1]!.id, "error", {
+    message: "exit status 1",
+    step: "run",
+  });
+  expect(await client.templateBuildStatus(templates[1]!.id, failed)).toEqual({
+    templateId: templates[1]!.id,
+    buildId: failed,
+    status: "error",
+    reason: { message: "exit status 1", step: "run" },
+  });
 
   // Three sandboxes whose metadata needs E2B's encoding (a space in a key and in a value).
   for (let i = 0; i < 3; i++) {

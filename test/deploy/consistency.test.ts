@@ -151,8 +151,9 @@ beforeAll(async () => {
     },
     server: { listen: "127.0.0.1:0" },
     metrics: { perSandboxMetrics: true },
-    // Usage read after each complete walk, so the usage families the dashboards show have series.
-    poll: { usage: true },
+    // Usage read after each complete walk, so the usage families the dashboards show have series;
+    // template build health, for the build alert.
+    poll: { usage: true, templateBuilds: true },
     // Two shards, as deployed: the sandbox aggregates carry the shard label the dashboards filter on.
     shard: { index: 0, total: 2 },
     probe: { enabled: true, template: sim.state.templates[0]!.templateID },

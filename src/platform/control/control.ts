@@ -7,6 +7,7 @@ import {
   type InvalidValues,
   NormalizeError,
   Normalizer,
+  normalizeBuildStatus,
   normalizeHealth,
   normalizeList,
   normalizeLogEntry,
@@ -17,6 +18,7 @@ import {
   normalizeTemplate,
   normalizeUsageList,
   normalizeUsageMap,
+  type TemplateBuildStatus,
 } from "../normalize/normalize.js";
 import type {
   ClusterOverview,
@@ -70,7 +72,7 @@ const CONNECT_V2 = "/v2/sandboxes/{id}/connect";
 type ConnectRoute = typeof CONNECT_V1 | typeof CONNECT_V2;
 
 /**
- * Client of the management API (all 12 endpoints) and of sandbox creation. It owns a Normalizer,
+ * Client of the management API (all 13 endpoints) and of sandbox creation. It owns a Normalizer,
  * whose tables remember the records it read: give each caller its own (withOwnNormalizer).
  */
 export class ControlClient {
@@ -161,6 +163,15 @@ export class ControlClient {
     const e = "/templates/{id}";
     const r = await this.send({ method: "GET", path: `/templates/${enc(id)}`, endpoint: e });
     return this.decode(e, "GET", () => normalizeTemplate(this.n, r.body));
+  }
+
+  /** GET /templates/{id}/builds/{buildID}/status: the build's status and, when failed, why. */
+  async templateBuildStatus(templateId: string, buildId: string): Promise<TemplateBuildStatus> {
+    const e = "/templates/{id}/builds/{buildID}/status";
+    const path = `/templates/${enc(templateId)}/builds/${enc(buildId)}/status`;
+    // Only the status and the reason are wanted: no build logs.
+    const r = await this.send({ method: "GET", path, endpoint: e, query: { limit: 0 } });
+    return this.decode(e, "GET", () => normalizeBuildStatus(r.body, { templateId, buildId }));
   }
 
   /**

@@ -1,0 +1,61 @@
+// Template build health (the templateBuilds collector, poll.templateBuilds): the latest build's
+// status as a state-set, and why a failed build failed. Exported by shard 0 only. Build count,
+// spawn count and last spawn time are the generic template families (sandbox_template_builds,
+// sandbox_template_spawns, sandbox_template_last_spawned_at_timestamp_seconds): not repeated here.
+import { BUILD_STATUSES, type TemplateBuild } from "../collect/template-builds.js";
+import { StateMemory } from "./exposition/state-memory.js";
+import { Family, labels } from "./exposition/text.js";
+import type { ValueGuard } from "./exposition/value-guard.js";
+
+const LIST = "GET /templates";
+const STATUS = "GET /templates/{id}/builds/{buildID}/status";
+
+/** Renders the build families; remembers statuses outside E2B's four so they keep a 0 series. */
+export class TemplateBuildFamilies {
+  private readonly statuses = new StateMemory();
+
+  constructor(private readonly ns: string) {}
+
+  /** The families of the collector's latest data (one record per template id). */
+  render(builds: readonly TemplateBuild[], guard: ValueGuard): Family[] {
+    const unique = [...new Map(builds.map((b) => [b.templateId, b])).values()];
+    const states = this.statuses.observe([...BUILD_STATUSES, ...unique.map((b) => b.status)]);
+    const status = new Family(
+      `${this.ns}_template_build_status`,
+      "gauge",
+      `Status of the template's latest build as a state-set (building, waiting, ready, error): 1 for the current value. Cached from the last successful poll of ${LIST}.`,
+    );
+    const failure = new Family(
+      `${this.ns}_template_build_failure_info`,
+      "gauge",
+      `The template's latest build failed: its id, the step that failed and the reason, value 1. Read once per failed build from ${STATUS}.`,
+    );
+    for (const b of unique) {
+      for (const st of states)
+        status.add(
+          labels(
+            [
+              ["template", b.templateId],
+              ["status", st],
+            ],
+            guard,
+          ),
+          st === b.status ? 1 : 0,
+        );
+      if (b.status !== "error" || !b.failure) continue;
+      failure.add(
+        labels(
+          [
+            ["template", b.templateId],
+            ["build_id", b.buildId ?? ""],
+            ["step", b.failure.step ?? ""],
+            ["message", b.failure.message],
+          ],
+          guard,
+        ),
+        1,
+      );
+    }
+    return [status, failure];
+  }
+}
