@@ -72,14 +72,6 @@ export function timerMs(ms: number): number {
   return Math.min(MAX_TIMER_MS, Math.max(1, Math.ceil(ms)));
 }
 
-/**
- * AbortSignal.timeout for any computed delay (see timerMs). Only for a signal handed alone to the
- * work (its listener keeps it alive); never inside AbortSignal.any, where `deadline` is the one.
- */
-export function timeoutSignal(ms: number): AbortSignal {
-  return AbortSignal.timeout(timerMs(ms));
-}
-
 /** A deadline that stays armed until cleared; see `deadline`. */
 export interface Deadline {
   /** Aborts with a TimeoutError when the time is up, or with the parent's reason when it aborts. */

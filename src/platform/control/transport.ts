@@ -4,7 +4,7 @@
 import { setTimeout as sleepTimer } from "node:timers/promises";
 import { Agent, type Dispatcher, EnvHttpProxyAgent, request } from "undici";
 import { type Clock, systemClock } from "../../util/clock.js";
-import { timeoutSignal, timerMs } from "../../util/duration.js";
+import { deadline, timerMs } from "../../util/duration.js";
 import { Secrets } from "../../util/secrets.js";
 import {
   BodyTooLargeError,
@@ -211,13 +211,15 @@ export class ControlTransport {
     }
     const started = this.clock.now();
     let status: number | undefined;
+    // The same strong, cleared deadline as every other call of the daemon (util/duration.ts).
+    const limit = deadline(this.o.timeoutMs);
     try {
       const res = await request(url, {
         method,
         headers,
         body: payload,
         dispatcher: this.dispatcher,
-        signal: timeoutSignal(this.o.timeoutMs),
+        signal: limit.signal,
         headersTimeout: timerMs(this.o.timeoutMs),
         bodyTimeout: timerMs(this.o.timeoutMs),
       });
@@ -231,6 +233,8 @@ export class ControlTransport {
       const expected = call.notFoundExpected === true && e instanceof PlatformNotFoundError;
       this.report(call, started, status, expected ? undefined : e);
       throw e;
+    } finally {
+      limit.clear();
     }
   }
 
