@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { TICK_COLLECTORS } from "../../src/collect/collectors.js";
-import { Poller, type PollerOptions, smallerPageLimit } from "../../src/collect/poller.js";
+import { type Poller, type PollerOptions, smallerPageLimit } from "../../src/collect/poller.js";
 import { SandboxTable } from "../../src/collect/sandbox-table.js";
 import type { CollectorName, Snapshot } from "../../src/collect/snapshot.js";
 import { collectorFamilies } from "../../src/metrics/collector-families.js";
@@ -14,6 +14,7 @@ import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { inShard } from "../../src/util/shard.js";
 import { testControl } from "../helpers/control.js";
+import { testPoller, tickAndWait } from "../helpers/poller.js";
 import { linesOf, metricsWith, scrapeText } from "../metrics/fixtures.js";
 
 const INTERVAL = 1_000;
@@ -42,18 +43,11 @@ afterAll(async () => {
 /** A poller over the simulator; every published snapshot is kept. */
 function poller(over: Partial<PollerOptions> = {}): { p: Poller; published: Snapshot[] } {
   const published: Snapshot[] = [];
-  const p = new Poller({
+  const p = testPoller({
     reader: control,
     clock,
     pageLimit: 10,
-    maxPages: 1_000,
-    nodeDetails: false,
-    templateDetails: false,
-    clusterWide: true,
     intervalMs: INTERVAL,
-    confirmDropRatio: 0.5,
-    maxBackoffMs: 4 * INTERVAL,
-    capabilityRecheckMs: 10 * INTERVAL,
     onSnapshot: (s) => {
       published.push(s);
     },
@@ -62,11 +56,7 @@ function poller(over: Partial<PollerOptions> = {}): { p: Poller; published: Snap
   return { p, published };
 }
 
-async function cycle(p: Poller): Promise<Snapshot> {
-  await p.tick();
-  await p.walkDone();
-  return p.latest as Snapshot;
-}
+const cycle = tickAndWait;
 
 describe("Poller", () => {
   it("publishes one snapshot per tick, walk included, when the walk keeps up", async () => {

@@ -3,12 +3,13 @@
 // again, and a platform without the build-status route found unsupported.
 import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { Poller, type PollerOptions } from "../../src/collect/poller.js";
+import type { Poller, PollerOptions } from "../../src/collect/poller.js";
 import type { Snapshot } from "../../src/collect/snapshot.js";
 import type { ControlClient } from "../../src/platform/control/control.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { testControl } from "../helpers/control.js";
+import { testPoller, tickAndWait } from "../helpers/poller.js";
 import { linesOf, metricsWith, scrapeText } from "../metrics/fixtures.js";
 
 const INTERVAL = 1_000;
@@ -42,18 +43,11 @@ afterAll(async () => {
 });
 
 function poller(over: Partial<PollerOptions> = {}): Poller {
-  return new Poller({
+  return testPoller({
     reader: control,
     clock,
-    pageLimit: 100,
     maxPages: 100,
-    nodeDetails: false,
-    templateDetails: false,
-    clusterWide: true,
     intervalMs: INTERVAL,
-    confirmDropRatio: 0.5,
-    maxBackoffMs: 4 * INTERVAL,
-    capabilityRecheckMs: 10 * INTERVAL,
     optIn: ["templateBuilds"],
     ...over,
   });
@@ -61,9 +55,7 @@ function poller(over: Partial<PollerOptions> = {}): Poller {
 
 async function cycle(p: Poller): Promise<Snapshot> {
   clock.advance(INTERVAL);
-  await p.tick();
-  await p.walkDone();
-  return p.latest as Snapshot;
+  return tickAndWait(p);
 }
 
 /** Breaks the latest build of the first template; returns its id and the failed build's id. */

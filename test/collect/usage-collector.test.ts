@@ -2,7 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { Poller, type PollerOptions } from "../../src/collect/poller.js";
+import type { Poller, PollerOptions } from "../../src/collect/poller.js";
 import type { Snapshot } from "../../src/collect/snapshot.js";
 import { USAGE_BATCH, usageBatches } from "../../src/collect/usage-collector.js";
 import { ConfigSchema } from "../../src/config/schema.js";
@@ -16,6 +16,7 @@ import { sandboxUsage } from "../../src/simulator/usage.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { inShard } from "../../src/util/shard.js";
 import { testControl } from "../helpers/control.js";
+import { testPoller, tickAndWait } from "../helpers/poller.js";
 import { linesOf, metricsWith, scrapeText } from "../metrics/fixtures.js";
 
 const INTERVAL = 1_000;
@@ -66,17 +67,9 @@ function poller(
     batches.push([...ids]);
     return inner.sandboxUsage(ids);
   };
-  const p = new Poller({
+  const p = testPoller({
     clock,
-    pageLimit: 100,
-    maxPages: 1_000,
-    nodeDetails: false,
-    templateDetails: false,
-    clusterWide: true,
     intervalMs: INTERVAL,
-    confirmDropRatio: 0.5,
-    maxBackoffMs: 4 * INTERVAL,
-    capabilityRecheckMs: 10 * INTERVAL,
     shard: o.shard ?? { index: 0, total: 1 },
     usage: { intervalMs: USAGE_EVERY, runningStates: ["running", "active"] },
     onSnapshot: (s) => {
@@ -89,11 +82,7 @@ function poller(
   return { p, batches, published };
 }
 
-async function cycle(p: Poller): Promise<Snapshot> {
-  await p.tick();
-  await p.walkDone();
-  return p.latest as Snapshot;
-}
+const cycle = tickAndWait;
 
 /** The ids the simulator has usage for: running and started, in `shard`. */
 function sampledIds(shard: Shard = { index: 0, total: 1 }): string[] {
