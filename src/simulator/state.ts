@@ -37,6 +37,25 @@ export function upperBound(ids: readonly string[], id: string, inclusive = false
   return lo;
 }
 
+/** E2B's lifecycle event types, without the `sandbox.lifecycle.` prefix. */
+export type SimLifecycleType =
+  | "created"
+  | "killed"
+  | "paused"
+  | "resumed"
+  | "updated"
+  | "checkpointed";
+
+/** A change of a sandbox's lifecycle, as the platform would record it. */
+export interface SimLifecycleEvent {
+  type: SimLifecycleType;
+  sandbox: SimSandbox;
+  /** Simulator clock, epoch ms. */
+  at: number;
+  /** Killed only: E2B's kill reason (request, timeout, admin, orphaned, ...). */
+  killReason?: string;
+}
+
 /** Everything the simulator serves; tests mutate it through these methods. */
 export class SimState {
   readonly sandboxes = new Map<string, SimSandbox>();
@@ -55,6 +74,7 @@ export class SimState {
   private readonly seed: number;
   private readonly logLines: number;
   private nextNode = 0;
+  private readonly lifecycleObservers: Array<(e: SimLifecycleEvent) => void> = [];
 
   constructor(options: SimStateOptions) {
     if (options.templates < 1) throw new SimulatorError("at least one template is required");
@@ -121,16 +141,33 @@ export class SimState {
       ...stripUndefined(partial),
       sandboxID: id,
     };
-    return this.insert(new SimSandbox(merged, this.seed, this.logLines));
+    const added = this.insert(new SimSandbox(merged, this.seed, this.logLines));
+    this.lifecycle("created", added);
+    return added;
   }
 
-  /** Removes a sandbox; false when it did not exist. */
-  removeSandbox(id: string): boolean {
-    if (!this.sandboxes.delete(id)) return false;
+  /** Removes a sandbox, recorded as killed for `reason` (E2B's kill reasons); false when it did not exist. */
+  removeSandbox(id: string, reason = "request"): boolean {
+    const s = this.sandboxes.get(id);
+    if (!s) return false;
+    this.sandboxes.delete(id);
     this.byStart = undefined;
     const i = upperBound(this.ids, id, true);
     if (this.ids[i] === id) this.ids.splice(i, 1);
+    this.lifecycle("killed", s, reason);
     return true;
+  }
+
+  /** Calls `fn` on every lifecycle change from now on (creates, kills, pauses, resumes, ...). */
+  onLifecycle(fn: (e: SimLifecycleEvent) => void): void {
+    this.lifecycleObservers.push(fn);
+  }
+
+  /** Records a lifecycle change of `sandbox` (routes call it for pauses and resumes). */
+  lifecycle(type: SimLifecycleType, sandbox: SimSandbox, killReason?: string): void {
+    const e: SimLifecycleEvent = { type, sandbox, at: this.clock.now() };
+    if (killReason !== undefined) e.killReason = killReason;
+    for (const fn of this.lifecycleObservers) fn(e);
   }
 
   /** The sandbox with this id, or undefined. */
