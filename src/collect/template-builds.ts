@@ -2,6 +2,7 @@
 // GET /templates/{id}/builds/{buildID}/status once per failed build, for the step and the reason.
 // Cluster-wide (shard 0). Its own list read keeps a reading's statuses and reasons consistent;
 // when nothing failed it costs that one request per tick.
+import { PlatformHttpError, PlatformNotFoundError } from "../platform/http-errors.js";
 import type { BuildStatusReason } from "../platform/normalize/normalize.js";
 import { mapLimit } from "../util/concurrency.js";
 import type { TickCollector } from "./collector.js";
@@ -47,8 +48,15 @@ export const templateBuildsCollector: TickCollector<"templateBuilds"> = {
       let failure = known.get(key(t.id, t.version));
       if (!failure) {
         requests++;
-        // A failed build without a reason is remembered too, or it would be asked every tick.
-        failure = (await reader.templateBuildStatus(t.id, t.version)).reason ?? { message: "" };
+        try {
+          // A failed build without a reason is remembered too, or it would be asked every tick.
+          failure = (await reader.templateBuildStatus(t.id, t.version)).reason ?? { message: "" };
+        } catch (err) {
+          // An answer saying the route is not served decides the collector's capability; any
+          // other failure costs only this template its reason, asked again next tick.
+          if (notServed(err)) throw err;
+          return build;
+        }
       }
       build.failure = failure;
       return build;
@@ -56,6 +64,14 @@ export const templateBuildsCollector: TickCollector<"templateBuilds"> = {
     return { value, requests };
   },
 };
+
+/** A 404, 405 or 403: the platform does not serve build status (see collector.ts failure()). */
+function notServed(err: unknown): boolean {
+  return (
+    err instanceof PlatformNotFoundError ||
+    (err instanceof PlatformHttpError && (err.status === 403 || err.status === 405))
+  );
+}
 
 function key(templateId: string, buildId: string): string {
   return `${templateId}\n${buildId}`;

@@ -1,6 +1,7 @@
 // The templateBuilds collector against the E2B-mode simulator over loopback: off by default, a
 // failed build's reason read once (not every tick), exported, dropped once the template builds
-// again, and a platform without the build-status route found unsupported.
+// again, one failing build-status read costing only its template's reason, and a platform without
+// the build-status route found unsupported.
 import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Poller, PollerOptions } from "../../src/collect/poller.js";
@@ -156,6 +157,26 @@ describe("templateBuilds collector", () => {
     expect(bad.templateBuilds?.find((b) => b.templateId === template)).toMatchObject({
       buildId: again,
       failure: { message: "out of disk" },
+    });
+  });
+
+  it("a build-status read that fails costs only that template its reason, asked again next tick", async () => {
+    const { template } = failFirst();
+    const p = poller();
+    sim.faults.route(STATUS_ROUTE, { status: 500 });
+    const first = await cycle(p);
+    expect(first.collectors.templateBuilds).toMatchObject({ success: true, stale: false });
+    const mine = first.templateBuilds?.find((b) => b.templateId === template);
+    expect(mine).toMatchObject({ status: "error" });
+    expect(mine?.failure).toBeUndefined();
+    // The other templates' builds are all there.
+    expect(first.templateBuilds).toHaveLength(sim.state.templates.length);
+    sim.faults.clear();
+    const asked = sim.counters.get(STATUS_ROUTE);
+    const second = await cycle(p);
+    expect(sim.counters.get(STATUS_ROUTE) - asked).toBe(1);
+    expect(second.templateBuilds?.find((b) => b.templateId === template)?.failure).toMatchObject({
+      step: "run",
     });
   });
 
