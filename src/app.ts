@@ -4,25 +4,34 @@ import type { Logger } from "pino";
 import { Agent, type Dispatcher } from "undici";
 import { Poller } from "./collect/poller.js";
 import type { Snapshot } from "./collect/snapshot.js";
+import { ConfigError } from "./config/errors.js";
 import { loadPolicySpec } from "./config/policy-file.js";
 import { policySpec } from "./config/policy-schema.js";
-import type { Config } from "./config/schema.js";
+import { type Config, DEPRECATED_LISTENER } from "./config/schema.js";
 import { readSecretFile } from "./config/secret-file.js";
 import { ExporterMetrics, negotiateFormat } from "./metrics/exporter-metrics.js";
+import type { EventLedger } from "./metrics/lifecycle-events.js";
 import { registerLimiterMetrics } from "./metrics/limiter-metrics.js";
 import { registerInvalidValueMetrics } from "./metrics/self-metrics.js";
+import { TeamLimitMetrics } from "./metrics/team-limit-metrics.js";
 import { ControlClient } from "./platform/control/control.js";
 import { RequestLimiter } from "./platform/control/limiter.js";
 import { DataClient } from "./platform/data/data.js";
+import { normalizeLifecycleEvent } from "./platform/normalize/events.js";
 import { PolicyEngine } from "./policy/engine.js";
 import { PolicyLoop } from "./policy/policy-loop.js";
 import { ProbeService } from "./probe/probe-service.js";
-import { type RunningServer, startServer } from "./server/server.js";
+import { E2B_WEBHOOK_PATH, e2bWebhookRoute } from "./server/e2b-webhook.js";
+import { type RunningServer, type ServerDeps, startServer } from "./server/server.js";
 import { statusReport } from "./server/status.js";
+import { loadWebConfig, type WebConfig, WebConfigError } from "./server/web-config.js";
 import { type Clock, systemClock } from "./util/clock.js";
 import { startSchedule, tickInterval } from "./util/schedule.js";
 import { Secrets } from "./util/secrets.js";
 import { VERSION } from "./version.js";
+
+/** How long past the events look-back an event id is remembered (webhook retries, late reads). */
+const EVENT_ID_MARGIN_MS = 3_600_000;
 
 /** Effects the exporter needs from outside. */
 export interface AppDeps {
@@ -49,6 +58,8 @@ export interface Exporter {
   readonly prober: ProbeService | undefined;
   /** The policy engine, when policy is enabled. */
   readonly policy: PolicyEngine | undefined;
+  /** The lifecycle event ledger (poll.events): the sink of the events collector and the webhook. */
+  readonly events: EventLedger | undefined;
   /** Re-reads the config and policy files; a bad file is rejected and the old one kept. */
   reload(): Promise<{ ok: boolean; error?: string }>;
   /** Runs one poll cycle now (skipped and counted if one is in flight). */
@@ -62,6 +73,8 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   const readFile = deps.readFile ?? ((path: string) => readFileSync(path, "utf8"));
   // Read before anything starts: a bad rule file stops the start, naming the rule and field.
   const initialSpec = config.policy.enabled ? loadPolicySpec(config.policy, readFile) : undefined;
+  // The listener's security too (--web.config.file, or the deprecated settings).
+  const listener = serverSecurity(config, logger.child({ component: "server" }));
   const pollIntervalMs = tickInterval(config.poll.schedule);
   // One set of secrets for every text that leaves the process: errors, labels, the log.
   const secrets = deps.secrets ?? new Secrets();
@@ -79,6 +92,11 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     version: VERSION,
     logger: logger.child({ component: "metrics" }),
     scrub: (text) => secrets.scrub(text),
+    // The event ledger (for the events collector or the E2B webhook) remembers ids past the
+    // look-back, so a re-read event counts once.
+    ...(config.poll.events || config.webhooks.e2bSecretFile !== undefined
+      ? { lifecycleEvents: { horizonMs: config.poll.eventsLookbackMs + EVENT_ID_MARGIN_MS } }
+      : {}),
   });
   // One request budget for poll, probes and policy together, served in that order.
   const limiter: RequestLimiter = new RequestLimiter({
@@ -90,6 +108,12 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   const limiterMetrics = registerLimiterMetrics(metrics.registry, config.metrics.namespace, (c) =>
     limiter.waiting(c),
   );
+  // Refused creates by reason, and the team's concurrency limit (set, or named by a 429).
+  const teamLimits = new TeamLimitMetrics({
+    registry: metrics.registry,
+    ns: config.metrics.namespace,
+    configLimit: config.platform.teamConcurrencyLimit,
+  });
   const control = new ControlClient({
     apiUrl: config.platform.apiUrl,
     apiKey: config.platform.apiKey,
@@ -106,6 +130,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     maxRetryAfterMs: config.platform.maxRetryAfterMs,
     apiPrefix: config.platform.apiPrefix,
     flavor: config.platform.flavor,
+    onCreateRejected: (reason, limit) => teamLimits.createRejected(reason, limit),
     ...adminToken(config),
     secrets,
     ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
@@ -127,7 +152,17 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     ...(config.poll.metadata ? { metadata: config.poll.metadata } : {}),
     nodeDetails: config.poll.nodeDetails,
     templateDetails: config.poll.templateDetails,
-    optIn: config.poll.templateBuilds ? ["templateBuilds"] : [],
+    ...(metrics.events
+      ? { events: { sink: metrics.events, lookbackMs: config.poll.eventsLookbackMs } }
+      : {}),
+    optIn: [
+      ...(config.poll.templateBuilds ? (["templateBuilds"] as const) : []),
+      ...(config.poll.events ? (["events"] as const) : []),
+      ...(config.poll.teamMetrics ? (["teamMetrics"] as const) : []),
+    ],
+    // The team of the key: the setting, else the one the lifecycle events name (poll.events).
+    teamId: () => config.platform.teamId ?? metrics.events?.teamId(),
+    teamMetricsWindowMs: config.poll.teamMetricsWindowMs,
     clusterWide: config.shard.index === 0,
     shard: config.shard,
     readHealth: initialSpec !== undefined,
@@ -239,6 +274,9 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   const reload = async (): Promise<{ ok: boolean; error?: string }> => {
     try {
       const next = deps.reloadConfig ? deps.reloadConfig() : config;
+      // Read and checked before anything changes: a bad web config file keeps the last good one.
+      const web = reloadedWebConfig(next, listener);
+      const applyE2bSecret = e2bWebhook?.reread(next);
       if (policy && next.policy.enabled) policy.setSpec(loadPolicySpec(next.policy, readFile));
       else if (policy) {
         // The emergency stop: no rules from now on (the engine itself goes at the next restart).
@@ -246,6 +284,8 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
         logger.warn("policy disabled by reload: no rule runs until it is enabled again");
       } else if (next.policy.enabled)
         logger.warn("turning the policy engine on takes a restart; the new rules are not applied");
+      if (web) server.setWebConfig(web);
+      applyE2bSecret?.();
       metrics.reloaded(true);
       logger.info("configuration reloaded");
       return { ok: true };
@@ -259,6 +299,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   const prober = config.probe.enabled
     ? newProber(config, control.withOwnNormalizer("probe"), secrets, metrics, deps)
     : undefined;
+  const e2bWebhook = newE2bWebhook(config, metrics, secrets, logger);
   const server = await startServer(config.server.listen, {
     render: (format, gzip) => metrics.render(format, gzip),
     negotiate: negotiateFormat,
@@ -277,10 +318,12 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       ) as Record<string, unknown>,
     reload,
     enableLifecycle: config.server.enableLifecycle,
-    ...(prober ? { routes: prober.routes() } : {}),
+    routes: { ...prober?.routes(), ...e2bWebhook?.routes },
+    // E2B cannot send the listener's credentials: its route is open only when the setting says so.
+    ...(e2bWebhook?.authExempt ? { openPaths: [E2B_WEBHOOK_PATH] } : {}),
     ready: () => poller.latest !== undefined,
     logger: logger.child({ component: "server" }),
-    ...serverSecurity(config),
+    ...listener,
   });
   if (!deps.manual) void schedule.trigger();
   if (prober && !deps.manual) await prober.start();
@@ -292,6 +335,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     server,
     metrics,
     poller,
+    events: metrics.events,
     runCycle: async () => {
       await schedule.trigger();
       await poller.walkDone();
@@ -311,6 +355,66 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       await webhookAgent?.destroy();
       await server.close();
       await control.close();
+    },
+  };
+}
+
+/** What startExporter mounts for E2B's lifecycle webhooks. */
+interface E2bWebhook {
+  routes: NonNullable<ServerDeps["routes"]>;
+  authExempt: boolean;
+  /** Reads the secret file of `next` (throws on a bad one); the returned call puts it in use. */
+  reread(next: Config): () => void;
+}
+
+/**
+ * POST /webhooks/e2b when webhooks.e2bSecretFile is set: E2B's deliveries go into the events
+ * ledger. The signing secret is scrubbed like a key and read again on reload.
+ */
+function newE2bWebhook(
+  config: Config,
+  metrics: ExporterMetrics,
+  secrets: Secrets,
+  logger: Logger,
+): E2bWebhook | undefined {
+  if (config.webhooks.e2bSecretFile === undefined) return undefined;
+  const log = logger.child({ component: "e2b-webhook" });
+  const read = (c: Config): string => {
+    const file = c.webhooks.e2bSecretFile;
+    const value = file ? readSecretFile(readUtf8, file, "webhooks.e2bSecretFile") : "";
+    secrets.add(value);
+    // An empty secret verifies nothing: every delivery is refused (401) until one is set.
+    if (value === "") log.warn("no E2B webhook signing secret: every delivery is refused");
+    return value;
+  };
+  // Read first: a bad secret file stops the start whatever else is on.
+  let secret = read(config);
+  const sink = metrics.events;
+  if (!sink) {
+    log.warn(
+      { setting: "webhooks.e2bSecretFile" },
+      "E2B webhook not served: the lifecycle event ledger is off",
+    );
+    return undefined;
+  }
+  const route = e2bWebhookRoute({
+    secret: () => secret,
+    sink,
+    parse: (raw) => normalizeLifecycleEvent(raw),
+    maxBodyBytes: config.webhooks.maxBodyBytes,
+    registry: metrics.registry,
+    namespace: config.metrics.namespace,
+    logger: log,
+    secrets,
+  });
+  return {
+    routes: { [E2B_WEBHOOK_PATH]: route },
+    authExempt: config.webhooks.e2bAuthExempt,
+    reread(next) {
+      const value = read(next);
+      return () => {
+        secret = value;
+      };
     },
   };
 }
@@ -354,9 +458,62 @@ function policyWebhook(
   };
 }
 
-function serverSecurity(config: Config): Pick<Parameters<typeof startServer>[1], "auth" | "tls"> {
+/** How the listener is secured at start; what a reload may change of it. */
+type ListenerSecurity = Pick<ServerDeps, "auth" | "tls" | "webConfig">;
+
+/** The web config file read at start; a bad one stops the start like a bad setting. */
+function startWebConfig(file: string): WebConfig {
+  try {
+    return loadWebConfig(file, (path) => readFileSync(path));
+  } catch (err) {
+    if (!(err instanceof WebConfigError)) throw err;
+    throw new ConfigError([
+      {
+        path: "server.webConfigFile",
+        source: "file",
+        origin: file,
+        expected: "a valid exporter-toolkit web config file",
+        received: err.message,
+      },
+    ]);
+  }
+}
+
+/**
+ * The web config file again, for a reload; undefined when the listener uses the deprecated
+ * settings (read at start only). Throws when the change takes a restart.
+ */
+function reloadedWebConfig(next: Config, started: ListenerSecurity): WebConfig | undefined {
+  const file = next.server.webConfigFile;
+  if (file === undefined) {
+    if (!started.webConfig) return undefined;
+    throw new WebConfigError(
+      started.webConfig.file,
+      "",
+      "server.webConfigFile was unset: securing the listener another way takes a restart",
+    );
+  }
+  const web = loadWebConfig(file, (path) => readFileSync(path));
+  const tlsNow = started.webConfig?.tls !== undefined || started.tls !== undefined;
+  if ((web.tls !== undefined) !== tlsNow)
+    throw new WebConfigError(
+      web.file,
+      "tls_server_config",
+      `turning TLS ${tlsNow ? "off" : "on"} takes a restart`,
+    );
+  return web;
+}
+
+function serverSecurity(config: Config, log: Logger): ListenerSecurity {
   const s = config.server;
-  const out: Pick<Parameters<typeof startServer>[1], "auth" | "tls"> = {};
+  if (s.webConfigFile !== undefined) return { webConfig: startWebConfig(s.webConfigFile) };
+  const deprecated = DEPRECATED_LISTENER.filter((key) => s[key] !== undefined);
+  if (deprecated.length > 0)
+    log.warn(
+      { settings: deprecated.map((key) => `server.${key}`) },
+      "deprecated listener settings, removed in the next release: use --web.config.file (exporter-toolkit's format, bcrypt basic_auth_users)",
+    );
+  const out: ListenerSecurity = {};
   if (s.bearerTokenFile || s.basicAuthUsers) {
     out.auth = {
       ...(s.bearerTokenFile
@@ -412,6 +569,7 @@ function newProber(
       phaseTimeoutMs: m.phaseTimeoutMs,
       phaseTimeouts: m.phaseTimeouts,
       lifecycleRounds: m.lifecycleRounds,
+      autoPauseTimeoutMs: m.autoPauseTimeoutMs,
       labels: m.labels,
     })),
   });

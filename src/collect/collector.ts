@@ -1,7 +1,14 @@
 // The collector contract: what the poller's scheduler needs of a collector, and the outcome of one
 // read, which every collector's status, staleness and capability learning go through.
+import type { LifecycleEventSink } from "../platform/events.js";
 import { PlatformHttpError, PlatformNotFoundError } from "../platform/http-errors.js";
+import type { SandboxEventPage } from "../platform/normalize/events.js";
 import type { DeferredPage, TemplateBuildStatus } from "../platform/normalize/normalize.js";
+import type {
+  TeamMetricMax,
+  TeamMetricName,
+  TeamMetricPoint,
+} from "../platform/normalize/team-metrics.js";
 import type {
   ClusterOverview,
   Health,
@@ -29,6 +36,23 @@ export interface PlatformReader {
   ): Promise<DeferredPage<Sandbox>>;
   /** Latest usage sample of each of at most 100 sandboxes; ids without one are absent. */
   sandboxUsage(ids: readonly string[]): Promise<Map<string, SandboxUsage>>;
+  /** One page of the team's lifecycle events (GET /events/sandboxes), newest first by default. */
+  listSandboxEvents(q: {
+    offset?: number;
+    limit?: number;
+    orderAsc?: boolean;
+    types?: readonly string[];
+    sandboxId?: string;
+  }): Promise<SandboxEventPage>;
+  /** The team's concurrent sandboxes and start rate between two Unix times (s); `[]`: no data. */
+  teamMetrics(teamId: string, startS: number, endS: number): Promise<TeamMetricPoint[]>;
+  /** The highest value of one team metric between two Unix times (s). */
+  teamMetricsMax(
+    teamId: string,
+    metric: TeamMetricName,
+    startS: number,
+    endS: number,
+  ): Promise<TeamMetricMax>;
 }
 
 /** What one read brought: its value, and the requests it made (pages, detail reads). */
@@ -44,6 +68,14 @@ export interface TickContext {
   nodeDetails: boolean;
   /** Read /templates/{id} for every template (poll.templateDetails). */
   templateDetails: boolean;
+  /** Where the events collector (poll.events) passes each event read; undefined: events off. */
+  events?: { sink: LifecycleEventSink; lookbackMs: number; maxPages?: number };
+  /** The clock a collector's time windows are read on (the team metrics' start and end). */
+  clock: Clock;
+  /** The team whose capacity teamMetrics reads: platform.teamId, else learned; undefined: unknown. */
+  teamId?: () => string | undefined;
+  /** Window of the team metrics' maxima (poll.teamMetricsWindowMs); default 1 h. */
+  teamMetricsWindowMs?: number;
 }
 
 /**

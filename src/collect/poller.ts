@@ -60,8 +60,14 @@ export interface PollerOptions extends Omit<SandboxWalkOptions, "reader" | "cloc
     supported: boolean,
     error?: { code: string; message: string },
   ) => void;
+  /** The events collector's sink, look-back and page bound (poll.events); undefined: events off. */
+  events?: TickContext["events"];
   /** Opt-in tick collectors switched on by their settings (e.g. `templateBuilds`); default none. */
   optIn?: readonly TickName[];
+  /** The team whose capacity teamMetrics reads: platform.teamId, else learned from events. */
+  teamId?: () => string | undefined;
+  /** Window of the team metrics' maxima (poll.teamMetricsWindowMs); default 1 h. */
+  teamMetricsWindowMs?: number;
   /** The tick collectors to run; default the registry's (collectors.ts). */
   collectors?: readonly TickCollector[];
 }

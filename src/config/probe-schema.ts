@@ -5,7 +5,7 @@ import type { ScheduleSpec } from "../util/schedule.js";
 import { duration, int, oneOf, schedule, text } from "./fields.js";
 
 /** Optional parts of a probe; create and terminate always run. */
-export const PROBE_STEP_NAMES = ["exec", "file", "lifecycle"] as const;
+export const PROBE_STEP_NAMES = ["exec", "file", "lifecycle", "autopause"] as const;
 export type ProbeStepName = (typeof PROBE_STEP_NAMES)[number];
 
 /** The phases of a probe in the order they run; each may have a timeout of its own (`phaseTimeouts`). */
@@ -17,8 +17,15 @@ export const PROBE_PHASE_NAMES = [
   "pause",
   "resume",
   "state_check",
+  "autopause_wait",
+  "autopause_resume",
+  "autopause_check",
   "terminate",
 ] as const;
+
+/** Default sandbox timeout the autopause step creates with (E2B takes whole seconds). */
+export const DEFAULT_AUTO_PAUSE_TIMEOUT_MS = 15_000;
+const MAX_AUTO_PAUSE_TIMEOUT_MS = 3_600_000;
 
 /** The module of a configuration without `modules`. */
 export const DEFAULT_PROBE_MODULE = "default";
@@ -56,7 +63,15 @@ const labels = z
     }
   });
 
-const steps = z.array(oneOf(PROBE_STEP_NAMES), { error: "a list of exec, file, lifecycle" });
+const steps = z.array(oneOf(PROBE_STEP_NAMES), {
+  error: "a list of exec, file, lifecycle, autopause",
+});
+
+/** The sandbox timeout of the autopause step: whole seconds, as E2B's create takes it. */
+const autoPauseTimeout = duration().refine(
+  (ms) => ms >= 1000 && ms <= MAX_AUTO_PAUSE_TIMEOUT_MS && ms % 1000 === 0,
+  { error: "a whole number of seconds from 1s to 1h" },
+);
 
 const phaseTimeouts = z.strictObject(
   Object.fromEntries(PROBE_PHASE_NAMES.map((p) => [p, duration().optional()])) as Record<
@@ -81,6 +96,7 @@ const ModuleSchema = z.strictObject({
   phaseTimeoutMs: duration().optional(),
   phaseTimeouts: phaseTimeouts.optional(),
   lifecycleRounds: int(1, 10).optional(),
+  autoPauseTimeoutMs: autoPauseTimeout.optional(),
   /** Extra labels on every series of this module. */
   labels: labels.optional(),
 });
@@ -97,6 +113,8 @@ export interface ProbeModuleConfig {
   phaseTimeoutMs: number;
   phaseTimeouts: Partial<Record<(typeof PROBE_PHASE_NAMES)[number], number>>;
   lifecycleRounds: number;
+  /** The sandbox timeout the autopause step creates with, ms. */
+  autoPauseTimeoutMs: number;
   labels: Record<string, string>;
 }
 
@@ -116,6 +134,8 @@ const ProbeFields = z.strictObject({
   phases: steps.default(["exec", "file"]),
   /** Pause/resume rounds of the lifecycle phase: the second resume is where platforms fail. */
   lifecycleRounds: int(1, 10).default(2),
+  /** The autopause step's sandbox timeout: the platform pauses the sandbox by itself after it. */
+  autoPauseTimeoutMs: autoPauseTimeout.default(DEFAULT_AUTO_PAUSE_TIMEOUT_MS),
   /** Modules probing at the same time, at most. */
   concurrency: int(1, 32).default(2),
   modules: z.array(ModuleSchema, { error: "a list of probe modules" }).default([]),
@@ -134,17 +154,28 @@ export const ProbeSchema = ProbeFields.superRefine((p, ctx) => {
     seen.add(m.name);
   });
   const check = (phases: readonly ProbeStepName[] | undefined, path: (string | number)[]) => {
-    if (phases?.includes("lifecycle") && !phases.includes("file"))
-      ctx.addIssue({
-        code: "custom",
-        path,
-        message: "phases with file when lifecycle is listed (the lifecycle checks the file)",
-        input: phases,
-      });
+    for (const step of ["lifecycle", "autopause"] as const)
+      if (phases?.includes(step) && !phases.includes("file"))
+        ctx.addIssue({
+          code: "custom",
+          path,
+          message: `phases with file when ${step} is listed (the ${step} step checks the file)`,
+          input: phases,
+        });
   };
   check(p.phases, ["phases"]);
   p.modules.forEach((m, i) => {
     check(m.phases, ["modules", i, "phases"]);
+  });
+  // Each autopause round waits out the timeout: the run must be able to.
+  probeModules(p).forEach((m, i) => {
+    if (m.phases.includes("autopause") && m.timeoutMs <= m.lifecycleRounds * m.autoPauseTimeoutMs)
+      ctx.addIssue({
+        code: "custom",
+        path: p.modules.length > 0 ? ["modules", i, "timeoutMs"] : ["timeoutMs"],
+        message: `a timeout above lifecycleRounds x autoPauseTimeoutMs (${m.lifecycleRounds} x ${m.autoPauseTimeoutMs} ms): each autopause round waits out the sandbox timeout`,
+        input: m.timeoutMs,
+      });
   });
 }).transform((p) => ({ ...p, modules: probeModules(p) }));
 
@@ -161,6 +192,7 @@ function probeModules(p: z.output<typeof ProbeFields>): ProbeModuleConfig[] {
     phaseTimeoutMs: p.phaseTimeoutMs,
     phaseTimeouts: p.phaseTimeouts,
     lifecycleRounds: p.lifecycleRounds,
+    autoPauseTimeoutMs: p.autoPauseTimeoutMs,
     labels: {},
   };
   if (p.modules.length === 0) return [base];

@@ -106,6 +106,10 @@ const PlatformSchema = z.strictObject({
   requestBurst: int(1, 10_000).default(20),
   /** Longest Retry-After of a 429 or 503 that is honoured as asked; a longer one waits this long. */
   maxRetryAfterMs: duration().default(60_000),
+  /** The API key's team (E2B team id), for the team metrics; unset: learned from lifecycle events. */
+  teamId: text.min(1, { error: "a team id" }).optional(),
+  /** Concurrent sandboxes the team may run, when known (E2B's API does not serve it). */
+  teamConcurrencyLimit: int(1).optional(),
   /**
    * Derived, not a setting: the loader sets it when HTTP_PROXY or HTTPS_PROXY (either case) is set,
    * and refuses it in a config file. The control channel then goes through undici's
@@ -114,20 +118,52 @@ const PlatformSchema = z.strictObject({
   envProxy: z.boolean().default(false),
 });
 
+/** A bcrypt hash as htpasswd -B writes it ($2a$, $2b$, $2y$; cost 4 to 31). */
+const BCRYPT = /^\$2[aby]?\$(?:0[4-9]|[12]\d|3[01])\$[./A-Za-z0-9]{53}$/;
+const HTPASSWD = `htpasswd -nBC 10 "" | tr -d ':\\n'`;
+const bcryptHash = text.refine((s) => BCRYPT.test(s), {
+  error: (issue) =>
+    typeof issue.input === "string" && /^[0-9a-fA-F]{64}$/.test(issue.input)
+      ? `a bcrypt hash, not a SHA-256 (no longer accepted): make one with ${HTPASSWD}, or move the users to basic_auth_users in --web.config.file`
+      : `a bcrypt hash (${HTPASSWD})`,
+});
+/** The listener settings --web.config.file replaces; kept for one release. */
+export const DEPRECATED_LISTENER = [
+  "bearerTokenFile",
+  "basicAuthUsers",
+  "tlsCertFile",
+  "tlsKeyFile",
+] as const;
+
 const ServerSchema = z
   .strictObject({
     listen: listen.default("0.0.0.0:9464"),
+    /** exporter-toolkit's web configuration file: TLS, mutual TLS, headers, bcrypt basic auth. */
+    webConfigFile: text.min(1, { error: "a file path" }).optional(),
+    /** Deprecated: no equivalent in --web.config.file. */
     bearerTokenFile: text.min(1, { error: "a file path" }).optional(),
-    /** user -> lower- or upper-case hex SHA-256 of the password (`printf %s pw | sha256sum`). */
+    /** Deprecated (basic_auth_users in --web.config.file): user -> bcrypt hash of the password. */
     basicAuthUsers: z
-      .record(text, text.regex(/^[0-9a-fA-F]{64}$/, { error: "a hex SHA-256 of the password" }), {
-        error: "a mapping of user name to hex SHA-256 of the password",
-      })
+      .record(text, bcryptHash, { error: "a mapping of user name to bcrypt hash of the password" })
       .optional(),
+    /** Deprecated (tls_server_config.cert_file). */
     tlsCertFile: text.min(1, { error: "a file path" }).optional(),
+    /** Deprecated (tls_server_config.key_file). */
     tlsKeyFile: text.min(1, { error: "a file path" }).optional(),
     /** Serve POST /-/reload, as Prometheus' --web.enable-lifecycle; SIGHUP reloads regardless. */
     enableLifecycle: bool.default(false),
+  })
+  .superRefine((s, ctx) => {
+    if (s.webConfigFile === undefined) return;
+    for (const key of DEPRECATED_LISTENER) {
+      if (s[key] === undefined) continue;
+      ctx.addIssue({
+        code: "custom",
+        path: [key],
+        message:
+          "not set together with server.webConfigFile (--web.config.file), which replaces it",
+      });
+    }
   })
   .superRefine((s, ctx) => {
     if ((s.tlsCertFile === undefined) === (s.tlsKeyFile === undefined)) return;
@@ -153,6 +189,20 @@ const PollSchema = z.strictObject({
   templateDetails: bool.default(false),
   /** Read template build health: the list every tick, and why each failed build failed (once). */
   templateBuilds: bool.default(false),
+  /** Read the team's sandbox lifecycle events (E2B's GET /events/sandboxes) every tick. */
+  events: bool.default(false),
+  /**
+   * How far back the first read of events goes (0: only events after start). A restart within it
+   * counts that window's events again; 0 loses the events of the downtime.
+   */
+  eventsLookbackMs: z
+    .union([z.literal(0), z.literal("0"), z.literal("0s"), duration()])
+    .transform((v) => (typeof v === "number" ? v : 0))
+    .default(300_000),
+  /** Read the team's capacity (E2B's GET /teams/{teamID}/metrics and /metrics/max) every tick. */
+  teamMetrics: bool.default(false),
+  /** Window of the team metrics' maxima (read at most once a minute). */
+  teamMetricsWindowMs: duration().default(3_600_000),
   /** A walk whose sandbox count falls by more than this share of the last complete walk is walked again. */
   confirmDropRatio: ratio.default(0.5),
   /** How often a collector the platform does not serve (404/405/403) is tried again. */
@@ -215,6 +265,16 @@ const StatesSchema = z.strictObject({
   paused: list.default(() => [...DEFAULT_STATES.paused]),
 });
 
+/** Webhooks the exporter receives on its listener. */
+const WebhooksSchema = z.strictObject({
+  /** File holding the signing secret of E2B's lifecycle webhooks; set, POST /webhooks/e2b is served. */
+  e2bSecretFile: text.min(1, { error: "a file path" }).optional(),
+  /** POST /webhooks/e2b skips the listener's bearer/basic auth (E2B cannot send either). */
+  e2bAuthExempt: bool.default(false),
+  /** Largest delivery body read; past it the answer is 413. */
+  maxBodyBytes: int(1, 16 * 1024 * 1024).default(262_144),
+});
+
 const LogSchema = z.strictObject({
   level: oneOf(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
   format: oneOf(["json", "pretty"]).default("json"),
@@ -232,6 +292,7 @@ export const ConfigSchema = z
     states: StatesSchema.prefault({}),
     probe: ProbeSchema.prefault({}),
     policy: PolicySectionSchema.prefault({}),
+    webhooks: WebhooksSchema.prefault({}),
     log: LogSchema.prefault({}),
   })
   .transform((c) => {

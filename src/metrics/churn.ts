@@ -1,9 +1,11 @@
 // Churn counters: sandbox ids appearing and vanishing between consecutive complete walks, the
 // vanished ones by why they went as far as the last walk that saw them can tell.
 import { type SandboxList, visitFullRows } from "../collect/sandbox-table.js";
+import { KILL_REASONS } from "../platform/events.js";
 import { idOrder } from "../util/id-order.js";
 import { Family, labels } from "./exposition/text.js";
 import type { ValueGuard } from "./exposition/value-guard.js";
+import type { KillLookup } from "./lifecycle-events.js";
 import { runSteps, type Steps } from "./render-steps.js";
 
 /**
@@ -19,6 +21,21 @@ const PAUSED = 2;
 const PROBE = 3;
 const UNKNOWN = 4;
 
+/**
+ * With lifecycle events, the platform's kill reasons follow (`unknown` is shared): a vanished
+ * sandbox's reason is its killed event's, and the endAt heuristic only when no event came.
+ */
+const EVENT_REASONS = [
+  ...DISAPPEARANCE_REASONS,
+  ...KILL_REASONS.filter((r) => r !== "unknown"),
+] as const;
+const KILL_HELP =
+  " With lifecycle events, a sandbox whose killed event says why is counted under the platform's kill reason instead (request, timeout, admin, orphaned, base_template_missing, seal_failed, resume_failed, unknown), the heuristic deciding only when no event came within two more complete walks.";
+/** Complete walks a vanished sandbox waits for its killed event before the heuristic decides. */
+const PENDING_WALKS = 2;
+/** Vanished sandboxes waiting at most; past that the heuristic decides at once. */
+const MAX_PENDING = 100_000;
+
 /** What the last walk knew of a sandbox that decides its reason, beyond its end time. */
 const KIND_OTHER = 0;
 const KIND_PAUSED = 1;
@@ -28,6 +45,18 @@ const KIND_PROBE = 2;
 export interface ChurnOptions {
   /** States that count as paused (config `states.paused`). */
   pausedStates: readonly string[];
+  /** The lifecycle events' kill reasons (poll.events); without it, the heuristic alone. */
+  kills?: KillLookup;
+}
+
+/** A vanished sandbox waiting for its killed event. */
+interface Pending {
+  id: string;
+  template: string;
+  /** The heuristic's reason index, judged when it vanished. */
+  fallback: number;
+  /** Complete walks left before the fallback counts. */
+  left: number;
 }
 
 /** One complete walk as churn keeps it: ids ascending, with what each reason needs. */
@@ -59,11 +88,19 @@ export class ChurnTracker {
   private baseline = false;
   private readonly paused: Set<string>;
   private readonly created = new Map<string, number>();
-  /** Per template, one count per DISAPPEARANCE_REASONS entry. */
+  /** Per template, one count per `reasons` entry. */
   private readonly disappeared = new Map<string, number[]>();
+  /** Values of the reason label: DISAPPEARANCE_REASONS, then the kill reasons with events. */
+  private readonly reasons: readonly string[];
+  private readonly reasonIndex: ReadonlyMap<string, number>;
+  private readonly kills: KillLookup | undefined;
+  private pending: Pending[] = [];
 
   constructor(o: ChurnOptions) {
     this.paused = new Set(o.pausedStates.map((s) => s.toLowerCase()));
+    this.kills = o.kills;
+    this.reasons = o.kills ? EVENT_REASONS : DISAPPEARANCE_REASONS;
+    this.reasonIndex = new Map(this.reasons.map((r, i) => [r, i]));
   }
 
   /** Feeds one walk of this shard's sandboxes, which ended (noticed what had gone) at `at`. */
@@ -81,6 +118,7 @@ export class ChurnTracker {
     const walk = yield* this.sortedWalk(sandboxes, slice);
     yield;
     this.walks++;
+    this.settlePending();
     // Both lists ascending: one merge finds the ids that came and went, without hashing.
     const prev = this.last;
     const { ids, templates } = walk;
@@ -95,14 +133,27 @@ export class ChurnTracker {
       const old = prev.ids[a];
       const now = ids[b];
       if (now === undefined || (old !== undefined && old < now)) {
-        const counts = countsOf(this.disappeared, prev.templates[a] as string);
-        const reason = reasonOf(prev.kinds[a] as number, prev.ends[a] as number, at);
+        const template = prev.templates[a] as string;
+        const kind = prev.kinds[a] as number;
+        let reason = reasonOf(kind, prev.ends[a] as number, at);
+        if (this.kills && kind !== KIND_PROBE && counting === 1) {
+          const id = old as string;
+          const killed = this.kills.killReason(id);
+          if (killed !== undefined) reason = this.reasonIndex.get(killed) ?? UNKNOWN;
+          else if (this.pending.length < MAX_PENDING) {
+            this.pending.push({ id, template, fallback: reason, left: PENDING_WALKS });
+            countsOf(this.disappeared, template, this.reasons.length);
+            a++;
+            continue;
+          }
+        }
+        const counts = countsOf(this.disappeared, template, this.reasons.length);
         counts[reason] = (counts[reason] as number) + counting;
         a++;
       } else if (old === undefined || now < old) {
         const t = templates[b] as string;
         this.created.set(t, (this.created.get(t) ?? 0) + counting);
-        countsOf(this.disappeared, t);
+        countsOf(this.disappeared, t, this.reasons.length);
         b++;
       } else {
         a++;
@@ -124,12 +175,12 @@ export class ChurnTracker {
     const gone = new Family(
       `${ns}_sandboxes_disappeared`,
       "counter",
-      "Sandbox ids that vanished between two consecutive complete walks of GET /v2/sandboxes, by template and reason: expired (at or after the endAt of the last walk that listed it, judged when the walk that missed it ended), early (before it), paused (listed paused), probe (the exporter's own probe sandbox), unknown (no endAt); counted by the poller.",
+      `Sandbox ids that vanished between two consecutive complete walks of GET /v2/sandboxes, by template and reason: expired (at or after the endAt of the last walk that listed it, judged when the walk that missed it ended), early (before it), paused (listed paused), probe (the exporter's own probe sandbox), unknown (no endAt); counted by the poller.${this.kills ? KILL_HELP : ""}`,
     );
     for (const t of [...this.created.keys()].sort()) {
       created.add(labels([["template", t]], guard), this.created.get(t) ?? 0);
       const counts = this.disappeared.get(t);
-      DISAPPEARANCE_REASONS.forEach((reason, i) => {
+      this.reasons.forEach((reason, i) => {
         gone.add(
           labels(
             [
@@ -143,6 +194,26 @@ export class ChurnTracker {
       });
     }
     return [created, gone];
+  }
+
+  /** Vanished sandboxes still waiting: now their killed event, or after PENDING_WALKS, the heuristic. */
+  private settlePending(): void {
+    if (this.pending.length === 0) return;
+    const kills = this.kills;
+    const waiting: Pending[] = [];
+    for (const p of this.pending) {
+      const killed = kills?.killReason(p.id);
+      let reason: number | undefined;
+      if (killed !== undefined) reason = this.reasonIndex.get(killed) ?? UNKNOWN;
+      else if (--p.left <= 0) reason = p.fallback;
+      if (reason === undefined) {
+        waiting.push(p);
+        continue;
+      }
+      const counts = countsOf(this.disappeared, p.template, this.reasons.length);
+      counts[reason] = (counts[reason] as number) + 1;
+    }
+    this.pending = waiting;
   }
 
   /**
@@ -210,10 +281,10 @@ function reasonOf(kind: number, end: number, at: number): number {
 }
 
 /** A template's disappearance counts, every reason made at 0 so its series exists before it counts. */
-function countsOf(m: Map<string, number[]>, template: string): number[] {
+function countsOf(m: Map<string, number[]>, template: string, reasons: number): number[] {
   let counts = m.get(template);
   if (!counts) {
-    counts = DISAPPEARANCE_REASONS.map(() => 0);
+    counts = new Array<number>(reasons).fill(0);
     m.set(template, counts);
   }
   return counts;

@@ -12,6 +12,7 @@ import { collectorFamilies } from "./collector-families.js";
 import { registryAsOpenMetrics } from "./exposition/openmetrics.js";
 import { Family, type Format } from "./exposition/text.js";
 import { RESOURCE_FIELDS, ValueGuard } from "./exposition/value-guard.js";
+import { EventLedger } from "./lifecycle-events.js";
 import { extraLabelNames } from "./naming.js";
 import { PerSandboxSeries } from "./per-sandbox.js";
 import { PlatformFamilies } from "./platform-families.js";
@@ -52,6 +53,11 @@ export interface MetricsOptions {
   clock: Clock;
   /** Exporter version for build_info. */
   version: string;
+  /**
+   * Lifecycle events on (poll.events): the ledger is built into the registry, and churn takes
+   * kill reasons from it; `horizonMs` is how long an event id is remembered.
+   */
+  lifecycleEvents?: { horizonMs: number };
   /** pino-compatible; warns once about the series cap and about fields left out. */
   logger?: { warn(obj: object, msg: string): void };
   /** Register prom-client's process_* metrics (default true; tests turn them off for exact bodies). */
@@ -102,6 +108,8 @@ export class ExporterMetrics {
   private readonly platform: PlatformFamilies;
   private readonly aggregates: SandboxAggregates;
   private readonly churn: ChurnTracker;
+  /** The lifecycle event ledger (both the events collector and the webhook feed it), when on. */
+  readonly events: EventLedger | undefined;
   private readonly perSandbox: PerSandboxSeries | undefined;
   private cache: Cached = { gauges: [], counters: [], countersText: {} };
   /** The last updateAsync call's run; the next one starts after it. */
@@ -125,7 +133,21 @@ export class ExporterMetrics {
     });
     this.registry = this.self.registry;
     this.platform = new PlatformFamilies(ns);
-    this.churn = new ChurnTracker({ pausedStates: o.pausedStates });
+    // The ledger's labels come from events, not snapshots: a guard of its own.
+    const eventLabels = new ValueGuard(o.maxLabelValueLength, o.scrub);
+    this.events = o.lifecycleEvents
+      ? new EventLedger({
+          ns,
+          registry: this.registry,
+          clock: o.clock,
+          horizonMs: o.lifecycleEvents.horizonMs,
+          label: (v) => eventLabels.label(v),
+        })
+      : undefined;
+    this.churn = new ChurnTracker({
+      pausedStates: o.pausedStates,
+      ...(this.events ? { kills: this.events } : {}),
+    });
     this.aggregates = new SandboxAggregates({
       ns,
       runningStates: o.runningStates,

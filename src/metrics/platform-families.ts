@@ -6,6 +6,7 @@ import { StateMemory } from "./exposition/state-memory.js";
 import { Family, labels } from "./exposition/text.js";
 import { noGuard, type ValueGuard } from "./exposition/value-guard.js";
 import { extraLabelNames, type FieldMetric, fieldMetrics } from "./naming.js";
+import { teamFamilies } from "./team-families.js";
 import { TemplateBuildFamilies } from "./template-build-families.js";
 
 /** HELP suffix: these values are the poller's, not read at scrape time. */
@@ -85,6 +86,7 @@ export class PlatformFamilies {
       );
     }
     if (s.templateBuilds) families.push(...this.builds.render(s.templateBuilds, guard));
+    if (s.teamMetrics) families.push(...teamFamilies(this.ns, s.teamMetrics, guard));
     return { families, skipped };
   }
 

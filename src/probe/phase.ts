@@ -9,7 +9,8 @@ export type ProbePhase = (typeof PROBE_PHASES)[number];
 
 /**
  * The optional parts of a probe (create and terminate always run): `exec` runs exec, `file` runs
- * file_write and file_read, `lifecycle` runs pause, resume and state_check once per round.
+ * file_write and file_read, `lifecycle` runs pause, resume and state_check once per round,
+ * `autopause` waits for the platform to pause the sandbox at its timeout, then resumes and checks it.
  */
 export const PROBE_STEPS = PROBE_STEP_NAMES;
 export type ProbeStep = (typeof PROBE_STEPS)[number];
@@ -19,6 +20,13 @@ export const LIFECYCLE_PHASES = [
   "pause",
   "resume",
   "state_check",
+] as const satisfies readonly ProbePhase[];
+
+/** The phases of one auto-pause round, in order. */
+export const AUTOPAUSE_PHASES = [
+  "autopause_wait",
+  "autopause_resume",
+  "autopause_check",
 ] as const satisfies readonly ProbePhase[];
 
 /** Points of the exec stream, timed from sending the Start request. */
@@ -59,6 +67,11 @@ export interface ProbeSettings {
   steps: ReadonlyArray<ProbeStep>;
   /** Pause/resume rounds of the lifecycle step, at least 1. */
   lifecycleRounds: number;
+  /**
+   * The autopause step's sandbox timeout, seconds: create (and each resume but the last) asks for
+   * it, with auto-pause on. Default 15.
+   */
+  autoPauseTimeoutS?: number;
   /** Ms between two reads of the sandbox while waiting for it to be paused or running; default 200. */
   statePollMs?: number;
   /** States a read of a paused and of a running sandbox may report; default the config's defaults. */
@@ -95,6 +108,8 @@ export interface ProbeRun {
   pendingCreate?: Promise<CreatedSandbox>;
   /** Pid of the background process the lifecycle started; it must survive every pause. */
   markerPid?: number;
+  /** Whether create asked the platform for auto-pause (the autopause step); false: not supported. */
+  autoPauseAsked?: boolean;
   stream: StreamTimings;
 }
 

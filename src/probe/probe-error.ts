@@ -29,6 +29,8 @@ export type FailureReason =
   | "not_deleted"
   | "not_paused"
   | "not_resumed"
+  /** The platform did not pause the sandbox at its timeout (killed it, or left it running). */
+  | "not_auto_paused"
   | "not_found"
   | "file_lost"
   | "process_lost"

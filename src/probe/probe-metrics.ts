@@ -23,6 +23,7 @@ const FAILURE_REASONS = [
   "not_deleted",
   "not_paused",
   "not_resumed",
+  "not_auto_paused",
   "not_found",
   "file_lost",
   "process_lost",
@@ -115,20 +116,27 @@ export class ProbeFamilies {
       registers,
     });
     if (o.history === false) return;
+    // prom-client refuses exemplars on a metric of a text-format registry, whose writer would
+    // drop them; ours writes them in OpenMetrics only (exposition/openmetrics.ts), so the
+    // histograms join the registry by hand and the 0.0.4 text stays as it was.
     this.phaseHistogram = new Histogram({
       name: `${ns}_probe_duration_seconds`,
       help: "Duration of probe phases (each lifecycle round observed on its own).",
       labelNames: [...id, "phase"],
       buckets: DURATION_BUCKETS,
-      registers,
+      enableExemplars: true,
+      registers: [],
     });
+    registry.registerMetric(this.phaseHistogram);
     this.streamHistogram = new Histogram({
       name: `${ns}_probe_stream_latency_seconds`,
       help: "Seconds from sending process.Process/Start to each point of its stream.",
       labelNames: [...id, "point"],
       buckets: DURATION_BUCKETS,
-      registers,
+      enableExemplars: true,
+      registers: [],
     });
+    registry.registerMetric(this.streamHistogram);
     this.runs = new Counter({
       name: `${ns}_probe_runs_total`,
       help: "Probes run, by result (success or failure).",
@@ -158,6 +166,8 @@ export class ProbeMetrics {
   constructor(
     private readonly f: ProbeFamilies,
     private readonly id: ProbeId,
+    /** Applied to the sandbox id before it becomes an exemplar (the registry's text is not scrubbed). */
+    private readonly scrub: (text: string) => string = (text) => text,
   ) {
     // Counters across runs exist at 0 from the start, so rate(), increase() and ratios count the
     // first failure and stat panels read 0, not "No data". The on-demand /probe answer (no
@@ -173,6 +183,10 @@ export class ProbeMetrics {
   /** Records one finished probe. */
   record(result: ProbeResult): void {
     const { f, id } = this;
+    const exemplar =
+      result.sandboxId === undefined
+        ? undefined
+        : probeExemplar(this.scrub(result.sandboxId), id.module ?? "");
     f.success.labels(id).set(result.success ? 1 : 0);
     // Last-value families hold this run only: a phase that did not run has no value.
     for (const phase of PROBE_PHASES) {
@@ -185,7 +199,7 @@ export class ProbeMetrics {
       // A lifecycle phase runs once a round: the histogram sees every round.
       const rounds = result.rounds?.flatMap((r) => (r[phase] === undefined ? [] : [r[phase]]));
       for (const v of rounds?.length ? rounds : [s])
-        f.phaseHistogram?.labels({ ...id, phase }).observe(v);
+        observe(f.phaseHistogram, { ...id, phase }, v, exemplar);
     }
     for (const point of STREAM_POINTS) {
       const s = result.stream.points[point];
@@ -194,7 +208,7 @@ export class ProbeMetrics {
         continue;
       }
       f.streamSeconds.labels({ ...id, point }).set(s);
-      f.streamHistogram?.labels({ ...id, point }).observe(s);
+      observe(f.streamHistogram, { ...id, point }, s, exemplar);
     }
     f.keepalives.labels(id).set(result.stream.keepalives);
     f.runSeconds.labels(id).set(result.durationSeconds);
@@ -208,4 +222,43 @@ export class ProbeMetrics {
   orphansDeleted(n: number): void {
     this.f.orphans?.labels(this.id).inc(n);
   }
+}
+
+/** OpenMetrics 1.0 caps an exemplar's label names and values together at 128 characters. */
+const EXEMPLAR_MAX_CHARS = 128;
+
+/**
+ * The exemplar labels of a probe sandbox within OpenMetrics' limit: the module (already a label
+ * of the series) is cut first, then dropped; the id is cut only past 112 characters, to a prefix.
+ */
+export function probeExemplar(sandboxId: string, module: string): Record<string, string> {
+  const room = EXEMPLAR_MAX_CHARS - "sandbox_id".length - "module".length;
+  const id = cut(sandboxId, room);
+  const mod = cut(module, room - id.length);
+  return mod ? { sandbox_id: id, module: mod } : { sandbox_id: id };
+}
+
+/**
+ * The longest prefix of whole code points whose UTF-16 length is at most `max`: prom-client
+ * counts `.length` (and throws past 128), never less than the spec's UTF-8 characters.
+ */
+function cut(s: string, max: number): string {
+  if (s.length <= max) return s;
+  let out = "";
+  for (const ch of s) {
+    if (out.length + ch.length > max) break;
+    out += ch;
+  }
+  return out;
+}
+
+/** Observes `value`, with `exemplar` on its bucket when the run had a sandbox. */
+function observe(
+  h: Histogram<string> | undefined,
+  labels: ProbeId,
+  value: number,
+  exemplar: Record<string, string> | undefined,
+): void {
+  if (exemplar) h?.observe({ labels, value, exemplarLabels: exemplar });
+  else h?.labels(labels).observe(value);
 }

@@ -28,6 +28,7 @@ export type ModuleOptions = Pick<
   | "phaseTimeoutMs"
   | "phaseTimeouts"
   | "lifecycleRounds"
+  | "autoPauseTimeoutMs"
   | "labels"
 > & { module: string };
 

@@ -57,8 +57,10 @@ export interface ProberOptions {
   labels?: Readonly<Record<string, string>>;
   /** Optional parts of a run (create and terminate always run); default exec and file. */
   steps?: readonly ProbeStep[];
-  /** Pause/resume rounds of the lifecycle step; default 2. */
+  /** Pause/resume rounds of the lifecycle step, and rounds of the autopause step; default 2. */
   lifecycleRounds?: number;
+  /** The autopause step's sandbox timeout, ms (whole seconds); default 15 s. */
+  autoPauseTimeoutMs?: number;
   /** State names that read as running and as paused (config `states`). */
   states?: LifecycleStates;
   /** The sweep shared by every module of the instance; default one of its own. */
@@ -124,6 +126,8 @@ export interface ProbeStatus {
     durationSeconds: number;
     phases: ProbeResult["phases"];
     stream: ProbeResult["stream"];
+    /** Configured steps the platform does not support, which did not run. */
+    unsupported?: ProbeStep[];
   } | null;
   orphansDeleted: number;
   lastSweep: SweepStatus | null;
@@ -195,6 +199,8 @@ export class Prober {
     const steps = o.steps ?? DEFAULT_STEPS;
     if (steps.includes("lifecycle") && !steps.includes("file"))
       throw new ProbeConfigError("the lifecycle step needs the file step (it checks the file)");
+    if (steps.includes("autopause") && !steps.includes("file"))
+      throw new ProbeConfigError("the autopause step needs the file step (it checks the file)");
     this.limits = {
       phaseTimeoutMs: o.phaseTimeoutMs,
       totalTimeoutMs,
@@ -209,6 +215,9 @@ export class Prober {
       steps,
       lifecycleRounds: o.lifecycleRounds ?? DEFAULT_LIFECYCLE_ROUNDS,
       ...(o.states ? { states: o.states } : {}),
+      ...(o.autoPauseTimeoutMs !== undefined
+        ? { autoPauseTimeoutS: Math.ceil(o.autoPauseTimeoutMs / 1000) }
+        : {}),
       ...(o.keepaliveIntervalS !== undefined ? { keepaliveIntervalS: o.keepaliveIntervalS } : {}),
     };
     this.families =
@@ -218,7 +227,7 @@ export class Prober {
         extraLabels: Object.keys(o.labels ?? {}),
       });
     this.id = this.families.idOf(this.module, o.template, o.labels);
-    this.metrics = new ProbeMetrics(this.families, this.id);
+    this.metrics = new ProbeMetrics(this.families, this.id, (text) => this.secrets.scrub(text));
     this.failures = new FailureLog(o.failureHistory ?? FAILURE_HISTORY);
     this.sweeper =
       o.sweeper ??
@@ -331,6 +340,7 @@ export class Prober {
             durationSeconds: last.durationSeconds,
             phases: last.phases,
             stream: last.stream,
+            ...(last.unsupported ? { unsupported: last.unsupported } : {}),
           }
         : null,
       ...this.sweeper.status(),

@@ -3,6 +3,14 @@ import { setTimeout as delay } from "node:timers/promises";
 import type { Clock } from "../util/clock.js";
 import { deadline, timerMs } from "../util/duration.js";
 import type { Secrets } from "../util/secrets.js";
+import {
+  askingAutoPause,
+  autoPauseResumeAgain,
+  autoPauseResumeLast,
+  autoPauseTimeoutS,
+  autoPauseWaitPhase,
+  prepareAutoPause,
+} from "./autopause.js";
 import { createPhase } from "./create.js";
 import { execPhase } from "./exec.js";
 import { fileReadPhase } from "./file-read.js";
@@ -10,6 +18,7 @@ import { fileWritePhase } from "./file-write.js";
 import { prepareLifecycle } from "./lifecycle.js";
 import { pausePhase } from "./pause.js";
 import {
+  AUTOPAUSE_PHASES,
   LIFECYCLE_PHASES,
   type PhaseFn,
   type ProbeControl,
@@ -33,13 +42,15 @@ const PHASE_FNS: Readonly<Record<ProbePhase, PhaseFn>> = {
   pause: pausePhase,
   resume: resumePhase,
   state_check: stateCheckPhase,
+  autopause_wait: autoPauseWaitPhase,
+  autopause_resume: autoPauseResumeAgain,
+  autopause_check: stateCheckPhase,
   terminate: terminatePhase,
 };
 
-/** The phases that run once, before the lifecycle rounds, for the configured steps. */
+/** The phases that run once, after create and the autopause rounds, for the configured steps. */
 function oncePhases(steps: ReadonlyArray<ProbeStep>): ProbePhase[] {
   return [
-    "create",
     ...(steps.includes("exec") ? (["exec"] as const) : []),
     ...(steps.includes("file") ? (["file_write", "file_read"] as const) : []),
   ];
@@ -64,8 +75,13 @@ export interface ProbeResult {
   durationSeconds: number;
   /** Seconds taken by each phase that ran; a lifecycle phase: its last round. */
   phases: PhaseSeconds;
-  /** Seconds of pause, resume and state_check in each lifecycle round that started, in order. */
+  /**
+   * Seconds of the phases of each round that started, in order: the autopause rounds (wait, resume,
+   * check), then the lifecycle rounds (pause, resume, state_check).
+   */
   rounds?: PhaseSeconds[];
+  /** Configured steps the platform does not support (autopause without auto-pause): not run. */
+  unsupported?: ProbeStep[];
   stream: StreamTimings;
   /** Every failed phase: at most one main phase, then possibly terminate. */
   failures: ProbeFailure[];
@@ -105,8 +121,10 @@ export interface RunnerLimits {
 }
 
 /**
- * Runs one probe: create, the phases of the configured steps, then `lifecycleRounds` rounds of
- * pause, resume and state_check (after the background process started), then terminate. Failures
+ * Runs one probe: create, with the autopause step `lifecycleRounds` rounds of waiting for the
+ * platform to pause the sandbox by itself, resuming and checking it, the phases of the other
+ * configured steps, then `lifecycleRounds` rounds of pause, resume and state_check (after the
+ * background process started), then terminate. Failures
  * are data in the result, never a rejection. `signal` (shutdown) aborts every phase but terminate,
  * so the sandbox (paused or not) is deleted before this resolves.
  */
@@ -119,8 +137,14 @@ export async function runProbe(
   const { clock, monotonic } = deps;
   const startedAt = clock.now();
   const t0 = monotonic();
+  const autoPause = settings.steps.includes("autopause");
   const run: ProbeRun = {
-    control: deps.control,
+    // With the autopause step, create asks for auto-pause and the step's short timeout.
+    control: autoPause
+      ? askingAutoPause(deps.control, autoPauseTimeoutS({ settings }), (yes) => {
+          run.autoPauseAsked = yes;
+        })
+      : deps.control,
     data: deps.data,
     settings,
     nonce: deps.nonce(),
@@ -131,7 +155,13 @@ export async function runProbe(
   const phases: PhaseSeconds = {};
   const rounds: PhaseSeconds[] = [];
   const failures: ProbeFailure[] = [];
-  const limitOf = (p: ProbePhase): number => limits.phaseTimeouts?.[p] ?? limits.phaseTimeoutMs;
+  const unsupported: ProbeStep[] = [];
+  // The wait outlasts the sandbox timeout by one phase limit (the grace) unless set on its own.
+  const limitOf = (p: ProbePhase): number =>
+    limits.phaseTimeouts?.[p] ??
+    (p === "autopause_wait"
+      ? limits.phaseTimeoutMs + autoPauseTimeoutS(run) * 1000
+      : limits.phaseTimeoutMs);
 
   // Strong timers (see `deadline`), cleared as soon as their phases end.
   const total = deadline(limits.totalTimeoutMs, signal);
@@ -161,6 +191,12 @@ export async function runProbe(
 
   /** Every phase before terminate; the first failure, if any. */
   async function mainPhases(): Promise<ProbeFailure | undefined> {
+    const created = await bounded("create", createPhase);
+    if (created) return created;
+    if (autoPause) {
+      const failed = await autoPauseRounds();
+      if (failed) return failed;
+    }
     for (const phase of oncePhases(settings.steps)) {
       const failed = await bounded(phase, PHASE_FNS[phase]);
       if (failed) return failed;
@@ -181,6 +217,32 @@ export async function runProbe(
     return undefined;
   }
 
+  /**
+   * The autopause rounds: waits for the platform to pause the sandbox by itself, resumes it (the
+   * short timeout again but in the last round) and checks it. Never pauses it, never moves its
+   * timeout meanwhile. Unsupported (not run, not failed) when create could not ask for auto-pause.
+   */
+  async function autoPauseRounds(): Promise<ProbeFailure | undefined> {
+    if (run.autoPauseAsked !== true) {
+      unsupported.push("autopause");
+      return undefined;
+    }
+    const setup = await bounded("autopause_wait", prepareAutoPause, { setup: true });
+    if (setup) return setup;
+    const last = Math.max(1, settings.lifecycleRounds) - 1;
+    for (let round = 0; round <= last; round++) {
+      const times: PhaseSeconds = {};
+      rounds.push(times);
+      for (const phase of AUTOPAUSE_PHASES) {
+        const fn =
+          phase === "autopause_resume" && round === last ? autoPauseResumeLast : PHASE_FNS[phase];
+        const failed = await bounded(phase, fn, { round: times });
+        if (failed) return failed;
+      }
+    }
+    return undefined;
+  }
+
   /** The result as it stands (copies, so a later phase does not change an answer already sent). */
   function resultSoFar(): ProbeResult {
     return {
@@ -192,6 +254,7 @@ export async function runProbe(
       ...(rounds.length > 0 ? { rounds: rounds.map((r) => ({ ...r })) } : {}),
       stream: { points: { ...run.stream.points }, keepalives: run.stream.keepalives },
       failures: [...failures],
+      ...(unsupported.length > 0 ? { unsupported: [...unsupported] } : {}),
       ...(run.sandboxId !== undefined ? { sandboxId: run.sandboxId } : {}),
     };
   }
@@ -232,7 +295,9 @@ export async function runProbe(
       deps.secrets?.addTransient(run.sandbox?.accessToken);
       const text = describe(phase, reason, err, phaseSignal);
       const message = deps.secrets ? deps.secrets.scrub(text) : text;
-      return { phase, reason, message: o.setup ? `before the first pause: ${message}` : message };
+      const before =
+        phase === "autopause_wait" ? "before the first wait" : "before the first pause";
+      return { phase, reason, message: o.setup ? `${before}: ${message}` : message };
     } finally {
       deps.secrets?.addTransient(run.sandbox?.accessToken);
       const seconds = (monotonic() - begin) / 1000;

@@ -4,10 +4,19 @@ import {
   type IncomingMessage,
   type ServerResponse,
 } from "node:http";
-import { createServer as createHttpsServer } from "node:https";
+import { createServer as createHttpsServer, Server as HttpsServer } from "node:https";
 import { type AddressInfo, isIPv4 } from "node:net";
-import { authorize, requiresCredentials, type ServerAuth } from "./auth.js";
+import type { TLSSocket } from "node:tls";
+import { ListenerAuth, type PasswordCompare, type ServerAuth } from "./auth.js";
 import { indexPage } from "./index-page.js";
+import {
+  clientCertRefusal,
+  secureContextOptions,
+  type TlsSettings,
+  verifyMode,
+  type WebConfig,
+  WebConfigError,
+} from "./web-config.js";
 
 /** Exposition formats the metrics layer renders. */
 export type ExpositionFormat = "prometheus" | "openmetrics";
@@ -32,9 +41,24 @@ export interface ServerDeps {
   /** Serve POST /-/reload (Prometheus' --web.enable-lifecycle); otherwise it answers 403. */
   enableLifecycle?: boolean;
   routes?: Record<string, RouteHandler>;
+  /** Deprecated listener settings (server.bearerTokenFile, server.basicAuthUsers). */
   auth?: ServerAuth;
+  /** Deprecated listener settings (server.tlsCertFile, server.tlsKeyFile). */
   tls?: { cert: Buffer; key: Buffer };
+  /** The --web.config.file (exporter-toolkit's format); not together with `auth` or `tls`. */
+  webConfig?: WebConfig;
+  /** Paths served without credentials, beyond /healthz and /readyz. */
+  openPaths?: readonly string[];
+  /** Checks a basic-auth password against its bcrypt hash (tests count the calls); default bcryptjs. */
+  passwordCompare?: PasswordCompare;
   logger: { warn(obj: object, msg: string): void };
+}
+
+/** What guards the listener now; replaced whole when the web config file is reloaded. */
+interface ListenerSecurity {
+  auth: ListenerAuth;
+  headers: Readonly<Record<string, string>>;
+  tls: TlsSettings | undefined;
 }
 
 /** Prometheus' answer to a lifecycle call it was not started to accept, word for word. */
@@ -47,6 +71,12 @@ const ACTING_ROUTES = ["/probe"];
 export interface RunningServer {
   readonly url: string;
   readonly port: number;
+  /**
+   * Applies a reloaded web config file: new users, headers, certificate and client-certificate
+   * policy for the next connections. Throws WebConfigError (and changes nothing) when it would turn
+   * TLS on or off, which takes a restart.
+   */
+  setWebConfig(config: WebConfig): void;
   /** Stops accepting, lets in-flight responses finish, then resolves. */
   close(): Promise<void>;
 }
@@ -60,16 +90,45 @@ export function parseListen(listen: string): { host: string; port: number } {
 
 /** Starts the server on `listen` and resolves once it accepts connections. */
 export async function startServer(listen: string, deps: ServerDeps): Promise<RunningServer> {
+  if (deps.webConfig && (deps.auth || deps.tls))
+    throw new WebConfigError(
+      deps.webConfig.file,
+      "",
+      "replaces the deprecated auth and TLS: not both",
+    );
+  const securityOf = (web: WebConfig | undefined): ListenerSecurity => {
+    const users = web && Object.keys(web.users).length > 0 ? { basicUsers: web.users } : undefined;
+    const options = {
+      ...(deps.passwordCompare ? { compare: deps.passwordCompare } : {}),
+      ...(deps.openPaths ? { openPaths: deps.openPaths } : {}),
+    };
+    return {
+      auth: new ListenerAuth(web ? users : deps.auth, options),
+      headers: web?.headers ?? {},
+      tls: web?.tls,
+    };
+  };
+  let security = securityOf(deps.webConfig);
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
-    handle(deps, req, res).catch((err: unknown) => {
+    handle(deps, security, req, res).catch((err: unknown) => {
       deps.logger.warn({ err, path: req.url }, "request failed");
       if (!res.headersSent) send(res, 500, "text/plain; charset=utf-8", "internal error\n");
       else res.destroy();
     });
   };
-  const server = deps.tls
-    ? createHttpsServer({ cert: deps.tls.cert, key: deps.tls.key }, handler)
-    : createHttpServer(handler);
+  const tls = security.tls;
+  const server = tls
+    ? createHttpsServer({ ...secureContextOptions(tls), ...verifyMode(tls) }, handler)
+    : deps.tls
+      ? createHttpsServer({ cert: deps.tls.cert, key: deps.tls.key }, handler)
+      : createHttpServer(handler);
+  if (server instanceof HttpsServer) {
+    // What OpenSSL's verify mode cannot enforce alone (a required but unverified certificate,
+    // allowed SANs) ends the connection before any request is read.
+    server.on("secureConnection", (socket: TLSSocket) => {
+      if (clientCertRefusal(security.tls, socket) !== undefined) socket.destroy();
+    });
+  }
   server.keepAliveTimeout = 65_000;
   const { host, port } = parseListen(listen);
   await new Promise<void>((resolve, reject) => {
@@ -81,11 +140,27 @@ export async function startServer(listen: string, deps: ServerDeps): Promise<Run
   });
   const address = server.address() as AddressInfo;
   const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  const url = `${deps.tls ? "https" : "http"}://${shownHost}:${address.port}`;
-  warnIfOpen(deps, address.address, listen, url);
+  const url = `${server instanceof HttpsServer ? "https" : "http"}://${shownHost}:${address.port}`;
+  warnIfOpen(deps, security.auth.required, address.address, listen, url);
   return {
     url,
     port: address.port,
+    setWebConfig(next: WebConfig): void {
+      const tlsNow = security.tls !== undefined || deps.tls !== undefined;
+      if ((next.tls !== undefined) !== tlsNow)
+        throw new WebConfigError(
+          next.file,
+          "tls_server_config",
+          `turning TLS ${tlsNow ? "off" : "on"} takes a restart`,
+        );
+      if (next.tls) {
+        const https = server as HttpsServer;
+        https.setSecureContext(secureContextOptions(next.tls));
+        // Read by node:tls for each new connection.
+        Object.assign(https, verifyMode(next.tls));
+      }
+      security = securityOf(next);
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -94,10 +169,16 @@ export async function startServer(listen: string, deps: ServerDeps): Promise<Run
   };
 }
 
-async function handle(deps: ServerDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(
+  deps: ServerDeps,
+  security: ListenerSecurity,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const url = new URL(req.url ?? "/", "http://exporter");
   const path = url.pathname;
-  if (!authorize(deps.auth, req, path)) {
+  for (const [name, value] of Object.entries(security.headers)) res.setHeader(name, value);
+  if (!(await security.auth.authorize(req, path))) {
     res.setHeader("WWW-Authenticate", 'Basic realm="sandbox-exporter", charset="UTF-8"');
     send(res, 401, "text/plain; charset=utf-8", "unauthorized\n");
     return;
@@ -149,12 +230,18 @@ async function handle(deps: ServerDeps, req: IncomingMessage, res: ServerRespons
  * Warns when anyone who reaches the port could make the exporter act (create probe sandboxes):
  * the bound address is not loopback, no credentials are required and such a route is served.
  */
-function warnIfOpen(deps: ServerDeps, bound: string, listen: string, url: string): void {
+function warnIfOpen(
+  deps: ServerDeps,
+  authRequired: boolean,
+  bound: string,
+  listen: string,
+  url: string,
+): void {
   const acting = ACTING_ROUTES.filter((r) => deps.routes?.[r] !== undefined);
-  if (acting.length === 0 || requiresCredentials(deps.auth) || isLoopback(bound)) return;
+  if (acting.length === 0 || authRequired || isLoopback(bound)) return;
   deps.logger.warn(
     { listen, url, routes: acting },
-    "the listener is reachable beyond loopback without authentication and serves routes that create sandboxes: set --web-bearer-token-file or server.basicAuthUsers, or listen on 127.0.0.1",
+    "the listener is reachable beyond loopback without authentication and serves routes that create sandboxes: set basic_auth_users in --web.config.file, or listen on 127.0.0.1",
   );
 }
 

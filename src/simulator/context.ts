@@ -2,14 +2,27 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Clock } from "../util/clock.js";
 import type { SimCounters } from "./counters.js";
+import type { SimEventLog } from "./events.js";
 import type { SimFaults } from "./faults.js";
 import type { Timers } from "./http-io.js";
 import type { ListOrder } from "./list-sandboxes.js";
 import type { Prng } from "./prng.js";
 import type { SimState } from "./state.js";
+import type { TeamHistory } from "./team-routes.js";
+import type { SimWebhooks } from "./webhooks.js";
 
 /** The API a simulator serves: this platform's management API, or E2B's hosted API. */
 export type SimFlavor = "sandboxapi" | "e2b";
+
+/** The simulated team (E2B mode): who it is, its limit and its metrics. */
+export interface SimTeam {
+  readonly teamId: string;
+  /** A create past this many running sandboxes answers 429 with E2B's text; unset: no limit. */
+  readonly concurrencyLimit: number | undefined;
+  /** Team metrics answer `[]`, as self-hosted installs have (infra#1825). */
+  readonly emptyMetrics: boolean;
+  readonly history: TeamHistory;
+}
 
 /** Shared, mutable simulator context handed to every handler. */
 export interface SimContext {
@@ -30,6 +43,11 @@ export interface SimContext {
   readonly listOrder: ListOrder;
   /** Randomness for created sandboxes (ids, tokens), apart from the fleet's. */
   readonly createRng: Prng;
+  /** Lifecycle events, as E2B's events API serves them. */
+  readonly events: SimEventLog;
+  /** Registered lifecycle webhooks and their sender. */
+  readonly webhooks: SimWebhooks;
+  readonly team: SimTeam;
   /** Next process id handed out by process.Process/Start. */
   nextPid: number;
 }

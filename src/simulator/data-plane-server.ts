@@ -4,6 +4,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { isIP } from "node:net";
 import type { SimContext } from "./context.js";
 import { type EnvdRules, envdRules } from "./envd.js";
+import { expireSandboxes } from "./expiry.js";
 import { readFile, writeFile } from "./files-routes.js";
 import { createSimServer, sendError, sendJson, sendMalformed } from "./http-io.js";
 import type { SimSandbox } from "./model.js";
@@ -107,6 +108,7 @@ async function dispatch(ctx: SimContext, req: IncomingMessage, res: ServerRespon
   const url = new URL(req.url ?? "/", "http://sandbox");
   const key = `${req.method ?? "GET"} ${url.pathname}`;
   ctx.counters.hit(key);
+  expireSandboxes(ctx);
 
   const fault = ctx.faults.decide(key);
   if (fault.latencyMs > 0 && !(await ctx.timers.sleep(fault.latencyMs))) return;

@@ -1,6 +1,7 @@
 // E2B mode: the routes of E2B's hosted API, all at the root. No cluster overview; nodes for
 // admins only; sandboxes in states E2B does not know (starting, killing) are not there at all.
 import type { ApiHandler } from "./context.js";
+import { eventRoutes } from "./events.js";
 import { sendError, sendJson } from "./http-io.js";
 import { E2B_STATES, listSandboxes } from "./list-sandboxes.js";
 import { NO_USAGE, nodeUsage } from "./render.js";
@@ -9,7 +10,9 @@ import type { RouteDef } from "./router.js";
 import { sandboxLogsE2b } from "./sandbox-logs.js";
 import { e2bSandboxRoutes, sandboxRoutes } from "./sandbox-routes.js";
 import type { SimState } from "./state.js";
+import { teamRoutes } from "./team-routes.js";
 import { usageRoutes } from "./usage-routes.js";
+import { webhookRoutes } from "./webhooks.js";
 
 /** Routes (counter keys) E2B serves without the API key. */
 export const E2B_OPEN_ROUTES: ReadonlySet<string> = new Set(["GET /health"]);
@@ -101,6 +104,9 @@ export const e2bRoutes: RouteDef<ApiHandler>[] = [
     handler: templateBuildStatus,
   },
   { method: "GET", template: "/v2/sandboxes", handler: listSandboxes },
+  ...eventRoutes,
+  ...webhookRoutes,
+  ...teamRoutes,
   ...[
     { method: "GET", template: "/v2/sandboxes/{id}/logs", handler: sandboxLogsE2b },
     ...usageRoutes,

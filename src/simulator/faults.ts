@@ -43,6 +43,8 @@ export interface LifecycleFaults {
   loseProcessesOnResume?: boolean;
   /** The Nth resume of a sandbox (1-based) and every later one answer 500, leaving it paused. */
   failResumeFrom?: number;
+  /** A resume failed by `failResumeFrom` also kills the sandbox, recorded as `resume_failed`. */
+  killOnFailedResume?: boolean;
   /** Pause answers 204, and the sandbox is gone: every later call about it answers 404. */
   notFoundAfterPause?: boolean;
   /** After a pause, reads of the sandbox keep reporting "running" for this long. */
@@ -51,6 +53,22 @@ export interface LifecycleFaults {
   resumeDelayMs?: number;
   /** Pause answers 204 but the sandbox keeps running. */
   stayRunningAfterPause?: boolean;
+  /**
+   * Time to live enforced (see expiry.ts): at the next request, a running sandbox whose end passed
+   * is paused (created with auto-pause) or killed with reason "timeout". Off by default.
+   */
+  expireSandboxes?: boolean;
+  /** An auto-pause drops the files written this long before the timeout or later (E2B#1104). */
+  autoPauseLosesFilesWrittenWithinMs?: number;
+  /** A sandbox created with auto-pause is killed at its timeout, not paused. */
+  autoPauseKillsInstead?: boolean;
+  /**
+   * From the Nth resume (1-based) on, the sandbox comes back with the files it had when first
+   * paused: changes made since are lost (E2B#884, "file changes lost after the second resume").
+   */
+  filesFromFirstPauseFromResume?: number;
+  /** Each resume (E2B: connect of a paused sandbox) issues a new agent access token. */
+  rotateTokenOnResume?: boolean;
 }
 
 /** What the dispatcher must do to one request because of faults. */

@@ -9,6 +9,7 @@ export {
   envdRules,
 } from "./envd.js";
 export { SimulatorError } from "./errors.js";
+export { DEFAULT_TEAM_ID, type SimEvent, SimEventLog } from "./events.js";
 export {
   type FaultDecision,
   type LifecycleFaults,
@@ -29,8 +30,10 @@ export {
 export {
   dataPlaneFlags,
   ENVD_PORT,
+  type FleetChurn,
   type Simulator,
   type SimulatorOptions,
   startSimulator,
 } from "./simulator.js";
-export { SimState } from "./state.js";
+export { type SimLifecycleEvent, SimState } from "./state.js";
+export { type SimWebhook, SimWebhooks, type WebhookAttempt, webhookSignature } from "./webhooks.js";

@@ -4,7 +4,9 @@ import { startSimulator } from "./simulator.js";
 
 const USAGE = `usage: npm run simulator -- [--sandboxes N] [--api-port P] [--data-port P] [--seed S]
   [--templates N] [--nodes N] [--host 127.0.0.1|::1] [--domain D] [--api-key K] [--token-style header|body]
-  [--flavor sandboxapi|e2b] [--admin-token T]   (e2b: E2B's hosted API at the root; /nodes needs X-Admin-Token T)`;
+  [--flavor sandboxapi|e2b] [--admin-token T]   (e2b: E2B's hosted API at the root; /nodes needs X-Admin-Token T)
+  [--team-id UUID] [--team-concurrency-limit N] [--team-metrics-empty] [--webhook-payload api|snake]
+  [--churn-ms MS] [--churn-orphaned-one-in N]   (every MS one sandbox killed, every Nth as orphaned, one created)`;
 
 function int(name: string, raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
@@ -28,6 +30,12 @@ async function main(): Promise<void> {
       "token-style": { type: "string" },
       flavor: { type: "string" },
       "admin-token": { type: "string" },
+      "team-id": { type: "string" },
+      "team-concurrency-limit": { type: "string" },
+      "team-metrics-empty": { type: "boolean" },
+      "webhook-payload": { type: "string" },
+      "churn-ms": { type: "string" },
+      "churn-orphaned-one-in": { type: "string" },
       help: { type: "boolean" },
     },
   });
@@ -43,6 +51,12 @@ async function main(): Promise<void> {
   if (flavor !== undefined && flavor !== "sandboxapi" && flavor !== "e2b") {
     throw new Error("--flavor must be sandboxapi or e2b");
   }
+  const payload = values["webhook-payload"];
+  if (payload !== undefined && payload !== "api" && payload !== "snake") {
+    throw new Error("--webhook-payload must be api or snake");
+  }
+  const churnMs = int("churn-ms", values["churn-ms"]);
+  const orphanedOneIn = int("churn-orphaned-one-in", values["churn-orphaned-one-in"]);
   const sim = await startSimulator({
     sandboxes: int("sandboxes", values.sandboxes),
     apiPort: int("api-port", values["api-port"]),
@@ -56,6 +70,13 @@ async function main(): Promise<void> {
     tokenStyle,
     flavor,
     adminToken: values["admin-token"],
+    teamId: values["team-id"],
+    teamConcurrencyLimit: int("team-concurrency-limit", values["team-concurrency-limit"]),
+    teamMetricsEmpty: values["team-metrics-empty"],
+    webhookPayload: payload,
+    ...(churnMs !== undefined && {
+      churn: { everyMs: churnMs, ...(orphanedOneIn !== undefined && { orphanedOneIn }) },
+    }),
   });
   process.stdout.write(
     [

@@ -4,6 +4,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { clusterRoutes } from "./cluster-routes.js";
 import type { ApiHandler, SimContext } from "./context.js";
 import { E2B_ADMIN_ROUTES, E2B_OPEN_ROUTES, e2bRoutes } from "./e2b-routes.js";
+import { expireSandboxes } from "./expiry.js";
 import { createSimServer, hasApiKey, sendError, sendMalformed } from "./http-io.js";
 import { listSandboxes } from "./list-sandboxes.js";
 import { matchRoute, type RouteDef, type RouteMatch } from "./router.js";
@@ -51,6 +52,7 @@ async function dispatch(ctx: SimContext, req: IncomingMessage, res: ServerRespon
   const method = req.method ?? "GET";
   const match = route(ctx, method, url.pathname);
   ctx.counters.hit(match.key);
+  expireSandboxes(ctx);
 
   const fault = ctx.faults.decide(match.key);
   if (fault.latencyMs > 0 && !(await ctx.timers.sleep(fault.latencyMs))) return;

@@ -1,4 +1,5 @@
 // The fake platform's records: what the simulator serves, mutable from tests.
+import type { Clock } from "../util/clock.js";
 import { deriveSeed, Prng } from "./prng.js";
 
 /** One structured log entry of a sandbox. */
@@ -84,6 +85,17 @@ export class SimSandbox {
   accessToken: string | undefined;
   autoResume: boolean;
   cpuPct: number | undefined;
+  /** Created with E2B's `autoPause: true`: paused, not killed, when its time to live ends. */
+  autoPause = false;
+  /**
+   * Stamps file writes into `fileWrittenAt` (an auto-pause knob loses recent ones); the create
+   * routes set the simulator's. Set before the first file is written.
+   */
+  fileClock: Clock | undefined;
+  /** When each file was last written, epoch ms (stamped only with `fileClock`). */
+  readonly fileWrittenAt = new Map<string, number>();
+  /** The files it had when first paused (kept for the filesFromFirstPauseFromResume knob). */
+  firstPauseFiles: Map<string, Buffer> | undefined;
   /** Resumes (or E2B connects of a paused sandbox) attempted so far. */
   resumes = 0;
   /** Set by a slow pause or resume: what reads report until the change shows. */
@@ -143,7 +155,18 @@ export class SimSandbox {
 
   /** In-memory file system: absolute path -> content. */
   get files(): Map<string, Buffer> {
-    this.fileMap ??= new Map();
+    if (!this.fileMap) {
+      const clock = this.fileClock;
+      const stamps = this.fileWrittenAt;
+      this.fileMap = clock
+        ? new (class extends Map<string, Buffer> {
+            override set(path: string, content: Buffer): this {
+              stamps.set(path, clock.now());
+              return super.set(path, content);
+            }
+          })()
+        : new Map();
+    }
     return this.fileMap;
   }
 

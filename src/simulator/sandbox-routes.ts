@@ -15,10 +15,17 @@ const DEFAULT_TIMEOUT_V2_S = 300;
 /** Oldest envd that takes an access token (infra's minEnvdVersionForSecureFlag). */
 const MIN_SECURE_ENVD = "0.2.0";
 
+const OnTimeout = z.enum(["kill", "pause"]);
 const CreateBody = z.object({
   templateID: z.string().min(1),
   timeout: z.number().int().min(0).optional(),
   metadata: z.record(z.string(), z.string()).optional(),
+  /** E2B's NewSandbox field: pause, not kill, at the timeout. */
+  autoPause: z.boolean().optional(),
+  /** The same, as E2B's SDK option and sandbox info spell it (`lifecycle.onTimeout`). */
+  lifecycle: z
+    .object({ onTimeout: z.union([OnTimeout, z.object({ action: OnTimeout })]).optional() })
+    .optional(),
 });
 /** E2B's NewSandboxV2: always secured; autoResume lets traffic resume the sandbox once paused. */
 const CreateV2Body = CreateBody.extend({
@@ -86,9 +93,12 @@ const pauseSandbox: ApiHandler = (ctx, _req, res, [id]) => {
   if (s.state !== "running")
     return sendError(res, 409, `sandbox '${id}' is ${s.state}, not running`);
   const knobs = ctx.faults.lifecycle;
-  if (knobs.notFoundAfterPause) ctx.state.removeSandbox(s.sandboxID);
+  // The sandbox vanishing on pause is a platform fault: its kill has no reason E2B would name.
+  if (knobs.notFoundAfterPause) ctx.state.removeSandbox(s.sandboxID, "unknown");
   else if (!knobs.stayRunningAfterPause) {
     changeState(ctx, s, "paused", knobs.pauseDelayMs);
+    s.firstPauseFiles ??= new Map(s.files);
+    ctx.state.lifecycle("paused", s);
   }
   res.writeHead(204).end();
 };
@@ -106,11 +116,22 @@ function changeState(ctx: SimContext, s: SimSandbox, state: string, delayMs = 0)
 export function resumePaused(ctx: SimContext, s: SimSandbox): string | undefined {
   const knobs = ctx.faults.lifecycle;
   s.resumes++;
-  if (knobs.failResumeFrom !== undefined && s.resumes >= knobs.failResumeFrom)
+  if (knobs.failResumeFrom !== undefined && s.resumes >= knobs.failResumeFrom) {
+    // E2B's orchestrator tears down a sandbox whose in-place resume failed (emitSandboxKilled).
+    if (knobs.killOnFailedResume) ctx.state.removeSandbox(s.sandboxID, "resume_failed");
     return `resume ${s.resumes} of sandbox '${s.sandboxID}' failed`;
+  }
   if (knobs.loseFilesOnResume) s.files.clear();
   if (knobs.loseProcessesOnResume) s.processes.clear();
+  const stale = knobs.filesFromFirstPauseFromResume;
+  if (stale !== undefined && s.resumes >= stale && s.firstPauseFiles) {
+    s.files.clear();
+    for (const [path, content] of s.firstPauseFiles) s.files.set(path, content);
+  }
+  if (knobs.rotateTokenOnResume && s.accessToken !== undefined)
+    s.accessToken = `ea_${ctx.createRng.chars(32)}`;
   changeState(ctx, s, "running", knobs.resumeDelayMs);
+  ctx.state.lifecycle("resumed", s);
   return undefined;
 }
 
@@ -132,6 +153,15 @@ interface CreateRequest {
   timeoutS: number;
   metadata: Record<string, string> | undefined;
   autoResume: boolean;
+  /** Paused, not killed, at the timeout (E2B mode only: this platform's create has no such field). */
+  autoPause?: boolean;
+}
+
+/** Whether a create body asks for auto-pause, in either spelling. */
+function asksAutoPause(body: z.infer<typeof CreateBody>): boolean {
+  const onTimeout = body.lifecycle?.onTimeout;
+  const action = typeof onTimeout === "object" ? onTimeout.action : onTimeout;
+  return body.autoPause ?? action === "pause";
 }
 
 /** Creates a sandbox from `body` and answers 201 (or the refusal), as both create routes do. */
@@ -152,11 +182,22 @@ function create(
   if (!ctx.state.nodes.some((n) => n.status === "ready")) {
     return sendError(res, 503, "no node can accept sandboxes");
   }
+  const limit = ctx.team.concurrencyLimit;
+  if (limit !== undefined && ctx.team.history.runningCount() >= limit) {
+    return sendError(res, 429, concurrencyLimitText(limit));
+  }
   const sandbox = ctx.state.addSandbox(createInit(ctx, template.templateID, body));
+  sandbox.autoPause = ctx.flavor === "e2b" && body.autoPause === true;
+  sandbox.fileClock = ctx.clock;
   template.spawnCount++;
   const node = ctx.state.node(sandbox.nodeID);
   if (node) node.createSuccesses++;
   sendJson(res, 201, renderNewSandbox(sandbox, ctx.domain));
+}
+
+/** E2B's 429 text at its concurrency limit (api/internal/orchestrator/create_instance.go). */
+export function concurrencyLimitText(limit: number): string {
+  return `you have reached the maximum number of concurrent E2B sandboxes (${limit}). If you need more, please visit 'https://e2b.dev/docs/billing'`;
 }
 
 const createSandbox: ApiHandler = async (ctx, req, res) => {
@@ -166,7 +207,8 @@ const createSandbox: ApiHandler = async (ctx, req, res) => {
   if (isError(body)) return sendError(res, 400, body.error);
   const { templateID, metadata } = body;
   const timeoutS = body.timeout ?? DEFAULT_TIMEOUT_S;
-  create(ctx, res, { templateID, timeoutS, metadata, autoResume: false }, false);
+  const autoPause = asksAutoPause(body);
+  create(ctx, res, { templateID, timeoutS, metadata, autoResume: false, autoPause }, false);
 };
 
 /** E2B's POST /v2/sandboxes (what its SDK 2.51 creates with): secured, 300 s by default. */
@@ -178,7 +220,8 @@ const createSandboxV2: ApiHandler = async (ctx, req, res) => {
   const { templateID, metadata } = body;
   const timeoutS = body.timeout ?? DEFAULT_TIMEOUT_V2_S;
   const autoResume = body.autoResume?.enabled === true;
-  create(ctx, res, { templateID, timeoutS, metadata, autoResume }, true);
+  const autoPause = asksAutoPause(body);
+  create(ctx, res, { templateID, timeoutS, metadata, autoResume, autoPause }, true);
 };
 
 /**
@@ -195,7 +238,11 @@ function connect(ctx: SimContext, res: Parameters<ApiHandler>[2], id: string, ti
     const refused = resumePaused(ctx, s);
     if (refused !== undefined) return sendError(res, 500, refused);
   }
-  s.endAt = Math.max(s.endAt, ctx.clock.now() + timeoutS * 1000);
+  const endAt = Math.max(s.endAt, ctx.clock.now() + timeoutS * 1000);
+  const extended = endAt !== s.endAt;
+  s.endAt = endAt;
+  // A running sandbox's longer time to live is an update, as E2B's orchestrator records it.
+  if (extended && !resumed) ctx.state.lifecycle("updated", s);
   sendJson(res, resumed ? 201 : 200, renderNewSandbox(s, ctx.domain));
 }
 
@@ -222,6 +269,7 @@ const setSandboxTimeout: ApiHandler = async (ctx, req, res, [id]) => {
   const s = ctx.state.sandbox(id ?? "");
   if (s?.state !== "running") return sendError(res, 404, `sandbox '${id}' not found`);
   s.endAt = ctx.clock.now() + Math.max(0, body.timeout) * 1000;
+  ctx.state.lifecycle("updated", s);
   res.writeHead(204).end();
 };
 

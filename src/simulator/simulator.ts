@@ -7,12 +7,15 @@ import type { SimContext, SimFlavor } from "./context.js";
 import { SimCounters } from "./counters.js";
 import { createDataPlaneServer } from "./data-plane-server.js";
 import { SimulatorError } from "./errors.js";
+import { DEFAULT_TEAM_ID, SimEventLog } from "./events.js";
 import { SimFaults } from "./faults.js";
 import { Timers } from "./http-io.js";
 import type { ListOrder } from "./list-sandboxes.js";
 import { API_PREFIX, createManagementServer } from "./management-server.js";
 import { deriveSeed, Prng } from "./prng.js";
 import { SimState } from "./state.js";
+import { TeamHistory } from "./team-routes.js";
+import { SimWebhooks, type WebhookPayloadStyle } from "./webhooks.js";
 
 /** Port of the in-sandbox agent, as used in `{port}-{id}.{domain}` host names. */
 export const ENVD_PORT = 49983;
@@ -75,6 +78,49 @@ export interface SimulatorOptions {
   logLinesPerSandbox?: number;
   /** Source of timestamps (startedAt, log times); default the system clock. */
   clock?: Clock;
+  /** E2B mode: the team of the API key (events, team metrics); default a fixed uuid. */
+  teamId?: string;
+  /** E2B mode: a create past this many running sandboxes answers 429 (E2B's text); default none. */
+  teamConcurrencyLimit?: number;
+  /** E2B mode: team metrics answer `[]`, as self-hosted installs have (infra#1825). */
+  teamMetricsEmpty?: boolean;
+  /** How long lifecycle events are kept, simulator clock ms; default 7 days (E2B's). */
+  eventRetentionMs?: number;
+  /** Lifecycle events kept at most; default 100,000. */
+  maxEvents?: number;
+  /** Webhook delivery: attempts per event and webhook (default 3) and the delay between them (default 10 s). */
+  webhookMaxAttempts?: number;
+  webhookRetryDelayMs?: number;
+  /** Webhook deliveries under way at most (default 64); past it events are dropped and counted. */
+  webhookMaxInFlight?: number;
+  /** Webhook body spelling: "api" (default, as the events API answers) or "snake" (as the orchestrator marshals). */
+  webhookPayload?: WebhookPayloadStyle;
+  /** Fleet churn (the demo's): every `everyMs`, one running sandbox is killed and one created. */
+  churn?: FleetChurn;
+}
+
+/** One kill and one create per tick; every `orphanedOneIn`th kill is `orphaned`, the rest `request`. */
+export interface FleetChurn {
+  everyMs: number;
+  orphanedOneIn?: number;
+}
+
+/** Starts the churn's timer; returns what stops it. */
+function startChurn(state: SimState, churn: FleetChurn, seed: number): () => void {
+  const rng = new Prng(deriveSeed(seed, "churn"));
+  let kills = 0;
+  const timer = setInterval(() => {
+    const running = state.startOrder().filter((s) => s.state === "running");
+    const victim = running[Math.floor(rng.next() * running.length)];
+    if (victim) {
+      kills++;
+      const orphaned = churn.orphanedOneIn !== undefined && kills % churn.orphanedOneIn === 0;
+      state.removeSandbox(victim.sandboxID, orphaned ? "orphaned" : "request");
+    }
+    state.addSandbox();
+  }, churn.everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 export interface Simulator {
@@ -92,6 +138,10 @@ export interface Simulator {
   readonly counters: SimCounters;
   readonly faults: SimFaults;
   readonly state: SimState;
+  /** Lifecycle events (E2B mode serves them at /events/sandboxes). */
+  readonly events: SimEventLog;
+  /** Registered webhooks and the attempts made to deliver to them. */
+  readonly webhooks: SimWebhooks;
   /** Host header naming a sandbox's agent port, e.g. `49983-i123.sandbox.test`. */
   sandboxHost(sandboxId: string, port?: number): string;
   close(): Promise<void>;
@@ -141,6 +191,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     throw new SimulatorError(`flavor must be sandboxapi or e2b, not '${String(flavor)}'`);
   if (flavor === "e2b" && options.tokenStyle === "body")
     throw new SimulatorError("E2B sends the next token in a header: tokenStyle body is not E2B's");
+  if (options.churn && !(options.churn.everyMs > 0))
+    throw new SimulatorError("churn.everyMs must be positive");
   const state = new SimState({
     seed,
     sandboxes,
@@ -150,12 +202,46 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     logLinesPerSandbox: options.logLinesPerSandbox ?? 5,
     clock,
   });
+  const timers = new Timers();
+  const teamId = options.teamId ?? DEFAULT_TEAM_ID;
+  const events = new SimEventLog({
+    state,
+    clock,
+    seed,
+    teamId,
+    ...(options.eventRetentionMs !== undefined && { retentionMs: options.eventRetentionMs }),
+    ...(options.maxEvents !== undefined && { maxEvents: options.maxEvents }),
+  });
+  const webhooks = new SimWebhooks({
+    teamId,
+    seed,
+    timers,
+    now: () => clock.now(),
+    ...(options.webhookMaxAttempts !== undefined && { maxAttempts: options.webhookMaxAttempts }),
+    ...(options.webhookRetryDelayMs !== undefined && { retryDelayMs: options.webhookRetryDelayMs }),
+    ...(options.webhookMaxInFlight !== undefined && { maxInFlight: options.webhookMaxInFlight }),
+    ...(options.webhookPayload !== undefined && { payload: options.webhookPayload }),
+  });
+  const history = new TeamHistory(state, () => clock.now());
+  events.onEvent((e) => {
+    history.record(e, Date.parse(e.timestamp));
+    // Deliveries run on their own promises: the request that caused the event never waits.
+    webhooks.deliver(e);
+  });
   const ctx: SimContext = {
     state,
     faults: new SimFaults(seed),
     counters: new SimCounters(),
     clock,
-    timers: new Timers(),
+    timers,
+    events,
+    webhooks,
+    team: {
+      teamId,
+      concurrencyLimit: options.teamConcurrencyLimit,
+      emptyMetrics: options.teamMetricsEmpty ?? false,
+      history,
+    },
     domain,
     apiKey: options.apiKey,
     flavor,
@@ -179,6 +265,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     throw err;
   }
   const apiUrl = `http://${urlHost}:${apiPort}`;
+  const stopChurn = options.churn ? startChurn(state, options.churn, seed) : () => {};
   return {
     apiUrl,
     managementUrl: flavor === "e2b" ? apiUrl : `${apiUrl}${API_PREFIX}`,
@@ -189,10 +276,13 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     counters: ctx.counters,
     faults: ctx.faults,
     state,
+    events,
+    webhooks,
     sandboxHost: (sandboxId, port = ENVD_PORT) => `${port}-${sandboxId}.${domain}`,
     async close() {
+      stopChurn();
       ctx.timers.cancelAll();
-      await Promise.all([shut(api), shut(data)]);
+      await Promise.all([shut(api), shut(data), webhooks.close()]);
     },
   };
 }

@@ -29,9 +29,10 @@ const SECRET_WORDS = new Set([
 ]);
 /**
  * A last word that makes the name say where or how a secret is used rather than hold it: the
- * paths `apiKeyFile` and `bearerTokenFile`, the header name `authHeader`, the enum `authStyle`.
+ * paths `apiKeyFile` and `bearerTokenFile`, the header name `authHeader`, the enum `authStyle`, the
+ * switch `e2bAuthExempt`.
  */
-const REFERENCE_WORDS = new Set(["file", "path", "header", "style"]);
+const REFERENCE_WORDS = new Set(["file", "path", "header", "style", "exempt"]);
 
 /**
  * Whether a field or key of this name holds a secret: one of its words (camelCase, snake_case or

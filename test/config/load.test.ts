@@ -34,6 +34,9 @@ function problemsOf(
   throw new Error("expected a ConfigError");
 }
 
+/** A bcrypt hash, as server.basicAuthUsers takes (exporter-toolkit's stand-in for "fakepassword"). */
+const BCRYPT = "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi";
+
 // [seed name in a file, platform key, env var, flag, file value, flag value, env value, parsed {file, flag, env}, default]
 const SEED_FIELDS = [
   {
@@ -190,7 +193,7 @@ describe("loadConfig: other settings", () => {
     const yaml = [
       "server:",
       "  listen: '[::1]:9464'",
-      `  basicAuthUsers: {alice: ${"ab".repeat(32)}}`,
+      `  basicAuthUsers: {alice: "${BCRYPT}"}`,
       "  tlsCertFile: /tls/crt",
       "  tlsKeyFile: /tls/key",
       "shard: {index: 1, total: 3}",
@@ -201,7 +204,7 @@ describe("loadConfig: other settings", () => {
     ].join("\n");
     const { config } = load(["--config", "c.yaml"], {}, { "c.yaml": yaml });
     expect(config.server.listen).toBe("[::1]:9464");
-    expect(config.server.basicAuthUsers).toEqual({ alice: "ab".repeat(32) });
+    expect(config.server.basicAuthUsers).toEqual({ alice: BCRYPT });
     expect(config.shard).toEqual({ index: 1, total: 3, fromHostname: false });
     expect(config.probe).toMatchObject({
       enabled: true,
@@ -706,11 +709,11 @@ describe("loadConfig: problems name the field, its source and what was expected"
       "server.tlsKeyFile (default): expected to be set together with server.tlsCertFile",
     ],
     [
-      "a basic-auth password that is not a SHA-256",
+      "a basic-auth password that is not a bcrypt hash",
       ["--config", "c.yaml"],
       {},
       { "c.yaml": "server: {basicAuthUsers: {bob: hunter2}}\n" },
-      'server.basicAuthUsers.bob (file c.yaml:server.basicAuthUsers.bob): expected a hex SHA-256 of the password, got "***"',
+      `server.basicAuthUsers.bob (file c.yaml:server.basicAuthUsers.bob): expected a bcrypt hash (htpasswd -nBC 10 "" | tr -d ':\\n'), got "***"`,
     ],
     [
       "an unknown flag",

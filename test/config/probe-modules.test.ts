@@ -37,6 +37,7 @@ describe("probe.modules", () => {
         phaseTimeoutMs: 20_000,
         phaseTimeouts: {},
         lifecycleRounds: 2,
+        autoPauseTimeoutMs: 15_000,
         labels: {},
       },
     ]);

@@ -3,7 +3,8 @@ import { loadConfig } from "../../src/config/load.js";
 import { isSecretPath, redactConfig } from "../../src/config/redact.js";
 import type { Config } from "../../src/config/schema.js";
 
-const HASH = "ab".repeat(32);
+/** A bcrypt hash (exporter-toolkit's stand-in for "fakepassword"). */
+const HASH = "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi";
 
 describe("redactConfig", () => {
   const { config } = loadConfig({

@@ -1,7 +1,9 @@
 // The alert rules and dashboards name only metrics and labels the exporter really exports:
 // every selector, matcher label and by/without label is checked against a scrape of an exporter
-// running against the simulator with every optional family switched on.
-import { readdirSync, readFileSync } from "node:fs";
+// running against the simulator with every optional family switched on, and of a second one
+// against the simulator's E2B mode for what only E2B serves (lifecycle events, team capacity).
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
@@ -136,7 +138,45 @@ describe("the PromQL scan", () => {
 
 let sim: Simulator | undefined;
 let exporter: Exporter | undefined;
+let e2bSim: Simulator | undefined;
+let e2bExporter: Exporter | undefined;
 let scrape: Exposition = { families: new Set(), labels: new Map() };
+const secretDir = mkdtempSync(join(tmpdir(), "consistency-"));
+
+/** Both scrapes as one: a family or label either exporter exports. */
+function merge(a: Exposition, b: Exposition): Exposition {
+  const labels = new Map(a.labels);
+  for (const [family, names] of b.labels)
+    labels.set(family, new Set([...(labels.get(family) ?? []), ...names]));
+  return { families: new Set([...a.families, ...b.families]), labels };
+}
+
+/** An E2B-mode exporter with events, team capacity and the webhook on, after one orphaned kill. */
+async function e2bScrape(): Promise<Exposition> {
+  e2bSim = await startSimulator({
+    flavor: "e2b",
+    sandboxes: 20,
+    templates: 2,
+    nodes: 1,
+    teamConcurrencyLimit: 50,
+  });
+  const secretFile = join(secretDir, "e2b-webhook-secret");
+  writeFileSync(secretFile, "consistency-secret");
+  const config = ConfigSchema.parse({
+    platform: { apiUrl: e2bSim.apiUrl, flavor: "e2b", retries: 0, teamConcurrencyLimit: 50 },
+    server: { listen: "127.0.0.1:0" },
+    poll: { events: true, teamMetrics: true, eventsLookbackMs: 3_600_000 },
+    webhooks: { e2bSecretFile: secretFile },
+    log: { level: "silent" },
+  });
+  const victim = [...e2bSim.state.sandboxes.keys()][0]!;
+  e2bSim.state.removeSandbox(victim, "orphaned");
+  e2bExporter = await startQuiet(config);
+  // The first cycle reads the events (and learns the team id from them), the second the team.
+  await e2bExporter.runCycle();
+  await e2bExporter.runCycle();
+  return parseExposition(await (await fetch(`${e2bExporter.server.url}/metrics`)).text());
+}
 
 beforeAll(async () => {
   sim = await startSimulator({ sandboxes: 40, templates: 3, nodes: 3 });
@@ -168,12 +208,18 @@ beforeAll(async () => {
   sim.faults.clear();
   expect((await exporter.prober!.runOnce())?.success).toBe(true);
   await exporter.runCycle();
-  scrape = parseExposition(await (await fetch(`${exporter.server.url}/metrics`)).text());
+  scrape = merge(
+    parseExposition(await (await fetch(`${exporter.server.url}/metrics`)).text()),
+    await e2bScrape(),
+  );
 });
 
 afterAll(async () => {
   await exporter?.stop();
   await sim?.close();
+  await e2bExporter?.stop();
+  await e2bSim?.close();
+  rmSync(secretDir, { recursive: true, force: true });
 });
 
 describe("rules and dashboards against a scrape", () => {

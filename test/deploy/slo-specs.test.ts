@@ -47,6 +47,11 @@ const SHIPPED: Record<string, { budget: string; ratio: string; alert: string }> 
     ratio: "job_module:sandbox_probe_slow_phases:ratio_rate",
     alert: "SandboxProbeLatencyBudgetBurn",
   },
+  "probe-autopause": {
+    budget: "slo:sandbox_probe_autopause_error_budget:ratio",
+    ratio: "job_module:sandbox_probe_autopause_errors:ratio_rate",
+    alert: "SandboxProbeAutopauseBudgetBurn",
+  },
 };
 
 const spec = SlothSpec.parse(parse(readFileSync(SLOTH, "utf8")));
@@ -68,7 +73,8 @@ describe("the Sloth spec", () => {
   });
 
   it("gives the same error ratio per module as the shipped recording rules, in every window", () => {
-    // Per module and minute: 9 passed and 1 failed run; 8 of 10 create and exec phases within 10 s.
+    // Per module and minute: 9 passed and 1 failed run; 8 of 10 create and exec phases within 10 s;
+    // 2 of 10 auto-pause rounds failed (other phases' failures are not its errors).
     const id = 'job="j",module="m",template="t"';
     const series = [
       [`sandbox_probe_runs_total{${id},result="success"}`, "0+9x300"],
@@ -78,8 +84,19 @@ describe("the Sloth spec", () => {
         [`sandbox_probe_duration_seconds_bucket{${id},phase="${phase}",le="+Inf"}`, "0+10x300"],
         [`sandbox_probe_duration_seconds_count{${id},phase="${phase}"}`, "0+10x300"],
       ]),
+      [`sandbox_probe_duration_seconds_count{${id},phase="autopause_wait"}`, "0+10x300"],
+      [
+        `sandbox_probe_failures_total{${id},phase="autopause_wait",reason="not_auto_paused"}`,
+        "0+1x300",
+      ],
+      [`sandbox_probe_failures_total{${id},phase="autopause_check",reason="file_lost"}`, "0+1x300"],
+      [`sandbox_probe_failures_total{${id},phase="exec",reason="exit_code"}`, "0+5x300"],
     ].map(([s, values]) => ({ series: s, values }));
-    const expected: Record<string, number> = { "probe-availability": 0.1, "probe-latency": 0.2 };
+    const expected: Record<string, number> = {
+      "probe-availability": 0.1,
+      "probe-latency": 0.2,
+      "probe-autopause": 0.2,
+    };
     const tests = spec.slos.flatMap((slo) =>
       WINDOWS.flatMap((w) => {
         const q = (s: string) => s.replaceAll("{{.window}}", w);

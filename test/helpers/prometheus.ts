@@ -23,6 +23,8 @@ export interface PrometheusOptions {
   interval: string;
   /** How long to wait for /-/ready. */
   readyTimeoutMs?: number;
+  /** Extra command-line flags, e.g. `--enable-feature=exemplar-storage`. */
+  flags?: readonly string[];
 }
 
 export interface RunningPrometheus {
@@ -94,6 +96,7 @@ export async function startPrometheus(o: PrometheusOptions): Promise<RunningProm
       `--storage.tsdb.path=${join(dir, "data")}`,
       `--web.listen-address=127.0.0.1:${port}`,
       "--log.level=info",
+      ...(o.flags ?? []),
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );

@@ -99,7 +99,9 @@ describe("the warning about an open listener that creates sandboxes", () => {
     expect(bearer.warnings).toEqual([]);
     const basic = await serve("0.0.0.0:0", {
       routes: probeRoutes,
-      auth: { basicUsers: { alice: "ab".repeat(32) } },
+      auth: {
+        basicUsers: { alice: "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi" },
+      },
     });
     expect(basic.warnings).toEqual([]);
   });

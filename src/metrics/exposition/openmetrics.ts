@@ -4,11 +4,20 @@
 import type { Registry } from "prom-client";
 import { escapeHelp, escapeLabel, formatValue } from "./text.js";
 
+/** An exemplar as prom-client keeps it: labels, the observed value, Unix seconds. */
+interface JsonExemplar {
+  labelSet: Record<string, string | number | undefined>;
+  value: number | null;
+  timestamp?: number;
+}
+
 /** The runtime shape of a value in prom-client's JSON (histogram samples carry `metricName`). */
 interface JsonValue {
   value: number;
   labels: Record<string, string | number | undefined>;
   metricName?: string;
+  /** Set on counters and histogram buckets of metrics made with `enableExemplars`. */
+  exemplar?: JsonExemplar | null;
 }
 
 const OPENMETRICS_TYPES = new Set(["counter", "gauge", "histogram", "summary"]);
@@ -24,10 +33,21 @@ export async function registryAsOpenMetrics(registry: Registry): Promise<string>
     out += `# HELP ${family} ${escapeHelp(m.help)}\n# TYPE ${family} ${OPENMETRICS_TYPES.has(type) ? type : "unknown"}\n`;
     for (const v of values) {
       const name = v.metricName ?? (counter ? `${family}_total` : m.name);
-      out += `${name}${labelText(v.labels)} ${formatValue(v.value)}\n`;
+      // OpenMetrics allows exemplars on counter totals and histogram buckets only.
+      const exemplar = counter || name.endsWith("_bucket") ? exemplarText(v.exemplar) : "";
+      out += `${name}${labelText(v.labels)} ${formatValue(v.value)}${exemplar}\n`;
     }
   }
   return out;
+}
+
+/** ` # {labels} value timestamp`, or "" when there is no exemplar (or it has no labels). */
+function exemplarText(e: JsonExemplar | null | undefined): string {
+  if (!e || e.value === null) return "";
+  const labels = labelText(e.labelSet);
+  if (!labels) return "";
+  const ts = e.timestamp === undefined ? "" : ` ${formatValue(e.timestamp)}`;
+  return ` # ${labels} ${formatValue(e.value)}${ts}`;
 }
 
 function labelText(l: JsonValue["labels"]): string {

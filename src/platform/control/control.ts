@@ -1,6 +1,7 @@
 // The control channel: management API and sandbox creation, through the standard HTTP proxy settings.
 
 import { PlatformBodyError, PlatformHttpError, PlatformNotFoundError } from "../http-errors.js";
+import { normalizeLifecycleEventPage, type SandboxEventPage } from "../normalize/events.js";
 import {
   type DeferredPage,
   deferList,
@@ -20,6 +21,15 @@ import {
   normalizeUsageMap,
   type TemplateBuildStatus,
 } from "../normalize/normalize.js";
+import {
+  type CreateRejectReason,
+  classifyCreateRejection,
+  normalizeTeamMetricMax,
+  normalizeTeamMetrics,
+  type TeamMetricMax,
+  type TeamMetricName,
+  type TeamMetricPoint,
+} from "../normalize/team-metrics.js";
 import type {
   ClusterOverview,
   Health,
@@ -48,6 +58,23 @@ export type SandboxQuery = {
   limit?: number;
 };
 
+/** ControlOptions, and what the client reports of the answers it gets. */
+export interface ControlClientOptions extends ControlOptions {
+  /** A create was refused with 429: why (from its text) and the concurrency limit it names. */
+  onCreateRejected?: (reason: CreateRejectReason, limit?: number) => void;
+}
+
+/** Query of the lifecycle events (E2B: limit 1-100, newest first unless orderAsc). */
+export type SandboxEventQuery = {
+  offset?: number;
+  limit?: number;
+  orderAsc?: boolean;
+  /** Full type names (`sandbox.lifecycle.killed`), sent as repeated `types`. */
+  types?: readonly string[];
+  /** One sandbox's events (GET /events/sandboxes/{sandboxID}). */
+  sandboxId?: string;
+};
+
 /** Query of a sandbox's logs. */
 export type LogQuery = { cursor?: string; limit?: number; direction?: string };
 
@@ -60,6 +87,8 @@ export interface CreatedSandbox {
   accessToken?: string;
   /** Version of the in-sandbox agent (E2B `envdVersion`), when the answer says. */
   envdVersion?: string;
+  /** Auto-pause was asked for, on a platform whose create takes it (E2B); false: not supported. */
+  autoPause?: boolean;
   raw: unknown;
 }
 
@@ -87,7 +116,7 @@ export class ControlClient {
    * withOwnNormalizer); by default the client makes its own from `o`.
    */
   constructor(
-    private readonly o: ControlOptions,
+    private readonly o: ControlClientOptions,
     transport?: ControlTransport,
     /** Whose request budget its calls take from the shared limiter. */
     private readonly caller: Caller = "poll",
@@ -172,6 +201,57 @@ export class ControlClient {
     // Only the status and the reason are wanted: no build logs.
     const r = await this.send({ method: "GET", path, endpoint: e, query: { limit: 0 } });
     return this.decode(e, "GET", () => normalizeBuildStatus(r.body, { templateId, buildId }));
+  }
+
+  /**
+   * GET /events/sandboxes (or /events/sandboxes/{sandboxID}): one page of lifecycle events, newest
+   * first unless `orderAsc`; a bad record is an empty slot, counted in `invalid`.
+   */
+  async listSandboxEvents(q: SandboxEventQuery): Promise<SandboxEventPage> {
+    const e = q.sandboxId === undefined ? "/events/sandboxes" : "/events/sandboxes/{sandboxID}";
+    let path = q.sandboxId === undefined ? e : `/events/sandboxes/${enc(q.sandboxId)}`;
+    // `types` repeats (types=a&types=b), which the query record cannot say.
+    const types = (q.types ?? []).map((t) => `types=${encodeURIComponent(t)}`).join("&");
+    if (types !== "") path += `?${types}`;
+    const query = {
+      offset: q.offset,
+      limit: q.limit,
+      orderAsc: q.orderAsc === undefined ? undefined : String(q.orderAsc),
+    };
+    const r = await this.send({ method: "GET", path, endpoint: e, query });
+    return this.decode(e, "GET", () => normalizeLifecycleEventPage(r.body, this.n.invalid));
+  }
+
+  /**
+   * GET /teams/{teamID}/metrics?start=&end= (Unix seconds): the team's points, oldest first; `[]`
+   * when the platform has none (self-hosted installs), which is no data, not 0.
+   */
+  async teamMetrics(teamId: string, startS: number, endS: number): Promise<TeamMetricPoint[]> {
+    const e = "/teams/{id}/metrics";
+    const r = await this.send({
+      method: "GET",
+      path: `/teams/${enc(teamId)}/metrics`,
+      endpoint: e,
+      query: { start: Math.floor(startS), end: Math.ceil(endS) },
+    });
+    return this.decode(e, "GET", () => normalizeTeamMetrics(r.body, this.n.invalid));
+  }
+
+  /** GET /teams/{teamID}/metrics/max?metric=&start=&end= (Unix seconds): the highest value. */
+  async teamMetricsMax(
+    teamId: string,
+    metric: TeamMetricName,
+    startS: number,
+    endS: number,
+  ): Promise<TeamMetricMax> {
+    const e = "/teams/{id}/metrics/max";
+    const r = await this.send({
+      method: "GET",
+      path: `/teams/${enc(teamId)}/metrics/max`,
+      endpoint: e,
+      query: { metric, start: Math.floor(startS), end: Math.ceil(endS) },
+    });
+    return this.decode(e, "GET", () => normalizeTeamMetricMax(r.body));
   }
 
   /**
@@ -340,19 +420,24 @@ export class ControlClient {
   /**
    * POST {apiUrl}/sandboxes (outside the management prefix): one attempt, never retried. It asks
    * for a secured sandbox unless `secure` is false, as E2B's SDK does; the agent access token it
-   * returns joins the secrets scrubbed from errors.
+   * returns joins the secrets scrubbed from errors. `autoPause`: the platform pauses the sandbox
+   * at its timeout instead of killing it; only E2B's create takes it (`autoPause`, what its SDK
+   * sends for `lifecycle.onTimeout: "pause"`), so elsewhere it is not sent and `autoPause` is false.
    */
   async createSandbox(req: {
     templateId: string;
     timeoutS?: number;
     metadata?: Record<string, string>;
     secure?: boolean;
+    autoPause?: boolean;
   }): Promise<CreatedSandbox> {
+    const autoPause = req.autoPause === true && this.o.flavor === "e2b";
     const body = {
       templateID: req.templateId,
       timeout: req.timeoutS,
       metadata: req.metadata,
       secure: req.secure ?? true,
+      ...(autoPause ? { autoPause } : {}),
     };
     const call: Call = {
       method: "POST",
@@ -361,7 +446,7 @@ export class ControlClient {
       body,
       root: true,
     };
-    const raw = (await this.send(call)).body;
+    const raw = (await this.sendCreate(call)).body;
     const agent = agentOf(raw);
     if (agent.accessToken) this.transport.secrets.addTransient(agent.accessToken);
     return this.decode("/sandboxes", "POST", () => {
@@ -371,6 +456,7 @@ export class ControlClient {
         templateId: s.templateId || req.templateId,
         ...(s.domain ? { domain: s.domain } : {}),
         ...agent,
+        ...(req.autoPause !== undefined ? { autoPause } : {}),
         raw,
       };
     });
@@ -391,6 +477,19 @@ export class ControlClient {
   /** Closes the dispatcher when this client made it (not a withOwnNormalizer client, not an injected one). */
   async close(): Promise<void> {
     if (this.ownsTransport) await this.transport.close();
+  }
+
+  /** A create; a 429 is reported to onCreateRejected, classified by its text, then rethrown. */
+  private async sendCreate(call: Call): Promise<Reply> {
+    try {
+      return await this.send(call);
+    } catch (err) {
+      if (err instanceof PlatformHttpError && err.status === 429 && this.o.onCreateRejected) {
+        const { reason, limit } = classifyCreateRejection(err.bodyExcerpt);
+        this.o.onCreateRejected(reason, limit);
+      }
+      throw err;
+    }
   }
 
   private send(call: Call): Promise<Reply> {

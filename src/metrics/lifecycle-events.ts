@@ -1,0 +1,165 @@
+// The event ledger: every lifecycle event, from the events collector or the webhook, counted once
+// by its id, into prom-client counters of the registry it is given (so a webhook arrival shows at
+// the next scrape); and what churn and the team collector ask of the events seen.
+import { Counter, Histogram, type Registry } from "prom-client";
+import {
+  KILL_REASONS,
+  type KillReason,
+  LIFECYCLE_EVENT_TYPES,
+  type LifecycleEvent,
+  type LifecycleEventSink,
+} from "../platform/events.js";
+import type { Clock } from "../util/clock.js";
+
+/** Event ids remembered at most (about 100 bytes each), whatever the horizon. */
+const MAX_IDS = 200_000;
+/** Recent kills remembered for churn at most. */
+const MAX_KILLS = 100_000;
+/** Templates given their own series at most; events of others count under template `other`. */
+const MAX_TEMPLATES = 2_000;
+/** Distinct event types outside E2B's list exported at most; past that they count as `other`. */
+const MAX_EXTRA_TYPES = 16;
+/** Execution time buckets, seconds: 1 s to a day. */
+const EXECUTION_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 43200, 86400];
+
+/** What churn asks of the events: why a sandbox was killed, if an event said so recently. */
+export interface KillLookup {
+  killReason(sandboxId: string): KillReason | undefined;
+}
+
+/** Settings of the ledger. */
+export interface EventLedgerOptions {
+  /** Metric name prefix, e.g. "sandbox". */
+  ns: string;
+  registry: Registry;
+  clock: Clock;
+  /** How long an event id is remembered after it arrived (poll.eventsLookbackMs + 1 h is enough). */
+  horizonMs: number;
+  /** Caps of the id and kill memories (tests make them small). */
+  maxIds?: number;
+  maxKills?: number;
+  /** Guards a platform value before it becomes a label (scrub, cut); default as is. */
+  label?: (value: string) => string;
+}
+
+/** Counts each lifecycle event once, whichever way it came; memory bounded by time and count. */
+export class EventLedger implements LifecycleEventSink, KillLookup {
+  /** Event id -> when it arrived (clock ms); insertion order is arrival order. */
+  private readonly ids = new Map<string, number>();
+  /** Sandbox id -> the reason of its latest kill; oldest first. */
+  private readonly kills = new Map<string, KillReason>();
+  private readonly templates = new Set<string>();
+  private readonly extraTypes = new Set<string>();
+  private team: string | undefined;
+  private readonly events: Counter<"type" | "template">;
+  private readonly killed: Counter<"template" | "reason">;
+  private readonly execution: Histogram;
+  private readonly duplicates: Counter<"via">;
+
+  constructor(private readonly o: EventLedgerOptions) {
+    const registers = [o.registry];
+    this.events = new Counter({
+      name: `${o.ns}_lifecycle_events_total`,
+      help: "Sandbox lifecycle events by type (created, killed, paused, resumed, updated, checkpointed) and template, each counted once by event id whether read from GET /events/sandboxes or delivered to the webhook.",
+      labelNames: ["type", "template"],
+      registers,
+    });
+    this.killed = new Counter({
+      name: `${o.ns}_sandboxes_killed_total`,
+      help: "Sandboxes killed by template and the platform's kill reason (the killed event's kill_reason: request, timeout, admin, orphaned, base_template_missing, seal_failed, resume_failed, unknown); from GET /events/sandboxes and the webhook.",
+      labelNames: ["template", "reason"],
+      registers,
+    });
+    this.execution = new Histogram({
+      name: `${o.ns}_sandbox_execution_seconds`,
+      help: "How long killed sandboxes ran, by template (the killed event's execution.execution_time); from GET /events/sandboxes and the webhook.",
+      labelNames: ["template"],
+      buckets: EXECUTION_BUCKETS,
+      registers,
+    });
+    this.duplicates = new Counter({
+      name: `${o.ns}_lifecycle_events_duplicates_total`,
+      help: "Lifecycle events received again (same event id) and not counted, by the way the copy came: poll or webhook.",
+      labelNames: ["via"],
+      registers,
+    });
+    this.duplicates.inc({ via: "poll" }, 0);
+    this.duplicates.inc({ via: "webhook" }, 0);
+  }
+
+  /** Counts the event unless its id was seen within the horizon; true when it was new. */
+  accept(event: LifecycleEvent, via: "poll" | "webhook"): boolean {
+    const now = this.o.clock.now();
+    this.forget(now);
+    if (this.ids.has(event.id)) {
+      this.duplicates.inc({ via });
+      return false;
+    }
+    this.ids.set(event.id, now);
+    const template = this.templateLabel(event.templateId);
+    this.events.inc({ type: this.typeLabel(event.type), template });
+    if (event.teamId !== undefined) this.team = event.teamId;
+    if (event.type === "killed") {
+      const reason = event.killReason ?? "unknown";
+      this.killed.inc({ template, reason });
+      if (event.executionSeconds !== undefined)
+        this.execution.observe({ template }, event.executionSeconds);
+      this.kills.delete(event.sandboxId);
+      this.kills.set(event.sandboxId, reason);
+      if (this.kills.size > (this.o.maxKills ?? MAX_KILLS)) {
+        const oldest = this.kills.keys().next().value;
+        if (oldest !== undefined) this.kills.delete(oldest);
+      }
+    }
+    return true;
+  }
+
+  /** The reason of the sandbox's latest kill event still remembered, if any. */
+  killReason(sandboxId: string): KillReason | undefined {
+    return this.kills.get(sandboxId);
+  }
+
+  /** The team of the latest event that named one (E2B's sandboxTeamId). */
+  teamId(): string | undefined {
+    return this.team;
+  }
+
+  /** Event ids remembered now (for tests and /status). */
+  get remembered(): number {
+    return this.ids.size;
+  }
+
+  /** Drops ids older than the horizon, then the oldest past the cap. */
+  private forget(now: number): void {
+    const cutoff = now - this.o.horizonMs;
+    const max = this.o.maxIds ?? MAX_IDS;
+    for (const [id, at] of this.ids) {
+      if (at >= cutoff && this.ids.size < max) break;
+      this.ids.delete(id);
+    }
+  }
+
+  /**
+   * The template's label; a new template's series start with every type and reason at 0, so rates
+   * exist before its first event.
+   */
+  private templateLabel(templateId: string): string {
+    const guarded = this.o.label ? this.o.label(templateId) : templateId;
+    if (this.templates.has(guarded)) return guarded;
+    const template = this.templates.size < MAX_TEMPLATES ? guarded : "other";
+    if (this.templates.has(template)) return template;
+    this.templates.add(template);
+    for (const type of LIFECYCLE_EVENT_TYPES) this.events.inc({ type, template }, 0);
+    for (const reason of KILL_REASONS) this.killed.inc({ template, reason }, 0);
+    return template;
+  }
+
+  private typeLabel(raw: string): string {
+    if ((LIFECYCLE_EVENT_TYPES as readonly string[]).includes(raw)) return raw;
+    const type = this.o.label ? this.o.label(raw) : raw;
+    if (this.extraTypes.has(type)) return type;
+    if (this.extraTypes.size >= MAX_EXTRA_TYPES) return "other";
+    this.extraTypes.add(type);
+    return type;
+  }
+}

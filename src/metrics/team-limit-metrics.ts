@@ -1,0 +1,54 @@
+// The team's concurrency limit and the creates the platform refused with 429. E2B serves the limit
+// nowhere in its API: it comes from platform.teamConcurrencyLimit (source="config") or from the
+// text of a 429 that names it (source="learned"); both show when both are known.
+import { Counter, Gauge, type Registry } from "prom-client";
+import {
+  CREATE_REJECT_REASONS,
+  type CreateRejectReason,
+} from "../platform/normalize/team-metrics.js";
+
+/** Counts refused creates by reason, and keeps the concurrency limit the latest 429 named. */
+export class TeamLimitMetrics {
+  private readonly rejected: Counter<"reason">;
+  private learnedLimit: number | undefined;
+
+  constructor(o: { registry: Registry; ns: string; configLimit?: number }) {
+    const registers = [o.registry];
+    this.rejected = new Counter({
+      name: `${o.ns}_sandbox_create_rejected_total`,
+      help: "Sandbox creates (POST /sandboxes) the platform refused with 429, by reason read from its text: concurrency_limit (the team's concurrent sandboxes), rate_limit, other.",
+      labelNames: ["reason"],
+      registers,
+    });
+    for (const r of CREATE_REJECT_REASONS) this.rejected.labels(r).inc(0);
+    const limits = () => this.limits(o.configLimit);
+    new Gauge({
+      name: `${o.ns}_team_concurrent_sandboxes_limit`,
+      help: "Concurrent sandboxes the team may run: source=config from platform.teamConcurrencyLimit, source=learned from the latest 429 of a create that named it.",
+      labelNames: ["source"],
+      registers,
+      collect() {
+        this.reset();
+        for (const [source, value] of limits()) this.labels(source).set(value);
+      },
+    });
+  }
+
+  /** The limit the latest 429 named, if any did. */
+  get learned(): number | undefined {
+    return this.learnedLimit;
+  }
+
+  /** A create was refused with 429 (ControlClient's onCreateRejected). */
+  createRejected(reason: CreateRejectReason, limit?: number): void {
+    this.rejected.labels(reason).inc();
+    if (limit !== undefined) this.learnedLimit = limit;
+  }
+
+  private limits(configLimit: number | undefined): Array<[string, number]> {
+    const out: Array<[string, number]> = [];
+    if (configLimit !== undefined) out.push(["config", configLimit]);
+    if (this.learnedLimit !== undefined) out.push(["learned", this.learnedLimit]);
+    return out;
+  }
+}
