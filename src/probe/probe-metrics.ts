@@ -62,6 +62,7 @@ export class ProbeFamilies {
   readonly runSeconds: Gauge<string>;
   readonly lastRun: Gauge<string>;
   readonly failures: Counter<string>;
+  readonly stepSupported: Gauge<string>;
   readonly phaseHistogram: Histogram<string> | undefined;
   readonly streamHistogram: Histogram<string> | undefined;
   readonly runs: Counter<string> | undefined;
@@ -113,6 +114,12 @@ export class ProbeFamilies {
       name: `${ns}_probe_failures_total`,
       help: "Failed probe phases by phase and reason.",
       labelNames: [...id, "phase", "reason"],
+      registers,
+    });
+    this.stepSupported = new Gauge({
+      name: `${ns}_probe_step_supported`,
+      help: "Whether the platform supports each optional step the module runs (0: the step is skipped as unsupported, e.g. autopause where the platform has no auto-pause; not a failure).",
+      labelNames: [...id, "step"],
       registers,
     });
     if (o.history === false) return;
@@ -180,9 +187,12 @@ export class ProbeMetrics {
       for (const reason of FAILURE_REASONS) f.failures.labels({ ...id, phase, reason }).inc(0);
   }
 
-  /** Records one finished probe. */
-  record(result: ProbeResult): void {
+  /** Records one finished probe; `steps`: the module's optional steps, for step_supported. */
+  record(result: ProbeResult, steps: readonly string[] = []): void {
     const { f, id } = this;
+    const unsupported = new Set<string>(result.unsupported ?? []);
+    for (const step of steps)
+      f.stepSupported.labels({ ...id, step }).set(unsupported.has(step) ? 0 : 1);
     const exemplar =
       result.sandboxId === undefined
         ? undefined

@@ -279,7 +279,7 @@ export class Prober {
       const every = this.o.sweepEveryRuns ?? SWEEP_EVERY_RUNS;
       if (every > 0 && this.runs % every === 0) await this.sweeper.sweep();
       const result = await this.probe(signal, "schedule");
-      this.metrics.record(result);
+      this.metrics.record(result, this.settings.steps);
       this.last = result;
       return result;
     });

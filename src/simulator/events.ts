@@ -1,5 +1,6 @@
 // E2B's sandbox lifecycle events: a bounded log fed by the state's lifecycle changes, served as
 // GET /events/sandboxes and /events/sandboxes/{sandboxID} the way E2B's API pages them.
+import { LIFECYCLE_EVENT_TYPES } from "../platform/events.js";
 import type { Clock } from "../util/clock.js";
 import type { ApiHandler } from "./context.js";
 import { uuid } from "./generate.js";
@@ -17,14 +18,6 @@ export const DEFAULT_TEAM_ID = "460355b3-4f64-48f9-9a16-4442817f79f5";
 /** What the orchestrator writes today (shared/pkg/events StructureVersionV2). */
 const EVENT_VERSION = "v2";
 const TYPE_PREFIX = "sandbox.lifecycle.";
-const LIFECYCLE_TYPES: readonly SimLifecycleType[] = [
-  "created",
-  "killed",
-  "paused",
-  "resumed",
-  "updated",
-  "checkpointed",
-];
 /** E2B's deprecated category/label pair of each type (shared/pkg/events/migration.go). */
 const LEGACY_LABELS: Readonly<Record<SimLifecycleType, string>> = {
   created: "create",
@@ -231,7 +224,7 @@ export function parseEventQuery(url: URL, sandboxId?: string): EventQuery | stri
     return `parameter "orderAsc" in query has an error: value ${asc}: an invalid boolean`;
   const types = new Set<string>();
   for (const t of p.getAll("types")) {
-    if (!LIFECYCLE_TYPES.some((x) => `${TYPE_PREFIX}${x}` === t))
+    if (!LIFECYCLE_EVENT_TYPES.some((x) => `${TYPE_PREFIX}${x}` === t))
       return `parameter "types" in query has an error: value is not one of the allowed values: ${t}`;
     types.add(t);
   }

@@ -209,6 +209,16 @@ describe("the autopause step on a platform without auto-pause", () => {
     expect(r.order).toEqual(["create", "exec", "file_write", "file_read", "terminate"]);
     for (const p of ["autopause_wait", "autopause_resume", "autopause_check"] as const)
       expect(r.phases[p]).toBeUndefined();
+    // The metrics say so: the step unsupported (0), the others supported, no failure counted.
+    const registry = new Registry();
+    const families = new ProbeFamilies(registry, { namespace: "sandbox" });
+    const id = families.idOf("autopause", plain.template);
+    new ProbeMetrics(families, id).record(r, STEPS);
+    const supported = (step: string) =>
+      seriesValue(registry, "sandbox_probe_step_supported", { ...id, step });
+    expect(await supported("autopause")).toBe(0);
+    expect(await supported("file")).toBe(1);
+    expect(await seriesValue(registry, "sandbox_probe_success", id)).toBe(1);
   });
 });
 

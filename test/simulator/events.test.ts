@@ -2,6 +2,7 @@ import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
+import { simCall } from "../helpers/sim-call.js";
 
 /**
  * E2B's documented event (docs/sandbox/lifecycle-events-api.mdx, copied as published): the keys an
@@ -33,15 +34,7 @@ interface WireEvent {
   version: string;
 }
 
-async function call(sim: Simulator, method: string, path: string, body?: unknown) {
-  const res = await request(`${sim.managementUrl}${path}`, {
-    method: method as "GET",
-    headers: { "content-type": "application/json" },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  });
-  const text = await res.body.text();
-  return { status: res.statusCode, json: text ? JSON.parse(text) : undefined };
-}
+const call = simCall;
 
 async function events(sim: Simulator, query: string, id?: string): Promise<WireEvent[]> {
   const res = await call(sim, "GET", `/events/sandboxes${id ? `/${id}` : ""}${query}`);

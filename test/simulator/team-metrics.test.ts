@@ -1,8 +1,8 @@
 import { ApiClient, ConnectionConfig, RateLimitError, Sandbox } from "e2b";
-import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
+import { simCall } from "../helpers/sim-call.js";
 import { SDK_API_KEY, sdkOpts } from "../sdk/sdk-setup.js";
 
 const TEAM = "460355b3-4f64-48f9-9a16-4442817f79f5";
@@ -10,15 +10,7 @@ const TEAM = "460355b3-4f64-48f9-9a16-4442817f79f5";
 const LIMIT_TEXT =
   "you have reached the maximum number of concurrent E2B sandboxes (3). If you need more, please visit 'https://e2b.dev/docs/billing'";
 
-async function call(sim: Simulator, method: string, path: string, body?: unknown) {
-  const res = await request(`${sim.managementUrl}${path}`, {
-    method: method as "GET",
-    headers: { "content-type": "application/json" },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  });
-  const text = await res.body.text();
-  return { status: res.statusCode, json: text ? JSON.parse(text) : undefined };
-}
+const call = simCall;
 
 describe("team metrics and the concurrency limit (E2B mode)", () => {
   const t0 = Date.parse("2026-03-01T10:00:00Z");

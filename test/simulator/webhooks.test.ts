@@ -6,10 +6,10 @@ import {
   type ServerResponse,
 } from "node:http";
 import type { AddressInfo } from "node:net";
-import { request } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
+import { simCall } from "../helpers/sim-call.js";
 
 /** E2B's verification, as docs/sandbox/lifecycle-events-webhooks.mdx writes it (JavaScript tab). */
 function verifyWebhookSignature(secret: string, payload: string, payloadSignature: string) {
@@ -81,15 +81,7 @@ class Receiver {
   }
 }
 
-async function call(sim: Simulator, method: string, path: string, body?: unknown) {
-  const res = await request(`${sim.managementUrl}${path}`, {
-    method: method as "GET",
-    headers: { "content-type": "application/json" },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  });
-  const text = await res.body.text();
-  return { status: res.statusCode, json: text ? JSON.parse(text) : undefined };
-}
+const call = simCall;
 
 const SECRET = "secret-for-event-signature-verification";
 

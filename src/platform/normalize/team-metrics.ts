@@ -1,7 +1,8 @@
 // E2B's team capacity answers: TeamMetric points (GET /teams/{teamID}/metrics), MaxTeamMetric
 // (GET /teams/{teamID}/metrics/max), and the text of the 429 a create gets at the team's limit.
 import { type InvalidValues, RECORD_FIELD } from "./invalid-values.js";
-import { isRecord, MAX_TIME_MS, NormalizeError, parseNumber } from "./values.js";
+import { sampleTime } from "./usage.js";
+import { isRecord, NormalizeError, parseNumber } from "./values.js";
 
 const RESOURCE = "team_metrics";
 /** Largest count or rate accepted: far above any team, below what a broken field sends. */
@@ -47,13 +48,13 @@ export function normalizeTeamMetricMax(body: unknown): TeamMetricMax {
   if (!isRecord(body)) throw new NormalizeError("body", "a MaxTeamMetric object", body);
   const value = count(body.value);
   if (value === undefined) throw new NormalizeError("body.value", "a number >= 0", body.value);
-  const at = timeOf(body);
+  const at = sampleTime(body);
   return at === undefined ? { value } : { value, at };
 }
 
 function teamMetricPoint(raw: unknown, invalid?: InvalidValues): TeamMetricPoint | undefined {
   if (!isRecord(raw)) return drop(invalid, RECORD_FIELD);
-  const at = timeOf(raw);
+  const at = sampleTime(raw);
   if (at === undefined) return drop(invalid, "timestamp");
   const concurrentSandboxes = count(raw.concurrentSandboxes);
   if (concurrentSandboxes === undefined) return drop(invalid, "concurrent_sandboxes");
@@ -65,17 +66,6 @@ function teamMetricPoint(raw: unknown, invalid?: InvalidValues): TeamMetricPoint
 function count(v: unknown): number | undefined {
   const x = v === null ? undefined : parseNumber(v);
   return x !== undefined && x >= 0 && x <= MAX_VALUE ? x : undefined;
-}
-
-/** Epoch ms of `timestampUnix` (seconds), else of the ISO `timestamp`; undefined when neither reads. */
-function timeOf(o: Record<string, unknown>): number | undefined {
-  let at: number;
-  if (o.timestampUnix !== undefined && o.timestampUnix !== null) {
-    const s = parseNumber(o.timestampUnix);
-    if (s === undefined) return undefined;
-    at = s * 1000;
-  } else at = typeof o.timestamp === "string" ? Date.parse(o.timestamp) : Number.NaN;
-  return at > 0 && at <= MAX_TIME_MS ? at : undefined;
 }
 
 function drop(invalid: InvalidValues | undefined, field: string): undefined {

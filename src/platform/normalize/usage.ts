@@ -52,8 +52,11 @@ export function normalizeUsage(
   return out;
 }
 
-/** Epoch ms of `timestampUnix` (seconds), else of the ISO `timestamp`; undefined when neither reads. */
-function sampleTime(o: Record<string, unknown>): number | undefined {
+/**
+ * Epoch ms of `timestampUnix` (seconds), else of the ISO `timestamp`; undefined when neither reads.
+ * E2B's usage samples and team metric points both carry this pair.
+ */
+export function sampleTime(o: Record<string, unknown>): number | undefined {
   let at: number;
   if (o.timestampUnix !== undefined && o.timestampUnix !== null) {
     const s = parseNumber(o.timestampUnix);
