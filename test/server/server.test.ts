@@ -126,3 +126,21 @@ describe("isLoopback", () => {
     expect(isLoopback(address)).toBe(loopback);
   });
 });
+
+describe("the landing page", () => {
+  it("links the pages and names, without a link, a route that only takes POST deliveries", async () => {
+    const { url } = await serve("127.0.0.1:0", {
+      routes: {
+        ...probeRoutes,
+        "/webhooks/e2b": async (_req, _url, res) => {
+          res.end();
+        },
+      },
+    });
+    const html = await (await fetch(`${url}/`)).text();
+    expect(html).toContain('<a href="/metrics">');
+    expect(html).toContain('<a href="/probe">');
+    expect(html).toContain("<code>POST /webhooks/e2b</code>");
+    expect(html).not.toContain('href="/webhooks/e2b"');
+  });
+});
