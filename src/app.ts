@@ -93,8 +93,11 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     logger: logger.child({ component: "metrics" }),
     scrub: (text) => secrets.scrub(text),
     // The event ledger (for the events collector or the E2B webhook) remembers ids past the
-    // look-back, so a re-read event counts once.
-    ...(config.poll.events || config.webhooks.e2bSecretFile !== undefined
+    // look-back, so a re-read event counts once. Only where events arrive: the collector is
+    // cluster-wide (shard 0), so another shard has one only with the webhook; without it, its
+    // churn keeps the endAt guess rather than wait for events that never come.
+    ...((config.poll.events && config.shard.index === 0) ||
+    config.webhooks.e2bSecretFile !== undefined
       ? { lifecycleEvents: { horizonMs: config.poll.eventsLookbackMs + EVENT_ID_MARGIN_MS } }
       : {}),
   });

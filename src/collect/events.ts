@@ -19,6 +19,11 @@ export const DEFAULT_EVENTS_MAX_PAGES = 10;
  * (orchestrators publish them, ClickHouse takes them in batches), so one can appear after newer ones.
  */
 export const EVENTS_SETTLE_MS = 60_000;
+/**
+ * How far ahead of our clock an event may be stamped and still move the cursor: one stamped further
+ * (a bad clock, a bad record) is counted, but would otherwise stop every later walk at once.
+ */
+export const EVENTS_MAX_SKEW_MS = 5 * 60_000;
 /** Ids of the settle margin remembered at most (the newest). */
 const MAX_RECENT = 10_000;
 
@@ -93,6 +98,10 @@ async function walk(ctx: TickContext, feed: Feed, cur: EventCursor) {
   const met: ReadEvent[] = [];
   let top = pending?.top ?? Number.NEGATIVE_INFINITY;
   let anchor: { id: string; pos: number } | undefined;
+  // Events met again because arrivals pushed the list down between two pages: the anchor is that
+  // much lower by the end of the walk, where `offset` is measured.
+  let drift = 0;
+  const latest = ctx.clock.now() + EVENTS_MAX_SKEW_MS;
   let offset = 0;
   let requests = 0;
   let jumped = false;
@@ -100,10 +109,13 @@ async function walk(ctx: TickContext, feed: Feed, cur: EventCursor) {
   let read = 0;
   let accepted = 0;
   const pass = (e: LifecycleEvent): void => {
-    if (seen.has(e.id)) return;
+    if (seen.has(e.id)) {
+      drift++;
+      return;
+    }
     seen.add(e.id);
     met.push([e.id, e.timestamp]);
-    if (e.timestamp > top) top = e.timestamp;
+    if (e.timestamp > top && e.timestamp <= latest) top = e.timestamp;
     if (known.has(e.id)) return;
     read++;
     if (feed.sink.accept(e, "poll")) accepted++;
@@ -146,7 +158,13 @@ async function walk(ctx: TickContext, feed: Feed, cur: EventCursor) {
     return { value: pending ? { ...base, pending } : base, requests };
   }
   const recent = within([...(pending?.recent ?? []), ...met], top);
-  const cut: PendingWalk = { anchorId: anchor.id, anchorPos: anchor.pos, offset, top, recent };
+  const cut: PendingWalk = {
+    anchorId: anchor.id,
+    anchorPos: anchor.pos + drift,
+    offset,
+    top,
+    recent,
+  };
   return { value: { ...base, pending: cut }, requests };
 }
 

@@ -31,7 +31,13 @@ export function askingAutoPause(
 ): ProbeControl {
   return {
     createSandbox: async (req) => {
-      const created = await control.createSandbox({ ...req, timeoutS, autoPause: true });
+      // The short timeout goes with auto-pause only: a platform without it keeps the probe's
+      // ordinary time to live, or it would kill the sandbox while the other steps run.
+      const created = await control.createSandbox({
+        ...req,
+        autoPause: true,
+        autoPauseTimeoutS: timeoutS,
+      });
       asked(created.autoPause === true);
       return created;
     },

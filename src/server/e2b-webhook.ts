@@ -7,6 +7,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Counter, type Registry } from "prom-client";
 import type { LifecycleEvent, LifecycleEventSink } from "../platform/events.js";
+import { deadline } from "../util/duration.js";
 import { type RouteHandler, send } from "./server.js";
 
 /** The path E2B is registered to deliver to. */
@@ -15,6 +16,8 @@ export const E2B_WEBHOOK_PATH = "/webhooks/e2b";
 export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
 /** The signature versions E2B's docs define ("currently always v1"). */
 const SIGNATURE_VERSIONS: ReadonlySet<string> = new Set(["v1"]);
+/** Longest a delivery's body may take to arrive by default: one event is a few KiB. */
+export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
 /** Longest header value (delivery and webhook ids) that goes into a log line. */
 const MAX_LOGGED_ID_CHARS = 128;
 
@@ -25,6 +28,7 @@ export const DELIVERY_RESULTS = [
   "bad_signature",
   "bad_body",
   "too_large",
+  "timeout",
   "method",
 ] as const;
 export type DeliveryResult = (typeof DELIVERY_RESULTS)[number];
@@ -37,6 +41,8 @@ export interface E2bWebhookOptions {
   /** One raw event to a LifecycleEvent; throws an error naming the field when it cannot. */
   parse: (raw: unknown) => LifecycleEvent;
   maxBodyBytes?: number;
+  /** Longest the body may take to arrive (default 10 s): a sender trickling bytes is cut off. */
+  bodyTimeoutMs?: number;
   registry: Registry;
   namespace: string;
   logger: { warn(obj: object, msg: string): void; debug(obj: object, msg: string): void };
@@ -47,14 +53,20 @@ export interface E2bWebhookOptions {
 /** The RouteHandler for POST /webhooks/e2b. Answers as soon as the events are in the sink. */
 export function e2bWebhookRoute(o: E2bWebhookOptions): RouteHandler {
   const max = o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const bodyTimeoutMs = o.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   const scrub = (t: string): string => (o.secrets ? o.secrets.scrub(t) : t);
   const deliveries = new Counter({
     name: `${o.namespace}_webhook_deliveries_total`,
-    help: `E2B lifecycle webhook deliveries to POST ${E2B_WEBHOOK_PATH}, by result (accepted, duplicate, bad_signature, bad_body, too_large, method).`,
+    help: `E2B lifecycle webhook deliveries to POST ${E2B_WEBHOOK_PATH}, by result (accepted, duplicate, bad_signature, bad_body, too_large, timeout, method).`,
     labelNames: ["result"],
     registers: [o.registry],
   });
   for (const r of DELIVERY_RESULTS) deliveries.labels(r).inc(0);
+  const dropped = new Counter({
+    name: `${o.namespace}_webhook_events_dropped_total`,
+    help: `Events of a list delivered to POST ${E2B_WEBHOOK_PATH} that were not lifecycle events: left out, the rest of the list taken.`,
+    registers: [o.registry],
+  });
   // A wrong secret fails every delivery: warned once, then quiet until a delivery verifies again.
   let warnedBadSignature = false;
 
@@ -65,13 +77,18 @@ export function e2bWebhookRoute(o: E2bWebhookOptions): RouteHandler {
       return send(res, 405, "text/plain; charset=utf-8", "method not allowed\n");
     }
     const ids = deliveryIds(req);
-    const body = await readCapped(req, max);
+    const body = await readCapped(req, max, bodyTimeoutMs);
     // The sender went away mid-body: nobody is left to answer.
     if (body === "aborted") return;
     if (body === "too_large") {
       deliveries.labels("too_large").inc();
       o.logger.warn({ ...ids, maxBodyBytes: max }, "E2B webhook delivery refused: body too large");
-      return tooLarge(req, res, max);
+      return refuse(req, res, 413, `body larger than ${max} bytes\n`);
+    }
+    if (body === "timeout") {
+      deliveries.labels("timeout").inc();
+      o.logger.warn({ ...ids, bodyTimeoutMs }, "E2B webhook delivery refused: body too slow");
+      return refuse(req, res, 408, `body not received within ${bodyTimeoutMs} ms\n`);
     }
     if (!verified(o.secret(), body, req)) {
       deliveries.labels("bad_signature").inc();
@@ -85,12 +102,21 @@ export function e2bWebhookRoute(o: E2bWebhookOptions): RouteHandler {
       return send(res, 401, "text/plain; charset=utf-8", "bad signature\n");
     }
     warnedBadSignature = false;
-    const events = parseDelivery(body, o.parse);
-    if (typeof events === "string") {
+    const parsed = parseDelivery(body, o.parse);
+    if (typeof parsed === "string") {
       deliveries.labels("bad_body").inc();
-      const problem = scrub(events);
+      const problem = scrub(parsed);
       o.logger.warn({ ...ids, problem }, "E2B webhook delivery refused: not a lifecycle event");
       return send(res, 400, "text/plain; charset=utf-8", `bad event: ${problem}\n`);
+    }
+    const { events, problems } = parsed;
+    if (problems.length > 0) {
+      // One bad event of a list costs only itself: the others are taken, the answer says which.
+      dropped.inc(problems.length);
+      o.logger.warn(
+        { ...ids, problems: problems.slice(0, 5).map(scrub), dropped: problems.length },
+        "E2B webhook delivery: events that are not lifecycle events left out",
+      );
     }
     let accepted = 0;
     for (const e of events) if (o.sink.accept(e, "webhook")) accepted++;
@@ -98,7 +124,12 @@ export function e2bWebhookRoute(o: E2bWebhookOptions): RouteHandler {
     deliveries.labels(accepted > 0 ? "accepted" : "duplicate").inc();
     o.logger.debug({ ...ids, accepted, duplicates }, "E2B webhook delivery");
     // A duplicate is a success too: E2B retries what it does not see answered 2xx.
-    return send(res, 200, "application/json", `${JSON.stringify({ accepted, duplicates })}\n`);
+    const answer = {
+      accepted,
+      duplicates,
+      ...(problems.length > 0 ? { dropped: problems.length, problems: problems.map(scrub) } : {}),
+    };
+    return send(res, 200, "application/json", `${JSON.stringify(answer)}\n`);
   };
 }
 
@@ -120,11 +151,14 @@ function verified(secret: string, body: Buffer, req: IncomingMessage): boolean {
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
-/** The events of a verified body (one event, or a list of them), or what is wrong with it. */
+/**
+ * The events of a verified body (one event, or a list of them) and what is wrong with the items of
+ * a list that are not events; or, when nothing in it is an event, what is wrong with it.
+ */
 function parseDelivery(
   body: Buffer,
   parse: (raw: unknown) => LifecycleEvent,
-): LifecycleEvent[] | string {
+): { events: LifecycleEvent[]; problems: string[] } | string {
   let raw: unknown;
   try {
     raw = JSON.parse(body.toString("utf8"));
@@ -134,29 +168,43 @@ function parseDelivery(
   const items = Array.isArray(raw) ? raw : [raw];
   if (items.length === 0) return "an empty list of events";
   const events: LifecycleEvent[] = [];
+  const problems: string[] = [];
   for (const [i, item] of items.entries()) {
     try {
       events.push(parse(item));
     } catch (err) {
       const message = err instanceof Error ? err.message : "not a lifecycle event";
-      return Array.isArray(raw) ? `[${i}] ${message}` : message;
+      problems.push(Array.isArray(raw) ? `[${i}] ${message}` : message);
     }
   }
-  return events;
+  return events.length > 0 ? { events, problems } : (problems[0] as string);
 }
 
 /**
  * The whole body, or "too_large" as soon as it is longer than `max` (a declared Content-Length is
- * believed first; reading stops there, nothing more is buffered), or "aborted" when the
- * connection broke first.
+ * believed first; reading stops there, nothing more is buffered), "timeout" when it has not all
+ * arrived within `timeoutMs`, or "aborted" when the connection broke first.
  */
-function readCapped(req: IncomingMessage, max: number): Promise<Buffer | "too_large" | "aborted"> {
+function readCapped(
+  req: IncomingMessage,
+  max: number,
+  timeoutMs: number,
+): Promise<Buffer | "too_large" | "timeout" | "aborted"> {
   const declared = Number(req.headers["content-length"]);
   if (Number.isFinite(declared) && declared > max) return Promise.resolve("too_large");
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const limit = deadline(timeoutMs);
+    const onTimeout = (): void => {
+      done();
+      req.pause();
+      resolve("timeout");
+    };
+    limit.signal.addEventListener("abort", onTimeout, { once: true });
     const done = (): void => {
+      limit.clear();
+      limit.signal.removeEventListener("abort", onTimeout);
       req.off("data", onData);
       req.off("end", onEnd);
       req.off("error", onError);
@@ -185,11 +233,11 @@ function readCapped(req: IncomingMessage, max: number): Promise<Buffer | "too_la
   });
 }
 
-/** 413, then the connection is closed: the rest of the body is never read. */
-function tooLarge(req: IncomingMessage, res: ServerResponse, max: number): void {
+/** 413 or 408, then the connection is closed: the rest of the body is never read. */
+function refuse(req: IncomingMessage, res: ServerResponse, status: number, text: string): void {
   res.setHeader("Connection", "close");
   res.once("finish", () => req.socket.destroySoon());
-  send(res, 413, "text/plain; charset=utf-8", `body larger than ${max} bytes\n`);
+  send(res, status, "text/plain; charset=utf-8", text);
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {

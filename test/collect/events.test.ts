@@ -213,6 +213,39 @@ describe("events collector", () => {
     expect(await counted()).toEqual({ created: 380, dupPoll: 0, dupWebhook: 0 });
   });
 
+  it("goes on at the right place after a cut walk whose pages were shifted by arrivals", async () => {
+    for (let i = 0; i < 250; i++) add(T0 - 4 * MIN + i * 100);
+    // 5 arrive after the first page of a walk the page bound cuts after two pages.
+    platform.afterPage = (served) => {
+      if (served === 1) for (let i = 0; i < 5; i++) add(T0 + 1_000 + i);
+    };
+    let cursor = (await tick(2)).value;
+    expect(cursor.pending).toBeDefined();
+    platform.afterPage = undefined;
+    // A bounded number of ticks until the cut walk completes.
+    for (let n = 0; n < 5 && cursor.pending !== undefined; n++) {
+      clock.advance(INTERVAL);
+      cursor = (await tick(2, cursor)).value;
+    }
+    expect(cursor.pending).toBeUndefined();
+    // Every one of the 255 counted, none twice: the 5 just below the cut are not skipped.
+    expect(await counted()).toEqual({ created: 255, dupPoll: 0, dupWebhook: 0 });
+  });
+
+  it("counts an event stamped far in the future, and it does not stop the later reads", async () => {
+    add(T0 - MIN);
+    add(T0 + 365 * 24 * 60 * MIN);
+    const first = await tick();
+    expect(first.value.read).toBe(2);
+    expect(first.value.floor).toBe(T0 - MIN);
+    add(T0 + 10_000);
+    add(T0 + 20_000);
+    clock.advance(INTERVAL);
+    const second = await tick(10, first.value);
+    expect(second.value.read).toBe(2);
+    expect(await counted()).toEqual({ created: 4, dupPoll: 0, dupWebhook: 0 });
+  });
+
   it("counts an event that came by webhook first once, when the look-back reads it again", async () => {
     add(T0 - MIN);
     add(T0 - 2 * MIN, { id: "from-both" });
@@ -305,6 +338,25 @@ describe("events collector", () => {
       expect(text).toContain(
         'sandbox_sandbox_execution_seconds_bucket{le="600",template="base"} 1',
       );
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it("has no ledger on a shard other than 0 without the webhook: events are read by shard 0 only", async () => {
+    const { config } = loadConfig({
+      argv: [
+        ...["--listen", "127.0.0.1:0", "--retries", "0", "--flavor", "e2b", "--poll-events"],
+        ...["--shard", "1", "--total-shards", "2"],
+      ],
+      env: { SANDBOX_API_URL: url, SANDBOX_API_KEY: "" },
+    });
+    const app = await startQuiet(config);
+    try {
+      expect(app.events).toBeUndefined();
+      await app.runCycle();
+      expect(platform.queries).toHaveLength(0);
+      expect(await scrape(app)).not.toContain("sandbox_lifecycle_events");
     } finally {
       await app.stop();
     }

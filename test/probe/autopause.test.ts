@@ -203,7 +203,18 @@ describe("the autopause step on a platform without auto-pause", () => {
 
   it("reports the step unsupported, runs the other steps, and fails nothing", async () => {
     plain.sim.faults.lifecycle.expireSandboxes = true;
-    const r = await probe(plain);
+    // The time to live the sandbox got: the probe's own, not the step's short timeout, or the
+    // platform would kill it while the other steps run.
+    let ttlS: number | undefined;
+    const r = await probe(plain, {
+      onPhase: (p) => {
+        if (p !== "exec") return;
+        const [id] = probeSandboxes(plain.sim);
+        const s = plain.sim.state.sandbox(id ?? "");
+        if (s) ttlS = (s.endAt - plain.clock.now()) / 1000;
+      },
+    });
+    expect(ttlS).toBe(120);
     expect(r.success).toBe(true);
     expect(r.unsupported).toEqual(["autopause"]);
     expect(r.order).toEqual(["create", "exec", "file_write", "file_read", "terminate"]);

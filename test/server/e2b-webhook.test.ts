@@ -84,7 +84,11 @@ interface Receiver {
 }
 
 /** The route on a real listener, recording what reaches the sink, the parser and the log. */
-async function receiver(extra?: Partial<ServerDeps>, maxBodyBytes?: number): Promise<Receiver> {
+async function receiver(
+  extra?: Partial<ServerDeps>,
+  maxBodyBytes?: number,
+  bodyTimeoutMs?: number,
+): Promise<Receiver> {
   const registry = new Registry();
   const accepted: Receiver["accepted"] = [];
   const seen = new Set<string>();
@@ -118,6 +122,7 @@ async function receiver(extra?: Partial<ServerDeps>, maxBodyBytes?: number): Pro
     logger: { warn: log("warn"), debug: log("debug") },
     secrets,
     ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
+    ...(bodyTimeoutMs !== undefined ? { bodyTimeoutMs } : {}),
   });
   // The whole server only where its auth is under test; elsewhere a bare listener around the route.
   const server = extra
@@ -299,15 +304,27 @@ describe("POST /webhooks/e2b", () => {
     const noType = await deliver(r.url, JSON.stringify({ id: "ev-x", sandboxId: "s" }));
     expect(noType.status).toBe(400);
     expect(await noType.text()).toContain("event.type");
-    const second = await deliver(r.url, `[${event("ev-y")},{"id":"ev-z"}]`);
-    expect(second.status).toBe(400);
-    expect(await second.text()).toContain("[1] event.type");
     const notJson = await deliver(r.url, "{nope");
     expect(notJson.status).toBe(400);
     expect(await notJson.text()).toContain("not JSON");
-    // A list is all or nothing: its good first event did not go in.
+    const none = await deliver(r.url, '[{"id":"ev-w"}]');
+    expect(none.status).toBe(400);
+    expect(await none.text()).toContain("[0] event.type");
     expect(r.accepted).toEqual([]);
     expect(await r.count("bad_body")).toBe(3);
+  });
+
+  it("takes the good events of a list with a bad one, and says which it left out", async () => {
+    const r = await receiver();
+    const res = await deliver(r.url, `[${event("ev-y")},{"id":"ev-z"}]`);
+    expect(res.status).toBe(200);
+    const answer = (await res.json()) as { accepted: number; dropped: number; problems: string[] };
+    expect(answer).toMatchObject({ accepted: 1, dropped: 1 });
+    expect(answer.problems[0]).toContain("[1] event.type");
+    expect(r.accepted.map((a) => a.event.id)).toEqual(["ev-y"]);
+    expect(await r.count("accepted")).toBe(1);
+    expect(await r.count("bad_body")).toBe(0);
+    expect(await r.registry.metrics()).toContain("sandbox_webhook_events_dropped_total 1");
   });
 
   it("answers 405 with Allow: POST to any other method", async () => {
@@ -379,6 +396,33 @@ describe("POST /webhooks/e2b body cap", () => {
     expect(out).toMatchObject({ status: 413, hungUp: true });
     expect(out.body).toContain("1024");
     expect(await r.count("too_large")).toBe(1);
+  });
+});
+
+describe("POST /webhooks/e2b and a sender that trickles", () => {
+  it("answers 408 when the body has not all arrived in time, counts it, and hangs up", async () => {
+    const r = await receiver(undefined, undefined, 200);
+    const out = await new Promise<{ status: number; hungUp: boolean }>((resolve) => {
+      let status = 0;
+      // 10 of the 1,000 bytes it declares, then nothing; given up on after 5 s at the latest.
+      const req = request(r.url, { method: "POST", headers: { "content-length": 1000 } });
+      const giveUp = setTimeout(() => finish(false), 5_000);
+      const finish = (hungUp: boolean): void => {
+        clearTimeout(giveUp);
+        req.destroy();
+        resolve({ status, hungUp });
+      };
+      req.on("response", (res) => {
+        status = res.statusCode ?? 0;
+        res.resume();
+        res.on("end", () => finish(true));
+      });
+      req.on("error", () => finish(true));
+      req.write("0123456789");
+    });
+    expect(out).toEqual({ status: 408, hungUp: true });
+    expect(await r.count("timeout")).toBe(1);
+    expect(r.parsed()).toBe(0);
   });
 });
 

@@ -423,6 +423,8 @@ export class ControlClient {
    * returns joins the secrets scrubbed from errors. `autoPause`: the platform pauses the sandbox
    * at its timeout instead of killing it; only E2B's create takes it (`autoPause`, what its SDK
    * sends for `lifecycle.onTimeout: "pause"`), so elsewhere it is not sent and `autoPause` is false.
+   * `autoPauseTimeoutS`: the timeout asked for when auto-pause is sent; where it is not, the
+   * sandbox keeps `timeoutS` (a short timeout without auto-pause would only kill it early).
    */
   async createSandbox(req: {
     templateId: string;
@@ -430,11 +432,12 @@ export class ControlClient {
     metadata?: Record<string, string>;
     secure?: boolean;
     autoPause?: boolean;
+    autoPauseTimeoutS?: number;
   }): Promise<CreatedSandbox> {
     const autoPause = req.autoPause === true && this.o.flavor === "e2b";
     const body = {
       templateID: req.templateId,
-      timeout: req.timeoutS,
+      timeout: autoPause ? (req.autoPauseTimeoutS ?? req.timeoutS) : req.timeoutS,
       metadata: req.metadata,
       secure: req.secure ?? true,
       ...(autoPause ? { autoPause } : {}),
