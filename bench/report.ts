@@ -1,6 +1,7 @@
 // The printed table of `npm run bench`: each figure with its baseline, how many runs or samples
 // it is from, and its target or what it is compared with.
 import type { DemoStartup } from "./demo-case.js";
+import type { EventsBench, Latency } from "./events-case.js";
 import type { CaseFigures, PollFigures } from "./exporter-case.js";
 import type { LatencyCase, LatencyFigures } from "./latency-case.js";
 import type { PolicyCost } from "./policy-case.js";
@@ -21,6 +22,7 @@ export interface Parts {
   render: RenderComparison;
   latency: LatencyCase;
   scale: { sandboxes: number; simulatorMB: number; cases: ScaleCase[] } | undefined;
+  events: EventsBench;
 }
 
 const num = (v: unknown) =>
@@ -219,6 +221,7 @@ export function printTable(
   if (p.scale) printScale(p.scale);
   printProbe(p.probe);
   printPolicy(p.policy, p.policyFleet);
+  printEvents(p.events);
   console.log("");
   const d = p.demo;
   row(
@@ -406,4 +409,108 @@ function printPolicyFleet(pf: PolicyFleet): void {
     `${pf.actions} actions`,
     `target 0; active ones acted on: ${pf.activeActedOn}`,
   );
+}
+
+/** The lifecycle events sections: webhook ingestion, then the events collector's catch-up. */
+export function printEvents(e: EventsBench): void {
+  const w = e.webhook;
+  const a = w.accepted;
+  const d = w.duplicates;
+  head(
+    `lifecycle webhook: signed deliveries of one event (${w.bodyBytes} B), ${w.concurrency} keep-alive connections (undici Pool),\n` +
+      `${w.templates} templates, 8 kill reasons; in process: client, exporter and simulator on one event loop;\n` +
+      "/metrics scraped every 100 ms as Prometheus 2.42 (gzip) during the deliveries, and with none",
+    "p50",
+    "p99",
+  );
+  const lat = (k: string, l: Latency, n: string, note = "") =>
+    row(k, l.p50Ms, l.p99Ms, `${l.n} ${n}`, `max ${l.maxMs.toFixed(1)} ms${note}`);
+  row(
+    "new events: deliveries per second",
+    a.perSecond,
+    undefined,
+    `${a.deliveries} deliveries`,
+    `${a.seconds.toFixed(2)} s; answers ${statusText(a.statuses)}`,
+  );
+  lat("new events: delivery ms", a.latency, "deliveries");
+  lat("new events: /metrics during deliveries ms", a.scrape, "scrapes");
+  row(
+    "duplicates: deliveries per second",
+    d.perSecond,
+    undefined,
+    `${d.deliveries} deliveries`,
+    `${d.seconds.toFixed(2)} s; answers ${statusText(d.statuses)}`,
+  );
+  lat("duplicates: delivery ms", d.latency, "deliveries");
+  lat("duplicates: /metrics during deliveries ms", d.scrape, "scrapes");
+  lat(
+    "no deliveries, empty ledger: /metrics ms",
+    w.idleBefore,
+    "scrapes",
+    `; ${w.scrapeBytes.before} B gzip`,
+  );
+  lat(
+    "no deliveries, after them: /metrics ms",
+    w.idleAfter,
+    "scrapes",
+    `; ${w.scrapeBytes.after} B gzip`,
+  );
+  const m = w.memory;
+  row(
+    "RSS MB before / after new events",
+    m.before.rssMB,
+    m.afterAccepted.rssMB,
+    "1 reading each",
+    `after forced GCs; after duplicates ${m.afterDuplicates.rssMB.toFixed(1)}`,
+  );
+  row(
+    "heap used MB before / after new events",
+    m.before.heapUsedMB,
+    m.afterAccepted.heapUsedMB,
+    "1 reading each",
+    `after duplicates ${m.afterDuplicates.heapUsedMB.toFixed(1)}`,
+  );
+  row(
+    "bytes per remembered id: RSS delta / ledger alone",
+    m.bytesPerIdRss,
+    m.isolatedLedgerBytesPerId,
+    `${m.remembered} ids`,
+    `approximate; heap delta in process ${m.bytesPerIdHeap.toFixed(0)}`,
+  );
+
+  const c = e.catchUp;
+  head(
+    `events collector catch-up: ${c.events} events over ${c.spanMinutes.toFixed(0)} min in the simulator's log, look-back ${c.lookback},\n` +
+      "at most 10 pages of 100 a tick; in process (the tick's ms include the simulator answering)",
+    "value",
+    "",
+  );
+  row("ticks until every event is counted", c.ticks, undefined, "1 run", `${c.counted} counted`);
+  row(
+    "requests until then",
+    c.requests,
+    undefined,
+    "1 run",
+    `simulator counted ${c.simulatorRequests}; ${(c.events / c.requests).toFixed(0)} new events a request`,
+  );
+  row(
+    "events collector ms per tick, median / max",
+    c.tickMs.median,
+    c.tickMs.max,
+    `${c.tickMs.n} ticks`,
+    "the collector's durationMs",
+  );
+  row(
+    "after: requests per tick with no new event",
+    c.steady.requests.join(", "),
+    undefined,
+    `${c.steady.requests.length} ticks`,
+    `the settle margin read again; ms ${c.steady.ms.join(", ")}`,
+  );
+}
+
+function statusText(statuses: Record<string, number>): string {
+  return Object.entries(statuses)
+    .map(([s, n]) => `${n} x ${s}`)
+    .join(", ");
 }

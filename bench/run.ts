@@ -2,12 +2,13 @@
 // Every part runs in its own process: the simulator, the exporter under test, the bare undici
 // loop and the render comparison are children; this parent only drives them and scrapes.
 // `npm run bench -- --1m` adds the cases at 1,000,000 sandboxes (a few minutes more);
-// `npm run bench -- --only policy` (or `--only scale`, the 1,000,000-sandbox cases) runs those
-// cases alone (figures to .tmp/bench/).
+// `npm run bench -- --only policy` (or `--only scale`, the 1,000,000-sandbox cases, or
+// `--only events`, the lifecycle events cases) runs those cases alone (figures to .tmp/bench/).
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { demoStartup } from "./demo-case.js";
+import { eventsCase } from "./events-case.js";
 import {
   buildExporterChild,
   compiledChild,
@@ -22,7 +23,7 @@ import { policyCost } from "./policy-case.js";
 import { MOSTLY_IDLE, policyFleet, printFleetRuns } from "./policy-fleet-case.js";
 import { probeTiming } from "./probe-case.js";
 import { renderComparison } from "./render-case.js";
-import { printMachine, printPolicy, printScale, printTable } from "./report.js";
+import { printEvents, printMachine, printPolicy, printScale, printTable } from "./report.js";
 import { scaleCases } from "./scale-case.js";
 
 const SANDBOXES = Number(process.env.BENCH_SANDBOXES ?? 100_000);
@@ -44,11 +45,15 @@ const POLICY_MEASURED = {
   policyFleet:
     "one start of the exporter on its schedule, counted until the given number of policy runs ended: requests to the policy's routes by the simulator's counters between each run's start and end; lines of the policy's logger in the same window (pino at info); skipped ticks from /metrics; firstActionMs from startExporter to the first dry_run audit line; busy / active acted on: dry_run sandboxes the simulator has at or over cpuBelowPercent / with a log line within idleFor",
 };
+const EVENTS_MEASURED =
+  "one run, in process under tsx (simulator, exporter, delivery client and scraper share one event loop). webhook: E2B flavor, --e2b-webhook-secret-file, poll.events off; deliveries of one signed event each (created and killed in turn, 50 templates, the 8 kill reasons) over an undici Pool of 16 keep-alive connections, 16 in flight; the duplicates are the first deliveries sent again unchanged; a scraper (one connection, Prometheus 2.42's Accept header, gzip) every 100 ms during each run and for 50 scrapes with none, before and after; memory: process.memoryUsage() after 6 forced full GCs (--expose-gc set at run time), before: after the first idle scrapes, just before the deliveries; bytesPerIdRss: RSS delta over the new events / ids remembered (approximate: RSS also holds what the allocator kept of the requests); isolatedLedgerBytesPerId: heap kept by an EventLedger alone per id (its id and kill maps) after the events were dropped. catchUp: simulator events at one every 100 ms of its clock ending now, the exporter's system clock; ticks run back to back with runCycle; requests and ms per tick: the events collector's status";
 const withScale = process.argv.includes("--1m");
 const onlyAt = process.argv.indexOf("--only");
 const only = onlyAt < 0 ? undefined : process.argv[onlyAt + 1];
-if (only !== undefined && only !== "policy" && only !== "scale")
-  throw new Error(`--only takes "policy" or "scale" (the cases that run alone), not ${only}`);
+if (only !== undefined && only !== "policy" && only !== "scale" && only !== "events")
+  throw new Error(
+    `--only takes "policy", "scale" or "events" (the cases that run alone), not ${only}`,
+  );
 const t0 = performance.now();
 // Other work on the machine skews every figure: the load before and after goes into the results.
 const loadAtStart = loadavg();
@@ -105,6 +110,23 @@ if (only === "policy") {
   console.log(
     `\nwritten to .tmp/bench/results-scale.json; ${results.benchSeconds.scale.toFixed(0)} s`,
   );
+} else if (only === "events") {
+  const events = await eventsCase();
+  const results = {
+    date: new Date().toISOString(),
+    node: process.version,
+    machine: machine(),
+    benchSeconds: { events: (performance.now() - t0) / 1000 },
+    events: { ...events, measured: EVENTS_MEASURED },
+  };
+  mkdirSync(".tmp/bench", { recursive: true });
+  writeFileSync(".tmp/bench/results-events.json", `${JSON.stringify(results, null, 2)}\n`);
+  console.log("\nsandbox-exporter bench, lifecycle events cases only");
+  printMachine(results.machine);
+  printEvents(events);
+  console.log(
+    `\nwritten to .tmp/bench/results-events.json; ${results.benchSeconds.events.toFixed(0)} s`,
+  );
 } else await everything();
 
 /** Every case but the 1M ones unless --1m; figures to bench/results.json. */
@@ -158,6 +180,7 @@ async function everything(): Promise<void> {
   const fleet = await policyFleet(SANDBOXES, POLICY);
   const idleFleet = await policyFleet(MOSTLY_IDLE_SANDBOXES, { ...POLICY, mix: MOSTLY_IDLE });
   const demo = await demoStartup();
+  const events = await eventsCase();
   const defaultSeconds = (performance.now() - t0) / 1000;
   const scale = withScale ? await scaleCases(exporterChild, SCALE_SANDBOXES) : undefined;
   const scaleSeconds = (performance.now() - t0) / 1000 - defaultSeconds;
@@ -237,6 +260,7 @@ async function everything(): Promise<void> {
     policyCycle: { ...policy, runs: 1, measured: POLICY_MEASURED.policyCycle },
     policyFleet: { ...fleet, measured: POLICY_MEASURED.policyFleet },
     policyFleetMostlyIdle: { ...idleFleet, measured: POLICY_MEASURED.policyFleet },
+    events: { ...events, measured: EVENTS_MEASURED },
     ...(scale
       ? {
           scale: {
@@ -263,6 +287,7 @@ async function everything(): Promise<void> {
     render,
     latency,
     scale,
+    events,
   });
   printFleetRuns(MOSTLY_IDLE_LABEL, idleFleet);
   console.log(
