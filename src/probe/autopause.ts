@@ -2,6 +2,7 @@
 // `autoPause`), and a resume (E2B: connect) brings back its file and background process.
 // Phases autopause_wait, autopause_resume, autopause_check; the probe never pauses the sandbox nor
 // moves its timeout while it waits.
+import { DEFAULT_STATES } from "../config/schema.js";
 import { PlatformNotFoundError } from "../platform/http-errors.js";
 import { abortable } from "./abortable.js";
 import { probeFileContent } from "./file-write.js";
@@ -67,7 +68,9 @@ export const prepareAutoPause: PhaseFn = async (run, signal, budgetMs) => {
 export const autoPauseWaitPhase: PhaseFn = async (run, signal, budgetMs) => {
   const deadline = run.monotonic() + budgetMs;
   const id = probeSandbox(run).id;
-  const paused = new Set((run.settings.states?.paused ?? ["paused"]).map((s) => s.toLowerCase()));
+  const paused = new Set(
+    (run.settings.states ?? DEFAULT_STATES).paused.map((s) => s.toLowerCase()),
+  );
   const begin = run.monotonic();
   let pollMs = run.settings.statePollMs ?? STATE_POLL_MS;
   const notPaused = (what: string, reads: number) =>
