@@ -213,6 +213,34 @@ describe("E2B SDK 2.51 against the simulator's E2B mode", () => {
     await sbx.kill();
   });
 
+  // What the probe's autopause step relies on, as the SDK asks for it: `lifecycle.onTimeout:
+  // "pause"` becomes `autoPause: true` on the wire, and the platform pauses at the timeout by itself.
+  it("pauses by itself at its timeout when created to, keeping files; kills with reason timeout otherwise", async () => {
+    sim.faults.lifecycle.expireSandboxes = true;
+    try {
+      const opts = { ...sdkOpts(sim), timeoutMs: 5_000 };
+      const pausing = await Sandbox.create(templateOn(sim, CURRENT_ENVD_VERSION), {
+        ...opts,
+        lifecycle: { onTimeout: "pause" },
+      });
+      const ending = await Sandbox.create(templateOn(sim, CURRENT_ENVD_VERSION), opts);
+      await pausing.files.write("kept.txt", "still here");
+      clock.advance(6_000);
+      expect((await pausing.getInfo()).state).toBe("paused");
+      await expect(ending.getInfo()).rejects.toBeInstanceOf(SandboxNotFoundError);
+      const killed = sim.events
+        .all()
+        .find((e) => e.sandboxId === ending.sandboxId && e.type === "sandbox.lifecycle.killed");
+      expect(killed?.eventData).toMatchObject({ kill_reason: "timeout" });
+      const back = await Sandbox.connect(pausing.sandboxId, { ...sdkOpts(sim), timeoutMs: 60_000 });
+      expect(await back.files.read("kept.txt")).toBe("still here");
+      expect(sim.state.sandbox(pausing.sandboxId)).toMatchObject({ state: "running", resumes: 1 });
+      await back.kill();
+    } finally {
+      sim.faults.lifecycle.expireSandboxes = false;
+    }
+  });
+
   it("kills; a killed sandbox is gone for the API and a timeout for the agent", async () => {
     const sbx = await create();
     await sbx.kill();
