@@ -87,6 +87,11 @@ export interface TickCollector<N extends TickName = TickName> {
   /** The platform may not serve it: a 404, 405 or 403 before any success makes it unsupported. */
   readonly optional: boolean;
   /**
+   * A collector whose read, when it runs this tick, ends before this one's starts: what it learns
+   * (the events' team id) is there for this read. Collectors without `after` start first.
+   */
+  readonly after?: TickName;
+  /**
    * Whether this instance reads it: cluster-wide data comes from shard 0 only; an opt-in collector
    * runs only when its setting named it in `optIn`.
    */

@@ -144,15 +144,22 @@ export class Poller {
     this.ticking = true;
     try {
       if (!walkBusy && clock.now() >= this.walkBackoffUntil) this.startWalk();
-      await Promise.all(
-        this.tickCollectors.map(async (c) => {
-          if (!this.runs(c) || (c.optional && this.capabilities.waiting(c.name))) return;
-          ran.push(c.name);
+      // Every collector at once, except that one naming another in `after` waits for its read.
+      const reads = new Map<TickName, Promise<void>>();
+      const waiting = this.tickCollectors.filter((c) => c.after !== undefined);
+      for (const c of [...this.tickCollectors.filter((c) => c.after === undefined), ...waiting]) {
+        if (!this.runs(c) || (c.optional && this.capabilities.waiting(c.name))) continue;
+        ran.push(c.name);
+        const before = c.after === undefined ? undefined : reads.get(c.after);
+        const read = async (): Promise<void> => {
+          await before;
           const outcome = await attempt(clock, () => c.read(ctx, this.last?.[c.name]));
           this.outcomes[c.name] = outcome;
           if (c.optional) this.capabilities.learn(c.name, outcome);
-        }),
-      );
+        };
+        reads.set(c.name, read());
+      }
+      await Promise.all(reads.values());
       // One snapshot per tick when the walk keeps up; a slow walk publishes on its own later.
       await this.walkWithin(intervalMs * WALK_WAIT_INTERVALS);
       await this.publish(ran);

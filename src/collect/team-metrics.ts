@@ -41,6 +41,8 @@ export class TeamIdUnknownError extends ExporterError {
 export const teamMetricsCollector: TickCollector<"teamMetrics"> = {
   name: "teamMetrics",
   optional: true,
+  // With poll.events, the events of this very tick may be the first to name the team.
+  after: "events",
   runs: (where) => where.clusterWide && where.optIn.has("teamMetrics"),
   read: async ({ reader, clock, teamId, teamMetricsWindowMs }, previous) => {
     const team = teamId?.();
