@@ -2,6 +2,7 @@ import bcrypt from "bcryptjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningServer, type ServerDeps, startServer } from "../../src/server/server.js";
 import type { WebConfig } from "../../src/server/web-config.js";
+import { stubServerDeps } from "../helpers/server.js";
 
 let server: RunningServer;
 /** Cost 4: the lowest bcrypt allows, so the tests stay fast. */
@@ -55,14 +56,12 @@ describe("listener authentication", () => {
   });
 
   it("stays closed when the configured bearer token is empty (an empty token file)", async () => {
-    const closed = await startServer("127.0.0.1:0", {
-      render: async () => ({ body: [Buffer.from("m 1\n")], contentType: "text/plain" }),
-      negotiate: () => "prometheus",
-      status: () => ({}),
-      ready: () => true,
-      logger: { warn: () => {} },
-      auth: { bearerToken: "" },
-    });
+    const closed = await startServer(
+      "127.0.0.1:0",
+      stubServerDeps({
+        auth: { bearerToken: "" },
+      }),
+    );
     try {
       expect((await fetch(`${closed.url}/metrics`)).status).toBe(401);
       const empty = { headers: { authorization: "Bearer " } };
@@ -86,19 +85,17 @@ describe("listener authentication", () => {
 async function countingServer(users: Record<string, string>, extra: Partial<ServerDeps> = {}) {
   const compares: string[] = [];
   const web: WebConfig = { file: "/etc/web.yml", headers: {}, users, http2: true };
-  const s = await startServer("127.0.0.1:0", {
-    render: async () => ({ body: [Buffer.from("m 1\n")], contentType: "text/plain" }),
-    negotiate: () => "prometheus",
-    status: () => ({}),
-    ready: () => true,
-    logger: { warn: () => {} },
-    webConfig: web,
-    passwordCompare: (password, hash) => {
-      compares.push(hash);
-      return bcrypt.compare(password, hash);
-    },
-    ...extra,
-  });
+  const s = await startServer(
+    "127.0.0.1:0",
+    stubServerDeps({
+      webConfig: web,
+      passwordCompare: (password, hash) => {
+        compares.push(hash);
+        return bcrypt.compare(password, hash);
+      },
+      ...extra,
+    }),
+  );
   const as = (user: string, password: string) => ({
     headers: { authorization: `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}` },
   });

@@ -24,6 +24,7 @@ import {
 import { systemClock } from "../../src/util/clock.js";
 import { createLogger } from "../../src/util/logger.js";
 import { Secrets } from "../../src/util/secrets.js";
+import { stubServerDeps } from "../helpers/server.js";
 
 const fixture = (name: string): string =>
   readFileSync(new URL(`../fixtures/e2b/${name}`, import.meta.url), "utf8");
@@ -126,15 +127,14 @@ async function receiver(
   });
   // The whole server only where its auth is under test; elsewhere a bare listener around the route.
   const server = extra
-    ? await startServer("127.0.0.1:0", {
-        render: async () => ({ body: [Buffer.from("m 1\n")], contentType: "text/plain" }),
-        negotiate: () => "prometheus",
-        status: () => ({}),
-        ready: () => true,
-        logger: { warn: log("warn") },
-        routes: { [E2B_WEBHOOK_PATH]: route },
-        ...extra,
-      })
+    ? await startServer(
+        "127.0.0.1:0",
+        stubServerDeps({
+          logger: { warn: log("warn") },
+          routes: { [E2B_WEBHOOK_PATH]: route },
+          ...extra,
+        }),
+      )
     : await bare(route, (p) => arrived(p));
   servers.push(server);
   return {

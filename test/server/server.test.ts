@@ -5,6 +5,7 @@ import {
   type ServerDeps,
   startServer,
 } from "../../src/server/server.js";
+import { stubServerDeps } from "../helpers/server.js";
 
 const servers: RunningServer[] = [];
 afterEach(async () => {
@@ -15,18 +16,17 @@ afterEach(async () => {
 async function serve(listen: string, extra: Partial<ServerDeps> = {}) {
   const reloads: number[] = [];
   const warnings: Array<{ obj: object; msg: string }> = [];
-  const server = await startServer(listen, {
-    render: async () => ({ body: [Buffer.from("m 1\n")], contentType: "text/plain" }),
-    negotiate: () => "prometheus",
-    status: () => ({}),
-    ready: () => true,
-    reload: async () => {
-      reloads.push(reloads.length + 1);
-      return { ok: true };
-    },
-    logger: { warn: (obj, msg) => warnings.push({ obj, msg }) },
-    ...extra,
-  });
+  const server = await startServer(
+    listen,
+    stubServerDeps({
+      reload: async () => {
+        reloads.push(reloads.length + 1);
+        return { ok: true };
+      },
+      logger: { warn: (obj, msg) => warnings.push({ obj, msg }) },
+      ...extra,
+    }),
+  );
   servers.push(server);
   // Whatever the bind address, the test reaches the server over loopback.
   const url = `http://127.0.0.1:${server.port}`;

@@ -7,6 +7,7 @@ import bcrypt from "bcryptjs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type RunningServer, startServer } from "../../src/server/server.js";
 import { loadWebConfig, type WebConfig } from "../../src/server/web-config.js";
+import { stubServerDeps } from "../helpers/server.js";
 import { makePki, type Pki } from "./tls-fixtures.js";
 
 let pki: Pki;
@@ -31,14 +32,12 @@ const SERVER_B = ["tls_server_config:", "  cert_file: server-b.crt", "  key_file
 const MTLS = ["  client_auth_type: RequireAndVerifyClientCert", "  client_ca_file: ca1.crt"];
 
 async function serve(web: WebConfig): Promise<RunningServer> {
-  const server = await startServer("127.0.0.1:0", {
-    render: async () => ({ body: [Buffer.from("m 1\n")], contentType: "text/plain" }),
-    negotiate: () => "prometheus",
-    status: () => ({}),
-    ready: () => true,
-    logger: { warn: () => {} },
-    webConfig: web,
-  });
+  const server = await startServer(
+    "127.0.0.1:0",
+    stubServerDeps({
+      webConfig: web,
+    }),
+  );
   servers.push(server);
   return server;
 }
