@@ -282,12 +282,7 @@ async function webhookIngest(gc: () => void): Promise<WebhookIngest> {
       env: { SANDBOX_API_URL: sim.apiUrl, SANDBOX_API_KEY: BENCH_KEY, SANDBOX_DOMAIN: sim.domain },
     });
     if (config.poll.events) throw new Error("the webhook case runs with poll.events off");
-    exporter = await startExporter(config, {
-      logger: pino({ level: "silent" }),
-      clock: systemClock,
-      dispatcher: new Agent({ connections: 4 }),
-      manual: true,
-    });
+    exporter = await benchExporter(config);
     const ledger = exporter.events;
     if (!ledger) throw new Error("no event ledger: the webhook is not served");
     await exporter.runCycle();
@@ -408,12 +403,7 @@ async function eventsCatchUp(): Promise<EventsCatchUp> {
       ],
       env: { SANDBOX_API_URL: sim.apiUrl, SANDBOX_API_KEY: BENCH_KEY, SANDBOX_DOMAIN: sim.domain },
     });
-    exporter = await startExporter(config, {
-      logger: pino({ level: "silent" }),
-      clock: systemClock,
-      dispatcher: new Agent({ connections: 4 }),
-      manual: true,
-    });
+    exporter = await benchExporter(config);
     const ledger = exporter.events;
     if (!ledger) throw new Error("no event ledger with poll.events on");
     const tick = async (): Promise<{ requests: number; ms: number }> => {
@@ -454,4 +444,14 @@ async function eventsCatchUp(): Promise<EventsCatchUp> {
     await exporter?.stop();
     await sim.close();
   }
+}
+
+/** The exporter of a case: silent, on the system clock, ticked by the case (manual schedule). */
+function benchExporter(config: Parameters<typeof startExporter>[0]): Promise<Exporter> {
+  return startExporter(config, {
+    logger: pino({ level: "silent" }),
+    clock: systemClock,
+    dispatcher: new Agent({ connections: 4 }),
+    manual: true,
+  });
 }
