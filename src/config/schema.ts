@@ -2,6 +2,7 @@
 // Each schema's error text is the "expected ..." phrase of a ConfigProblem.
 import { isIP } from "node:net";
 import { z } from "zod";
+import { BCRYPT_HASH } from "../util/bcrypt-hash.js";
 import { bool, duration, int, list, oneOf, schedule, text } from "./fields.js";
 import { PolicySectionSchema } from "./policy-schema.js";
 import { ProbeSchema } from "./probe-schema.js";
@@ -118,10 +119,8 @@ const PlatformSchema = z.strictObject({
   envProxy: z.boolean().default(false),
 });
 
-/** A bcrypt hash as htpasswd -B writes it ($2a$, $2b$, $2y$; cost 4 to 31). */
-const BCRYPT = /^\$2[aby]?\$(?:0[4-9]|[12]\d|3[01])\$[./A-Za-z0-9]{53}$/;
 const HTPASSWD = `htpasswd -nBC 10 "" | tr -d ':\\n'`;
-const bcryptHash = text.refine((s) => BCRYPT.test(s), {
+const bcryptHash = text.refine((s) => BCRYPT_HASH.test(s), {
   error: (issue) =>
     typeof issue.input === "string" && /^[0-9a-fA-F]{64}$/.test(issue.input)
       ? `a bcrypt hash, not a SHA-256 (no longer accepted): make one with ${HTPASSWD}, or move the users to basic_auth_users in --web.config.file`

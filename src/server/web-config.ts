@@ -5,6 +5,7 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import { createSecureContext, type SecureVersion, type TLSSocket } from "node:tls";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { BCRYPT_HASH } from "../util/bcrypt-hash.js";
 import { ExporterError } from "../util/errors.js";
 
 /** exporter-toolkit's client_auth_type values (Go's tls.ClientAuthType names). */
@@ -61,9 +62,6 @@ const HEADERS: Record<string, readonly string[]> = {
   "X-XSS-Protection": [],
   "Content-Security-Policy": [],
 };
-
-/** A bcrypt hash as htpasswd -B and Go's bcrypt write it ($2a$, $2b$, $2y$; cost 4 to 31). */
-export const BCRYPT_HASH = /^\$2[aby]?\$(?:0[4-9]|[12]\d|3[01])\$[./A-Za-z0-9]{53}$/;
 
 /** The file's TLS part, its files read. */
 export interface TlsSettings {
