@@ -7,6 +7,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
+import { costCase } from "./cost-case.js";
 import { demoStartup } from "./demo-case.js";
 import { eventsCase } from "./events-case.js";
 import {
@@ -50,9 +51,9 @@ const EVENTS_MEASURED =
 const withScale = process.argv.includes("--1m");
 const onlyAt = process.argv.indexOf("--only");
 const only = onlyAt < 0 ? undefined : process.argv[onlyAt + 1];
-if (only !== undefined && only !== "policy" && only !== "scale" && only !== "events")
+if (only !== undefined && !["policy", "scale", "events", "cost"].includes(only))
   throw new Error(
-    `--only takes "policy", "scale" or "events" (the cases that run alone), not ${only}`,
+    `--only takes "policy", "scale", "events" or "cost" (the cases that run alone), not ${only}`,
   );
 const t0 = performance.now();
 // Other work on the machine skews every figure: the load before and after goes into the results.
@@ -93,6 +94,15 @@ if (only === "policy") {
   console.log(
     `\nwritten to .tmp/bench/results-policy.json; ${results.benchSeconds.policy.toFixed(0)} s`,
   );
+} else if (only === "cost") {
+  const cost = await costCase(buildExporterChild(), SANDBOXES);
+  mkdirSync(".tmp/bench", { recursive: true });
+  writeFileSync(
+    ".tmp/bench/results-cost.json",
+    `${JSON.stringify({ date: new Date().toISOString(), node: process.version, machine: machine(), cost }, null, 2)}\n`,
+  );
+  console.log(`\nsandbox-exporter bench, cost accounting, ${SANDBOXES} sandboxes`);
+  console.log(JSON.stringify(cost, null, 2));
 } else if (only === "scale") {
   const scale = await scaleCases(buildExporterChild(), SCALE_SANDBOXES);
   const results = {

@@ -9,6 +9,7 @@ import { loadPolicySpec } from "./config/policy-file.js";
 import { policySpec } from "./config/policy-schema.js";
 import { type Config, DEPRECATED_LISTENER } from "./config/schema.js";
 import { readSecretFile } from "./config/secret-file.js";
+import { type CostModule, startCost } from "./cost/cost-module.js";
 import { ExporterMetrics, negotiateFormat } from "./metrics/exporter-metrics.js";
 import type { EventLedger } from "./metrics/lifecycle-events.js";
 import { registerLimiterMetrics } from "./metrics/limiter-metrics.js";
@@ -22,6 +23,7 @@ import { PolicyEngine } from "./policy/engine.js";
 import { PolicyLoop } from "./policy/policy-loop.js";
 import { ProbeService } from "./probe/probe-service.js";
 import { E2B_WEBHOOK_PATH, e2bWebhookRoute } from "./server/e2b-webhook.js";
+import { hasGoodData } from "./server/readiness.js";
 import { type RunningServer, type ServerDeps, startServer } from "./server/server.js";
 import { statusReport } from "./server/status.js";
 import { loadWebConfig, type WebConfig, WebConfigError } from "./server/web-config.js";
@@ -98,8 +100,25 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     // churn keeps the endAt guess rather than wait for events that never come.
     ...((config.poll.events && config.shard.index === 0) ||
     config.webhooks.e2bSecretFile !== undefined
-      ? { lifecycleEvents: { horizonMs: config.poll.eventsLookbackMs + EVENT_ID_MARGIN_MS } }
+      ? {
+          lifecycleEvents: {
+            horizonMs: config.poll.eventsLookbackMs + EVENT_ID_MARGIN_MS,
+            maxTemplates: config.metrics.maxEventTemplates,
+          },
+        }
       : {}),
+  });
+  // Spend and savings (cost.enabled): fed by walks, lifecycle events and the policy's pauses.
+  const cost = startCost({
+    settings: config.cost,
+    registry: metrics.registry,
+    namespace: config.metrics.namespace,
+    clock,
+    shard: config.shard,
+    states: config.states,
+    maxLabelValueLength: config.metrics.maxLabelValueLength,
+    scrub: (text) => secrets.scrub(text),
+    rules: initialSpec?.rules.map((r) => ({ name: r.name, dryRun: r.dryRun })) ?? [],
   });
   // One request budget for poll, probes and policy together, served in that order.
   const limiter: RequestLimiter = new RequestLimiter({
@@ -116,6 +135,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     registry: metrics.registry,
     ns: config.metrics.namespace,
     configLimit: config.platform.teamConcurrencyLimit,
+    logger: logger.child({ component: "metrics" }),
   });
   const control = new ControlClient({
     apiUrl: config.platform.apiUrl,
@@ -133,7 +153,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     maxRetryAfterMs: config.platform.maxRetryAfterMs,
     apiPrefix: config.platform.apiPrefix,
     flavor: config.platform.flavor,
-    onCreateRejected: (reason, limit) => teamLimits.createRejected(reason, limit),
+    onCreateRejected: (reason, limit, ignored) => teamLimits.createRejected(reason, limit, ignored),
     ...adminToken(config),
     secrets,
     ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
@@ -156,7 +176,13 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     nodeDetails: config.poll.nodeDetails,
     templateDetails: config.poll.templateDetails,
     ...(metrics.events
-      ? { events: { sink: metrics.events, lookbackMs: config.poll.eventsLookbackMs } }
+      ? {
+          events: {
+            sink: cost ? cost.events(metrics.events) : metrics.events,
+            lookbackMs: config.poll.eventsLookbackMs,
+            maxPages: config.poll.eventsMaxPages,
+          },
+        }
       : {}),
     optIn: [
       ...(config.poll.templateBuilds ? (["templateBuilds"] as const) : []),
@@ -166,11 +192,15 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     // The team of the key: the setting, else the one the lifecycle events name (poll.events).
     teamId: () => config.platform.teamId ?? metrics.events?.teamId(),
     teamMetricsWindowMs: config.poll.teamMetricsWindowMs,
+    templateBuildsMaxReads: config.poll.templateBuildsMaxReads,
     clusterWide: config.shard.index === 0,
     shard: config.shard,
     readHealth: initialSpec !== undefined,
     // Nothing reads metadata without per-sandbox series or policy: keep the compact table.
-    compactSandboxes: !config.metrics.perSandboxMetrics && initialSpec === undefined,
+    compactSandboxes:
+      !config.metrics.perSandboxMetrics &&
+      initialSpec === undefined &&
+      !(cost && config.cost.attributeBy.length > 0),
     intervalMs: pollIntervalMs,
     confirmDropRatio: config.poll.confirmDropRatio,
     capabilityRecheckMs: config.poll.capabilityRecheckMs,
@@ -227,6 +257,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
         states: config.states,
         defaultRunTimeMs: pollIntervalMs,
         ...policyWebhook(config, secrets, webhookAgent, logger),
+        ...(cost ? { hooks: cost.policy } : {}),
       })
     : undefined;
   const policyLoop = policy
@@ -238,6 +269,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   const published = async (snapshot: Snapshot): Promise<void> => {
     // Rendered in slices between which scrapes are served the previous body (see updateAsync).
     await metrics.updateAsync(snapshot);
+    cost?.onSnapshot(snapshot);
     // The policy acts on walks (a snapshot repeating the last walk's list brings it nothing new),
     // in its own loop: the poll never waits for it.
     if (snapshot.walked) policyLoop?.offer(snapshot);
@@ -245,7 +277,9 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       if (!c.success && !c.skipped && !c.unsupported && snapshot.refreshed.includes(c.name))
         pollLog.warn(
           { collector: c.name, error: c.error },
-          "collector failed; serving last good data",
+          c.lastSuccessAt === undefined
+            ? "collector failed; no good data yet"
+            : "collector failed; serving last good data",
         );
     }
     pollLog.debug(
@@ -279,7 +313,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       const next = deps.reloadConfig ? deps.reloadConfig() : config;
       // Read and checked before anything changes: a bad web config file keeps the last good one.
       const web = reloadedWebConfig(next, listener);
-      const applyE2bSecret = e2bWebhook?.reread(next);
+      const applyE2bSecret = e2bWebhook?.reread(next, web ? { webConfig: web } : listener);
       if (policy && next.policy.enabled) policy.setSpec(loadPolicySpec(next.policy, readFile));
       else if (policy) {
         // The emergency stop: no rules from now on (the engine itself goes at the next restart).
@@ -302,7 +336,8 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   const prober = config.probe.enabled
     ? newProber(config, control.withOwnNormalizer("probe"), secrets, metrics, deps)
     : undefined;
-  const e2bWebhook = newE2bWebhook(config, metrics, secrets, logger);
+  const e2bWebhook = newE2bWebhook(config, metrics, secrets, logger, clock, cost);
+  e2bWebhook?.warnIfLocked(listener);
   const server = await startServer(config.server.listen, {
     render: (format, gzip) => metrics.render(format, gzip),
     negotiate: negotiateFormat,
@@ -322,9 +357,14 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     reload,
     enableLifecycle: config.server.enableLifecycle,
     routes: { ...prober?.routes(), ...e2bWebhook?.routes },
+    // The landing page links /probe with a module, so the link answers 200 rather than 400.
+    ...(prober?.probers[0]
+      ? { links: { "/probe": `/probe?module=${encodeURIComponent(prober.probers[0].module)}` } }
+      : {}),
     // E2B cannot send the listener's credentials: its route is open only when the setting says so.
     ...(e2bWebhook?.authExempt ? { openPaths: [E2B_WEBHOOK_PATH] } : {}),
-    ready: () => poller.latest !== undefined,
+    ...(e2bWebhook ? { onUnauthorized: (path: string) => e2bWebhook.onUnauthorized(path) } : {}),
+    ready: () => hasGoodData(poller.latest),
     logger: logger.child({ component: "server" }),
     ...listener,
   });
@@ -366,8 +406,15 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
 interface E2bWebhook {
   routes: NonNullable<ServerDeps["routes"]>;
   authExempt: boolean;
-  /** Reads the secret file of `next` (throws on a bad one); the returned call puts it in use. */
-  reread(next: Config): () => void;
+  /**
+   * Reads the secret file of `next` (throws on a bad one) and warns again if the listener's auth
+   * (as `security` secures it) keeps E2B out; the returned call puts the secret in use.
+   */
+  reread(next: Config, security: ListenerSecurity): () => void;
+  /** Warns when the listener asks for credentials E2B cannot send and the route is not exempt. */
+  warnIfLocked(security: ListenerSecurity): void;
+  /** Counts a request the listener refused (401) when it was a delivery. */
+  onUnauthorized(path: string): void;
 }
 
 /**
@@ -379,6 +426,8 @@ function newE2bWebhook(
   metrics: ExporterMetrics,
   secrets: Secrets,
   logger: Logger,
+  clock: Clock,
+  cost?: CostModule,
 ): E2bWebhook | undefined {
   if (config.webhooks.e2bSecretFile === undefined) return undefined;
   const log = logger.child({ component: "e2b-webhook" });
@@ -392,7 +441,7 @@ function newE2bWebhook(
   };
   // Read first: a bad secret file stops the start whatever else is on.
   let secret = read(config);
-  const sink = metrics.events;
+  const sink = metrics.events && cost ? cost.events(metrics.events) : metrics.events;
   if (!sink) {
     log.warn(
       { setting: "webhooks.e2bSecretFile" },
@@ -404,7 +453,9 @@ function newE2bWebhook(
     secret: () => secret,
     sink,
     parse: (raw) => normalizeLifecycleEvent(raw),
-    maxBodyBytes: config.webhooks.maxBodyBytes,
+    limits: config.webhooks,
+    horizon: () => sink.horizon(),
+    clock,
     registry: metrics.registry,
     namespace: config.metrics.namespace,
     logger: log,
@@ -413,11 +464,24 @@ function newE2bWebhook(
   return {
     routes: { [E2B_WEBHOOK_PATH]: route },
     authExempt: config.webhooks.e2bAuthExempt,
-    reread(next) {
+    reread(next, security) {
       const value = read(next);
+      this.warnIfLocked(security);
       return () => {
         secret = value;
       };
+    },
+    warnIfLocked(security) {
+      const locked =
+        security.auth !== undefined || Object.keys(security.webConfig?.users ?? {}).length > 0;
+      if (!locked || config.webhooks.e2bAuthExempt) return;
+      log.warn(
+        { setting: "webhooks.e2bAuthExempt", path: E2B_WEBHOOK_PATH },
+        "the listener asks for credentials E2B's deliveries cannot carry: every delivery is refused 401 (counted as unauthorized_listener); set webhooks.e2bAuthExempt",
+      );
+    },
+    onUnauthorized(path) {
+      if (path === E2B_WEBHOOK_PATH) route.refusedByListener();
     },
   };
 }
@@ -573,6 +637,7 @@ function newProber(
       phaseTimeouts: m.phaseTimeouts,
       lifecycleRounds: m.lifecycleRounds,
       autoPauseTimeoutMs: m.autoPauseTimeoutMs,
+      http: m.http,
       labels: m.labels,
     })),
   });

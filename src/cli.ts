@@ -11,6 +11,7 @@ import {
   redactConfig,
 } from "./config/load.js";
 import { PolicyFileError } from "./config/policy-file.js";
+import type { Config } from "./config/schema.js";
 import { systemClock } from "./util/clock.js";
 import { createLogger } from "./util/logger.js";
 import { Secrets } from "./util/secrets.js";
@@ -58,10 +59,45 @@ export function loadOrExit(argv: string[], env: Record<string, string | undefine
   }
 }
 
+/** What a caller of `main` adds to the process around the exporter (the demo: its simulator). */
+export interface MainHooks {
+  /** Runs on SIGTERM or SIGINT once the exporter stopped, before the process exits. */
+  afterStop?: () => Promise<void>;
+}
+
+/**
+ * The start-up line: what runs and against what, in one line. The whole configuration (redacted)
+ * goes to debug.
+ */
+export function startupSummary(config: Config): Record<string, unknown> {
+  const { platform, poll, probe, policy, shard, metrics } = config;
+  const api = new URL(platform.apiUrl);
+  return {
+    version: VERSION,
+    flavor: platform.flavor,
+    // Origin and path only: no user info or query reaches the log.
+    api: `${api.origin}${api.pathname === "/" ? "" : api.pathname}`,
+    listen: config.server.listen,
+    poll: poll.schedule.text,
+    // Scalars only: pretty logs print each on one line.
+    optIn: OPT_IN_POLLS.filter((k) => poll[k] === true).join(",") || "none",
+    perSandboxMetrics: metrics.perSandboxMetrics,
+    ...(shard.total > 1 ? { shard: `${shard.index}/${shard.total}` } : {}),
+    probe: probe.enabled ? probe.modules.map((m) => m.name).join(",") : "off",
+    policy: policy.enabled
+      ? `${policy.file ?? "inline rules"}${policy.dryRun ? " (dry-run)" : ""}`
+      : "off",
+  };
+}
+
+/** Opt-in collectors named in the start-up line when on. */
+const OPT_IN_POLLS = ["events", "teamMetrics", "templateBuilds", "usage"] as const;
+
 /** Runs the daemon until SIGTERM or SIGINT. */
 export async function main(
   argv: string[],
   env: Record<string, string | undefined>,
+  hooks: MainHooks = {},
 ): Promise<Exporter | undefined> {
   const loaded = loadOrExit(argv, env);
   if (loaded.help) {
@@ -75,7 +111,8 @@ export async function main(
   const { config } = loaded;
   const secrets = new Secrets([config.platform.apiKey]);
   const logger = createLogger(config.log.level, config.log.format, undefined, secrets);
-  logger.info({ config: redactConfig(config), version: VERSION }, "starting");
+  logger.info(startupSummary(config), "starting");
+  logger.debug({ config: redactConfig(config) }, "configuration");
   let exporter: Exporter | undefined;
   let stopping = false;
   const shutdown = (signal: string): void => {
@@ -85,13 +122,16 @@ export async function main(
     setTimeout(() => process.exit(0), SHUTDOWN_DEADLINE_MS).unref();
     // A signal during start-up has nothing to finish yet.
     if (!exporter) process.exit(0);
-    exporter.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, "shutdown failed");
-        process.exit(1);
-      },
-    );
+    exporter
+      .stop()
+      .then(() => hooks.afterStop?.())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error({ err }, "shutdown failed");
+          process.exit(1);
+        },
+      );
   };
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));

@@ -18,6 +18,8 @@ import type {
   Template,
 } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
+import { formatDuration } from "../util/duration.js";
+import { ExporterError } from "../util/errors.js";
 import type { TickData, TickName } from "./snapshot.js";
 
 /** The read-only part of the control client that the collectors need. */
@@ -69,7 +71,7 @@ export interface TickContext {
   /** Read /templates/{id} for every template (poll.templateDetails). */
   templateDetails: boolean;
   /** Where the events collector (poll.events) passes each event read; undefined: events off. */
-  events?: { sink: LifecycleEventSink; lookbackMs: number; maxPages?: number };
+  events?: { sink: LifecycleEventSink; lookbackMs: number; maxPages: number };
   /** The clock a collector's time windows are read on (the team metrics' start and end). */
   clock: Clock;
   /** The team whose capacity teamMetrics reads: platform.teamId, else learned; undefined: unknown. */
@@ -87,8 +89,9 @@ export interface TickCollector<N extends TickName = TickName> {
   /** The platform may not serve it: a 404, 405 or 403 before any success makes it unsupported. */
   readonly optional: boolean;
   /**
-   * A collector whose read, when it runs this tick, ends before this one's starts: what it learns
-   * (the events' team id) is there for this read. Collectors without `after` start first.
+   * A collector whose read, when it runs this tick, ends (or reaches its deadline) before this
+   * one's starts: what it learns (the events' team id) is there for this read. Collectors without
+   * `after` start first; when that one is still reading from an earlier tick, this one starts at once.
    */
   readonly after?: TickName;
   /**
@@ -102,6 +105,7 @@ export interface TickCollector<N extends TickName = TickName> {
 
 /** The outcome of one read of a collector. */
 export interface Outcome<T> {
+  /** The data read: on a success, or on a read that ended past its deadline (failed, data kept). */
   value?: T;
   ok: boolean;
   requests: number;
@@ -112,6 +116,21 @@ export interface Outcome<T> {
   unsupportedAnswer?: boolean;
   /** The endpoint answered 401: unsupported for us when the key works elsewhere (see Capabilities). */
   refused?: boolean;
+}
+
+/**
+ * A tick collector's read ran past its deadline (one poll interval): it fails, and is not started
+ * again until it ends. `tookMs`: it has ended since, that late (its data is kept, still failed).
+ */
+export class CollectorDeadlineError extends ExporterError {
+  constructor(name: TickName, deadlineMs: number, tookMs?: number) {
+    super(
+      "ERR_COLLECTOR_DEADLINE",
+      tookMs === undefined
+        ? `${name}: read still running after its deadline of ${formatDuration(deadlineMs)} (one poll interval)`
+        : `${name}: read took ${formatDuration(tookMs)}, past its deadline of ${formatDuration(deadlineMs)} (one poll interval)`,
+    );
+  }
 }
 
 /** Runs `read`, timing it on `clock`; a rejection becomes a failed outcome, never an exception. */

@@ -1,31 +1,41 @@
-// Lifecycle events (poll.events, off by default): reads GET /events/sandboxes newest first, from
-// the top down to the events already read, and passes each new event to the sink (the ledger that
-// counts them and de-duplicates them with the webhook's). Cluster-wide (shard 0).
+// Lifecycle events (poll.events, off by default): reads GET /events/sandboxes, newest first, and
+// passes each new event to the sink (the ledger that counts them and de-duplicates them with the
+// webhook's). Cluster-wide (shard 0).
 //
-// E2B pages by offset, newest first: an event arriving between two pages pushes the list down, so
-// the next page starts with events already read (skipped by id; none is lost). The walk stops at the
-// cursor (the newest event of the last complete walk, less a settle margin for events stored
-// late). At most `maxPages` pages a tick: a walk cut there goes on next tick where it stopped,
-// shifted by the events that arrived above it (found by the position of its first event).
+// E2B stores events late (orchestrators publish them, ClickHouse takes them in batches), so an
+// event can appear below newer ones. Each tick makes up to two passes down the list, which
+// `event-pages.ts` positions by timestamps, never by trusting an offset:
+// - the settle pass reads, once, the slice of events stamped from `settled` up to a target
+//   EVENTS_SETTLE_MS behind the newest event (and the clock): nothing stamped there can arrive any
+//   more, so once read it is final. A pass cut by the page bound goes on next tick from its frontier.
+//   It comes first: every event is counted by it at the latest.
+// - the fresh pass, with the pages left, reads from the top down to where the last one ended, so
+//   most events are counted a tick after they happen. Cut, it is dropped: the settle pass follows.
+// Ids read and stamped after `settled` are remembered, so an event read twice is passed on once.
 import type { LifecycleEvent } from "../platform/events.js";
 import type { TickCollector, TickContext } from "./collector.js";
+import {
+  EVENTS_PAGE_SIZE,
+  EventPass,
+  EventsReadError,
+  type Page,
+  PageReader,
+} from "./event-pages.js";
 
-/** E2B's largest page of events. */
-export const EVENTS_PAGE_SIZE = 100;
-/** Pages read per tick at most when the setting gives none; the rest is read next tick. */
-export const DEFAULT_EVENTS_MAX_PAGES = 10;
-/**
- * How far below the newest event read each walk reads again: E2B stores events asynchronously
- * (orchestrators publish them, ClickHouse takes them in batches), so one can appear after newer ones.
- */
+export { EVENTS_PAGE_SIZE };
+/** How long after its timestamp an event may still be stored: the settle pass reads that far behind. */
 export const EVENTS_SETTLE_MS = 60_000;
 /**
- * How far ahead of our clock an event may be stamped and still move the cursor: one stamped further
- * (a bad clock, a bad record) is counted, but would otherwise stop every later walk at once.
+ * How far ahead of our clock an event may be stamped and still be ordered: one stamped further (a
+ * bad clock, a bad record) is counted, but takes no part in where a pass goes on.
  */
 export const EVENTS_MAX_SKEW_MS = 5 * 60_000;
-/** Ids of the settle margin remembered at most (the newest). */
-const MAX_RECENT = 10_000;
+/** Ids remembered at most (the newest); one forgotten and read again is a duplicate to the ledger. */
+const MAX_RECENT = 50_000;
+/** Ids of events out of place remembered at most, so each is counted once. */
+const MAX_MISPLACED = 1_000;
+/** A settle target this near the top is read to from there, with the fresh pass, not looked for. */
+const NEAR_TOP = 2 * EVENTS_PAGE_SIZE;
 
 /** An event already read: its id and timestamp (epoch ms). */
 export type ReadEvent = readonly [id: string, timestamp: number];
@@ -34,28 +44,35 @@ export type ReadEvent = readonly [id: string, timestamp: number];
 export interface EventCursor {
   /** The first read's lower bound (start minus the look-back): nothing older is read, ever. */
   start: number;
-  /** The newest timestamp of the last complete walk: every event older was read. */
+  /** Every event stamped before it has been read after it could no longer arrive: final. */
+  settled: number;
+  /** The newest timestamp of the last fresh pass that reached its end: the next one stops there. */
   floor: number;
-  /** Events read within EVENTS_SETTLE_MS below `floor`: read again, skipped by id. */
+  /** The newest timestamp seen at the top of the list (not ahead of the clock); -Infinity: none. */
+  top: number;
+  /** Events read stamped at or after `settled`: met again, skipped by id. */
   recent: readonly ReadEvent[];
-  /** A walk cut by the page bound, to go on with next tick. */
-  pending?: PendingWalk;
+  /** A settle pass cut by the page bound, to go on with next tick. */
+  pending?: PendingPass;
   /** Events of the latest read passed to the sink, and how many of them were new to it. */
   read: number;
   accepted: number;
+  /** Events dropped, in total, for being stamped before `start` out of their place in the list. */
+  misplaced: number;
+  /** Ids of events met out of place (counted or dropped once). */
+  misplacedIds: readonly string[];
 }
 
-/** Where a cut walk stopped. */
-export interface PendingWalk {
-  /** The first event of the walk, and its position then: the events above it now are new. */
-  anchorId: string;
-  anchorPos: number;
-  /** The first offset not read, as positions were when the walk stopped. */
+/** Where a cut settle pass stopped. */
+export interface PendingPass {
+  /** The slice it settles: [settled, target]. */
+  target: number;
+  /** Every event of the slice stamped after it is read. */
+  frontier: number;
+  /** A position before which every event was stamped after the frontier (arrivals only push it down). */
   offset: number;
-  /** The newest timestamp read in the cut walk: the floor once it completes. */
-  top: number;
-  /** Its events within EVENTS_SETTLE_MS below `top`. */
-  recent: readonly ReadEvent[];
+  /** The top of the list when it stopped: the events above it now arrived since. */
+  topThen: number;
 }
 
 declare module "./snapshot.js" {
@@ -74,105 +91,205 @@ export const eventsCollector: TickCollector<"events"> = {
     const from = ctx.clock.now() - (feed?.lookbackMs ?? 0);
     const cur: EventCursor = previous ?? {
       start: from,
+      settled: from,
       floor: from,
+      top: Number.NEGATIVE_INFINITY,
       recent: [],
       read: 0,
       accepted: 0,
+      misplaced: 0,
+      misplacedIds: [],
     };
     if (feed === undefined) return { value: cur, requests: 0 };
-    return walk(ctx, feed, cur);
+    return new EventsRead(ctx, feed, cur).run();
   },
 };
 
 type Feed = NonNullable<TickContext["events"]>;
 
-async function walk(ctx: TickContext, feed: Feed, cur: EventCursor) {
-  const maxPages = Math.max(1, feed.maxPages ?? DEFAULT_EVENTS_MAX_PAGES);
-  const pending = cur.pending;
-  // Read again down to the settle margin: an event stored late, under an older timestamp, is
-  // found there; the ones already read are skipped by id.
-  const stopBelow = Math.max(cur.start, cur.floor - EVENTS_SETTLE_MS);
-  const known = new Set([...cur.recent, ...(pending?.recent ?? [])].map(([id]) => id));
-  // Ids met this walk: a page shifted by new arrivals repeats the previous page's tail.
-  const seen = new Set<string>();
-  const met: ReadEvent[] = [];
-  let top = pending?.top ?? Number.NEGATIVE_INFINITY;
-  let anchor: { id: string; pos: number } | undefined;
-  // Events met again because arrivals pushed the list down between two pages: the anchor is that
-  // much lower by the end of the walk, where `offset` is measured.
-  let drift = 0;
-  const latest = ctx.clock.now() + EVENTS_MAX_SKEW_MS;
-  let offset = 0;
-  let requests = 0;
-  let jumped = false;
-  let done = false;
-  let read = 0;
-  let accepted = 0;
-  const pass = (e: LifecycleEvent): void => {
-    if (seen.has(e.id)) {
-      drift++;
-      return;
-    }
-    seen.add(e.id);
-    met.push([e.id, e.timestamp]);
-    if (e.timestamp > top && e.timestamp <= latest) top = e.timestamp;
-    if (known.has(e.id)) return;
-    read++;
-    if (feed.sink.accept(e, "poll")) accepted++;
-  };
-  while (!done && requests < maxPages) {
-    const page = await ctx.reader.listSandboxEvents({ offset, limit: EVENTS_PAGE_SIZE });
-    requests++;
-    let next = offset + page.items.length;
-    let jumpedHere = false;
-    for (const [i, e] of page.items.entries()) {
-      if (e === undefined) continue;
-      if (anchor === undefined) anchor = { id: e.id, pos: offset + i };
-      if (pending && !jumped && e.id === pending.anchorId) {
-        // The cut walk's first event, now lower by the events that arrived since: go on where
-        // that walk stopped, as far down.
-        next = pending.offset + (offset + i - pending.anchorPos);
-        jumped = jumpedHere = true;
-        break;
-      }
-      if (e.timestamp < stopBelow) {
-        done = true;
-        break;
-      }
-      pass(e);
-    }
-    // A short page is the end of the list (or of the retention).
-    if (!jumpedHere && page.items.length < EVENTS_PAGE_SIZE) done = true;
-    offset = next;
-  }
-  const stats = { read, accepted };
-  const base = { start: cur.start, floor: cur.floor, recent: cur.recent, ...stats };
-  if (done) {
-    const floor = Math.max(cur.floor, top);
-    const recent = within([...cur.recent, ...(pending?.recent ?? []), ...met], floor);
-    return { value: { ...base, floor, recent }, requests };
-  }
-  // Cut by the page bound. Without reaching the old anchor the old cut walk still stands (what
-  // was read above it is read again next tick and counted once by the sink).
-  if ((pending && !jumped) || anchor === undefined || met.length === 0) {
-    return { value: pending ? { ...base, pending } : base, requests };
-  }
-  const recent = within([...(pending?.recent ?? []), ...met], top);
-  const cut: PendingWalk = {
-    anchorId: anchor.id,
-    anchorPos: anchor.pos + drift,
-    offset,
-    top,
-    recent,
-  };
-  return { value: { ...base, pending: cut }, requests };
-}
+/** One tick's read. */
+class EventsRead {
+  private readonly pages: PageReader;
+  private readonly now: number;
+  private readonly known: Map<string, number>;
+  private readonly misplacedIds: Set<string>;
+  private misplaced: number;
+  private read = 0;
+  private accepted = 0;
 
-/** The events within the settle margin below `floor`, each once, at most MAX_RECENT (newest). */
-function within(events: readonly ReadEvent[], floor: number): ReadEvent[] {
-  const byId = new Map<string, number>();
-  for (const [id, ts] of events) if (ts >= floor - EVENTS_SETTLE_MS) byId.set(id, ts);
-  const out = [...byId];
-  if (out.length <= MAX_RECENT) return out;
-  return out.sort((a, b) => b[1] - a[1]).slice(0, MAX_RECENT);
+  constructor(
+    ctx: TickContext,
+    private readonly feed: Feed,
+    private readonly cur: EventCursor,
+  ) {
+    this.now = ctx.clock.now();
+    this.pages = new PageReader(
+      ctx.reader,
+      Math.max(1, feed.maxPages),
+      this.now + EVENTS_MAX_SKEW_MS,
+    );
+    this.known = new Map(cur.recent);
+    this.misplacedIds = new Set(cur.misplacedIds);
+    this.misplaced = cur.misplaced;
+  }
+
+  async run() {
+    const { cur, pages } = this;
+    const first = await this.page(0);
+    if (first === undefined) return { value: cur, requests: pages.requests };
+    const newest = first.rows[0];
+    const top = Math.max(cur.top, newest?.e.timestamp ?? Number.NEGATIVE_INFINITY);
+    // Stamped before this, an event is stored by now: E2B's time is the newest event's, or our
+    // clock less the margin once none came for that long (so a quiet list settles too).
+    const platformNow = Math.min(this.now, Math.max(top, this.now - EVENTS_SETTLE_MS));
+    const settling = Math.max(cur.settled, platformNow - EVENTS_SETTLE_MS);
+    const ref = newest ? { ts: newest.e.timestamp } : undefined;
+    const freshBottom = Math.max(cur.floor, settling);
+    let fresh: EventPass | undefined = this.fromTop(freshBottom, first, ref);
+
+    let settled = cur.settled;
+    let pending = cur.pending;
+    let target = pending?.target ?? settling;
+    let pass: EventPass | undefined;
+    if (pending) {
+      const hint = this.resumeHint(pending, first);
+      pass = new EventPass(settled, pending.frontier, pending.offset, hint, ref);
+      pass.take(first);
+    }
+    const resumed = pass;
+    const before = { frontier: pending?.frontier, offset: pending?.offset };
+    const next = (): EventPass | undefined => {
+      if (!(settling > settled)) return undefined;
+      target = settling;
+      const hint = this.targetHint(settling, first);
+      // The target is within a page or two of the top: one pass from there reads both.
+      if (hint <= NEAR_TOP) {
+        fresh = undefined;
+        return this.fromTop(settled, first, ref);
+      }
+      const pass = new EventPass(settled, settling, 0, hint, ref);
+      pass.take(first);
+      return pass;
+    };
+    pass ??= next();
+    while (pass !== undefined) {
+      while (!pass.done) {
+        const page = await this.page(pass.next());
+        if (page === undefined) break;
+        pass.take(page);
+      }
+      if (!pass.done) {
+        pending = { target, frontier: pass.frontier, offset: pass.offset, topThen: top };
+        break;
+      }
+      settled = target;
+      pending = undefined;
+      pass = next();
+    }
+    // Every page spent and the cut pass neither went down nor came nearer: it never will.
+    if (
+      resumed !== undefined &&
+      pages.spent &&
+      !resumed.done &&
+      resumed.frontier === before.frontier &&
+      resumed.offset === before.offset
+    )
+      throw new EventsReadError(
+        "ERR_EVENTS_NO_PROGRESS",
+        `GET /events/sandboxes: ${pages.requests} pages read and the cut read found nothing past ${new Date(resumed.frontier).toISOString()} or below position ${resumed.offset}`,
+      );
+
+    while (fresh !== undefined && !fresh.done) {
+      const page = await this.page(fresh.next());
+      if (page === undefined) break;
+      fresh.take(page);
+    }
+    // Next tick's fresh pass stops at this top even if this one was cut: what it left is read by
+    // the settle pass, not by reading the same pages again every tick.
+    const floor = Number.isFinite(top) ? Math.max(cur.floor, top) : cur.floor;
+    const value: EventCursor = {
+      start: cur.start,
+      settled,
+      floor,
+      top,
+      recent: this.recent(settled),
+      ...(pending ? { pending } : {}),
+      read: this.read,
+      accepted: this.accepted,
+      misplaced: this.misplaced,
+      misplacedIds: [...this.misplacedIds].slice(-MAX_MISPLACED),
+    };
+    return { value, requests: pages.requests };
+  }
+
+  /** A pass from the top of the list down to `bottom`, which has the top page read already. */
+  private fromTop(bottom: number, first: Page, ref: { ts: number } | undefined): EventPass {
+    const pass = new EventPass(bottom, Number.POSITIVE_INFINITY, 0, 0, ref);
+    pass.take(first);
+    return pass;
+  }
+
+  /** A settle pass over [settled, target], if anything is left to settle. */
+  /**
+   * Where the events stamped at or before `target` begin, thought from the top page: below it by
+   * the events known between, or as many as its own density says, whichever is more.
+   */
+  private targetHint(target: number, first: Page): number {
+    const rows = first.rows;
+    const head = rows[0];
+    const last = rows[rows.length - 1];
+    if (!head || !last || last.e.timestamp <= target) return 0;
+    let known = last.pos + 1;
+    for (const ts of this.known.values()) if (ts > target && ts < last.e.timestamp) known++;
+    if (head.e.timestamp <= last.e.timestamp) return known;
+    const perMs = (last.pos + 1) / (head.e.timestamp - last.e.timestamp);
+    return Math.max(known, Math.round((head.e.timestamp - target) * perMs));
+  }
+
+  /** Where a cut pass is thought to be now: lower by the events that arrived above it since. */
+  private resumeHint(p: PendingPass, first: Page): number {
+    const rows = first.rows;
+    const below = rows.find((r) => r.e.timestamp <= p.topThen);
+    if (below) return p.offset + below.pos;
+    const head = rows[0];
+    const last = rows[rows.length - 1];
+    if (!head || !last || head.e.timestamp <= last.e.timestamp) return p.offset + first.length;
+    const perMs = (last.pos + 1) / (head.e.timestamp - last.e.timestamp);
+    return p.offset + Math.round((head.e.timestamp - p.topThen) * perMs);
+  }
+
+  /** Reads a page and passes on every event in it not read before. */
+  private async page(offset: number): Promise<Page | undefined> {
+    const page = await this.pages.get(offset);
+    if (page === undefined) return undefined;
+    const out = new Set(page.misplaced);
+    for (const r of page.all) {
+      if (out.has(r)) this.outOfPlace(r.e);
+      else if (r.e.timestamp >= this.cur.settled) this.pass(r.e);
+    }
+    return page;
+  }
+
+  /** An event out of place is counted once if within the look-back, else dropped and counted. */
+  private outOfPlace(e: LifecycleEvent): void {
+    if (this.misplacedIds.has(e.id)) return;
+    this.misplacedIds.add(e.id);
+    if (e.timestamp >= this.cur.start) this.pass(e);
+    else this.misplaced++;
+  }
+
+  private pass(e: LifecycleEvent): void {
+    if (this.known.has(e.id)) return;
+    this.known.set(e.id, e.timestamp);
+    this.read++;
+    if (this.feed.sink.accept(e, "poll")) this.accepted++;
+  }
+
+  /** The ids to remember: stamped at or after `settled`, at most MAX_RECENT (the newest). */
+  private recent(settled: number): ReadEvent[] {
+    const out: ReadEvent[] = [];
+    for (const [id, ts] of this.known) if (ts >= settled) out.push([id, ts]);
+    if (out.length <= MAX_RECENT) return out;
+    return out.sort((a, b) => b[1] - a[1]).slice(0, MAX_RECENT);
+  }
 }

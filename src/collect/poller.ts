@@ -1,5 +1,6 @@
-// The poll scheduler: each tick refreshes the tick collectors and starts a sandbox walk (single
-// flight, backing off after failures); every outcome ends in one immutable snapshot.
+// The poll scheduler: each tick refreshes the tick collectors (each single flight, with its own
+// deadline) and starts a sandbox walk (single flight, backing off after failures); it publishes what
+// ended within half an interval, and what ends later publishes its own immutable snapshot.
 
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Clock } from "../util/clock.js";
@@ -17,14 +18,20 @@ import { COLLECTORS, TICK_COLLECTORS } from "./collectors.js";
 import type { SandboxList } from "./sandbox-table.js";
 import { SandboxWalk, type SandboxWalkOptions } from "./sandbox-walk.js";
 import type { CollectorName, CollectorStatus, Snapshot, TickData, TickName } from "./snapshot.js";
+import { TickReads } from "./tick-reads.js";
 import { UsageCollector, type UsageOptions } from "./usage-collector.js";
 
 export type { PlatformReader } from "./collector.js";
 export { describeError } from "./collector.js";
 export { smallerPageLimit } from "./sandbox-walk.js";
 
-/** How long a tick waits for its walk before publishing the other collectors, in intervals. */
-const WALK_WAIT_INTERVALS = 0.5;
+/**
+ * How long a tick waits for its collectors' reads, then for its walk, before publishing what ended,
+ * in intervals (each): a tick never lasts longer than one interval.
+ */
+const PUBLISH_WAIT_INTERVALS = 0.5;
+/** How long one tick collector's read may take before it fails, in intervals. */
+const READ_DEADLINE_INTERVALS = 1;
 
 /** What to poll and how. */
 export interface PollerOptions extends Omit<SandboxWalkOptions, "reader" | "clock"> {
@@ -46,11 +53,11 @@ export interface PollerOptions extends Omit<SandboxWalkOptions, "reader" | "cloc
    */
   usage?: UsageOptions;
   /**
-   * Receives every snapshot (after each tick, and when a walk or a usage read that outlived its
-   * tick ends).
+   * Receives every snapshot (after each tick, and when a walk, a tick collector's read or a usage
+   * read that outlived its tick ends, or a read reaches its deadline).
    */
   onSnapshot?: (snapshot: Snapshot) => Promise<void> | void;
-  /** A snapshot handler failed after a walk that outlived its tick (a tick's own failure rejects). */
+  /** A snapshot handler failed after a read that outlived its tick (a tick's own failure rejects). */
   onError?: (err: unknown) => void;
   /** Slow re-check of a collector found unsupported. */
   capabilityRecheckMs: number;
@@ -74,14 +81,16 @@ export interface PollerOptions extends Omit<SandboxWalkOptions, "reader" | "cloc
 
 /**
  * Turns the platform into a sequence of immutable snapshots. Each tick refreshes the tick
- * collectors and starts a sandbox walk unless one is still running or failed walks are backing
- * off; a slow or hung walk therefore never holds back health, overview, nodes and templates.
+ * collectors that are not still reading and starts a sandbox walk unless one is still running or
+ * failed walks are backing off; a slow or hung collector or walk therefore never holds back the
+ * others.
  */
 export class Poller {
   private last: Snapshot | undefined;
   private cycle = 0;
-  /** The latest outcome of each collector but usage (which keeps its own). */
-  private readonly outcomes: Partial<Record<CollectorName, Outcome<unknown>>> = {};
+  /** The latest outcome of the walk. */
+  private walkOutcome: Outcome<SandboxList> | undefined;
+  private readonly reads: TickReads;
   private readonly tickCollectors: readonly TickCollector[];
   private readonly optIn: ReadonlySet<string>;
   private readonly capabilities: Capabilities;
@@ -104,6 +113,17 @@ export class Poller {
       ...(options.onSupport ? { onSupport: options.onSupport } : {}),
     });
     this.walk = new SandboxWalk(options);
+    this.reads = new TickReads({
+      ctx: options,
+      clock,
+      capabilities: this.capabilities,
+      deadlineMs: intervalMs * READ_DEADLINE_INTERVALS,
+      // A read that ends while a tick is running is carried by that tick's snapshot.
+      onOutcome: async () => {
+        if (!this.ticking) await this.publish();
+      },
+      ...(options.onError ? { onError: options.onError } : {}),
+    });
     this.usage = options.usage
       ? new UsageCollector({
           usage: options.usage,
@@ -113,7 +133,7 @@ export class Poller {
           capabilities: this.capabilities,
           // A read that ends while a tick is running is carried by that tick's snapshot.
           onRead: async () => {
-            if (!this.ticking) await this.publish([]);
+            if (!this.ticking) await this.publish();
           },
           ...(options.onError ? { onError: options.onError } : {}),
         })
@@ -131,51 +151,53 @@ export class Poller {
   }
 
   /**
-   * One scheduled tick: starts a walk when none is running and none is backing off, refreshes the
-   * tick collectors, and publishes a snapshot. Resolves without waiting for the walk; a walk that
-   * ends later publishes its own snapshot. Returns whether a walk was already in flight.
+   * One scheduled tick: starts a walk when none is running and none is backing off, starts a read
+   * of each tick collector not still reading, and publishes a snapshot of what ended in time (half
+   * an interval for the reads, then half an interval more for the walk). Whatever ends later (or
+   * reaches its deadline) publishes its own snapshot. Returns whether a walk was already in flight.
    */
   async tick(): Promise<{ walkBusy: boolean }> {
     const { clock, intervalMs } = this.options;
     const walkBusy = this.walkInFlight !== undefined;
-    const ctx: TickContext = this.options;
-    // The collectors read this tick: an unsupported one waiting for its re-check is not.
-    const ran: TickName[] = [];
     this.ticking = true;
     try {
       if (!walkBusy && clock.now() >= this.walkBackoffUntil) this.startWalk();
-      // Every collector at once, except that one naming another in `after` waits for its read.
-      const reads = new Map<TickName, Promise<void>>();
+      // Every collector at once, except that one naming another in `after` waits for its read of
+      // this tick (until it ends or reaches its deadline).
+      const started = new Map<TickName, Promise<void>>();
       const waiting = this.tickCollectors.filter((c) => c.after !== undefined);
       for (const c of [...this.tickCollectors.filter((c) => c.after === undefined), ...waiting]) {
         if (!this.runs(c) || (c.optional && this.capabilities.waiting(c.name))) continue;
-        ran.push(c.name);
-        const before = c.after === undefined ? undefined : reads.get(c.after);
-        const read = async (): Promise<void> => {
-          await before;
-          const outcome = await attempt(clock, () => c.read(ctx, this.last?.[c.name]));
-          this.outcomes[c.name] = outcome;
-          if (c.optional) this.capabilities.learn(c.name, outcome);
-        };
-        reads.set(c.name, read());
+        if (this.reads.busy(c.name)) continue;
+        const before = c.after === undefined ? undefined : started.get(c.after);
+        started.set(c.name, this.reads.start(c, before));
       }
-      await Promise.all(reads.values());
-      // One snapshot per tick when the walk keeps up; a slow walk publishes on its own later.
-      await this.walkWithin(intervalMs * WALK_WAIT_INTERVALS);
-      await this.publish(ran);
+      // One snapshot per tick when every read keeps up; what does not publishes on its own later.
+      const waitMs = intervalMs * PUBLISH_WAIT_INTERVALS;
+      await atMost(waitMs, [...started.values()]);
+      await atMost(waitMs, [this.walkInFlight]);
+      await this.publish();
     } finally {
       this.ticking = false;
     }
-    // A walk or usage read that ended during the publish above left its outcome for the next
-    // snapshot: now.
-    if (this.walkPending || this.usage?.pending) await this.publish([]);
+    // What ended during the publish above left its outcome for the next snapshot: now.
+    if (this.pending) await this.publish();
     return { walkBusy };
   }
 
-  /** Resolves when no walk, nor the usage read that follows one, is in flight (snapshots published). */
+  /**
+   * Resolves when no walk, no tick collector's read and no usage read is in flight (their
+   * snapshots published).
+   */
   async walkDone(): Promise<void> {
     await this.walkInFlight;
+    await this.reads.idle();
     await this.usage?.inFlight;
+  }
+
+  /** An outcome waits for a snapshot. */
+  private get pending(): boolean {
+    return this.walkPending || this.usage?.pending === true || this.reads.pending;
   }
 
   private runs(c: TickCollector): boolean {
@@ -183,24 +205,12 @@ export class Poller {
     return c.runs({ clusterWide, readHealth: readHealth === true, optIn: this.optIn });
   }
 
-  /** Waits for the walk in flight, if any, at most `ms`. */
-  private async walkWithin(ms: number): Promise<void> {
-    const walk = this.walkInFlight;
-    if (!walk) return;
-    const stop = new AbortController();
-    const timer = sleep(timerMs(ms), undefined, { signal: stop.signal, ref: false }).catch(
-      () => undefined,
-    );
-    await Promise.race([walk, timer]);
-    stop.abort();
-  }
-
   private startWalk(): void {
     const run = async (): Promise<void> => {
       try {
         const { clock } = this.options;
         const outcome = await attempt(clock, () => this.walk.read(this.last?.sandboxes));
-        this.outcomes.sandboxes = outcome;
+        this.walkOutcome = outcome;
         this.walkPending = true;
         if (outcome.ok) {
           this.walkFailures = 0;
@@ -217,7 +227,7 @@ export class Poller {
           this.nextWalkAt = outcome.startedAt + wait - intervalMs / 2;
         }
         // A walk that ends while a tick is running is carried by that tick's snapshot.
-        if (!this.ticking) await this.publish([]);
+        if (!this.ticking) await this.publish();
       } catch (err) {
         this.options.onError?.(err);
       } finally {
@@ -228,7 +238,7 @@ export class Poller {
   }
 
   /** Makes the snapshot of what every collector last produced, and hands it on. */
-  private async publish(refreshedTick: readonly TickName[]): Promise<void> {
+  private async publish(): Promise<void> {
     const { clock, intervalMs } = this.options;
     const now = clock.now();
     const prev = this.last;
@@ -237,38 +247,33 @@ export class Poller {
     const usage = this.usage;
     const usageRefreshed = usage?.pending === true;
     if (usage) usage.pending = false;
-    const refreshed: CollectorName[] = [...refreshedTick];
+    const refreshed: CollectorName[] = this.reads.takeFresh();
     if (walked) refreshed.push("sandboxes");
     if (usageRefreshed) refreshed.push("usage");
     const collectors = {} as Record<CollectorName, CollectorStatus>;
     for (const name of COLLECTORS) {
       const isUsage = name === "usage";
-      collectors[name] = collectorStatus(
-        name,
-        isUsage ? usage?.outcome : this.outcomes[name],
-        prev?.collectors[name],
-        {
-          unsupported: this.capabilities.isUnsupported(name),
-          runs: isUsage ? usage !== undefined : this.collectorRuns(name),
-          now,
-          everyMs: isUsage && usage ? usage.everyMs : intervalMs,
-        },
-      );
+      collectors[name] = collectorStatus(name, this.outcomeOf(name), prev?.collectors[name], {
+        unsupported: this.capabilities.isUnsupported(name),
+        runs: isUsage ? usage !== undefined : this.collectorRuns(name),
+        now,
+        everyMs: isUsage && usage ? usage.everyMs : intervalMs,
+      });
     }
-    const o = this.outcomes;
-    const sandboxes = o.sandboxes;
+    const sandboxes = this.walkOutcome;
     const data: Partial<TickData> = {};
     for (const c of this.tickCollectors) {
-      const got = o[c.name];
-      const value = got?.ok ? got.value : prev?.[c.name];
+      const value = this.reads.value(c.name);
       if (value !== undefined) Object.assign(data, { [c.name]: value });
     }
     const snapshot: Snapshot = {
       cycle: ++this.cycle,
-      // Usage is left out: a read that follows a walk says nothing about when the cycle began.
+      // The reads this snapshot brings, and only those: an outcome carried over (an unsupported
+      // collector's, one still reading) says nothing about this cycle. Usage is left out: a read
+      // that follows a walk says nothing about when the cycle began.
       startedAt: Math.min(
         now,
-        ...COLLECTORS.filter((n) => n !== "usage").map((n) => o[n]?.startedAt ?? now),
+        ...refreshed.filter((n) => n !== "usage").map((n) => this.outcomeOf(n)?.startedAt ?? now),
       ),
       finishedAt: now,
       ...data,
@@ -286,9 +291,25 @@ export class Poller {
     await this.options.onSnapshot?.(snapshot);
   }
 
+  /** The latest outcome of collector `name`. */
+  private outcomeOf(name: CollectorName): Outcome<unknown> | undefined {
+    if (name === "usage") return this.usage?.outcome;
+    return name === "sandboxes" ? this.walkOutcome : this.reads.outcome(name);
+  }
+
   /** Whether this instance runs collector `name` (the walk always does). */
   private collectorRuns(name: CollectorName): boolean {
     const c = this.tickCollectors.find((t) => t.name === name);
     return c === undefined ? name === "sandboxes" : this.runs(c);
   }
+}
+
+/** Waits until every promise of `work` settled, or `ms` passed. */
+async function atMost(ms: number, work: ReadonlyArray<Promise<void> | undefined>): Promise<void> {
+  const stop = new AbortController();
+  const timer = sleep(timerMs(ms), undefined, { signal: stop.signal, ref: false }).catch(
+    () => undefined,
+  );
+  await Promise.race([Promise.all(work), timer]);
+  stop.abort();
 }

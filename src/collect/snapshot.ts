@@ -80,7 +80,11 @@ export interface UsageData {
 export interface Snapshot extends Partial<TickData> {
   /** Monotonic cycle number, starting at 1. */
   cycle: number;
-  /** Epoch ms the cycle started. */
+  /**
+   * Epoch ms the oldest read this snapshot brings started (the collectors in `refreshed`, usage
+   * aside); `finishedAt` when it brings none. An outcome carried over (an unsupported collector's,
+   * a read still running) does not count.
+   */
   startedAt: number;
   /** Epoch ms the cycle finished. */
   finishedAt: number;

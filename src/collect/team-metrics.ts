@@ -2,9 +2,11 @@
 // latest point of the last few minutes every tick, and /teams/{teamID}/metrics/max for the maxima
 // over poll.teamMetricsWindowMs, at most once a minute. Cluster-wide (shard 0). The team id is
 // platform.teamId, else learned (from the lifecycle events); without one the read fails, named.
+// A failed read of the maxima costs only the maxima: the latest point is kept, the maxima read
+// before stay (marked `maxFailed`) and are asked again a minute later.
 import type { TeamMetricPoint } from "../platform/normalize/team-metrics.js";
 import { ExporterError } from "../util/errors.js";
-import type { TickCollector } from "./collector.js";
+import { describeError, type TickCollector } from "./collector.js";
 
 /** How far back the latest point is looked for: E2B records a point every 5 s. */
 export const LATEST_WINDOW_MS = 5 * 60_000;
@@ -20,6 +22,8 @@ export interface TeamCapacity {
   latest?: TeamMetricPoint;
   /** Highest values over `windowMs`, read at `readAt`; absent while the latest is unknown. */
   max?: { concurrentSandboxes: number; startRate: number; readAt: number; windowMs: number };
+  /** The latest read of the maxima (at `at`) failed: `max`, if any, is an earlier read's. */
+  maxFailed?: { at: number; windowMs: number; code: string; message: string };
 }
 
 declare module "./snapshot.js" {
@@ -53,21 +57,34 @@ export const teamMetricsCollector: TickCollector<"teamMetrics"> = {
     // E2B answers a max of 0 when it has no data: only a team with points has a known maximum.
     if (latest === undefined) return { value: { teamId: team }, requests: 1 };
     const windowMs = teamMetricsWindowMs ?? DEFAULT_MAX_WINDOW_MS;
-    const kept = previous?.teamId === team ? previous.max : undefined;
-    if (kept && kept.windowMs === windowMs && now - kept.readAt < MAX_EVERY_MS)
-      return { value: { teamId: team, latest, max: atLeast(kept, latest) }, requests: 1 };
+    const same = previous?.teamId === team ? previous : undefined;
+    const kept = same?.max?.windowMs === windowMs ? same.max : undefined;
+    const failed = same?.maxFailed?.windowMs === windowMs ? same.maxFailed : undefined;
+    const value: TeamCapacity = { teamId: team, latest };
+    if (kept) value.max = atLeast(kept, latest);
+    // A failed read waits its minute too: a broken max route costs two requests a minute.
+    const triedAt = Math.max(kept?.readAt ?? -Infinity, failed?.at ?? -Infinity);
+    if (now - triedAt < MAX_EVERY_MS) {
+      if (failed) value.maxFailed = failed;
+      return { value, requests: 1 };
+    }
     const [startS, endS] = [(now - windowMs) / 1000, now / 1000];
-    const [concurrent, rate] = await Promise.all([
-      reader.teamMetricsMax(team, "concurrent_sandboxes", startS, endS),
-      reader.teamMetricsMax(team, "sandbox_start_rate", startS, endS),
-    ]);
-    const max = {
-      concurrentSandboxes: concurrent.value,
-      startRate: rate.value,
-      readAt: now,
-      windowMs,
-    };
-    return { value: { teamId: team, latest, max: atLeast(max, latest) }, requests: 3 };
+    try {
+      const [concurrent, rate] = await Promise.all([
+        reader.teamMetricsMax(team, "concurrent_sandboxes", startS, endS),
+        reader.teamMetricsMax(team, "sandbox_start_rate", startS, endS),
+      ]);
+      const max = {
+        concurrentSandboxes: concurrent.value,
+        startRate: rate.value,
+        readAt: now,
+        windowMs,
+      };
+      value.max = atLeast(max, latest);
+    } catch (err) {
+      value.maxFailed = { at: now, windowMs, ...describeError(err) };
+    }
+    return { value, requests: 3 };
   },
 };
 

@@ -1,14 +1,18 @@
 // Template build health (poll.templateBuilds, off by default): GET /templates every tick, and
 // GET /templates/{id}/builds/{buildID}/status once per failed build, for the step and the reason.
 // Cluster-wide (shard 0). Its own list read keeps a reading's statuses and reasons consistent;
-// when nothing failed it costs that one request per tick.
+// when nothing failed it costs that one request per tick. Status reads are capped per tick
+// (poll.templateBuildsMaxReads), longest-waiting first, each one attempt; a build whose read
+// failed waits doubling ticks before the next, so a broken status route costs little.
 import { PlatformHttpError, PlatformNotFoundError } from "../platform/http-errors.js";
 import type { BuildStatusReason } from "../platform/normalize/normalize.js";
 import { mapLimit } from "../util/concurrency.js";
 import type { TickCollector } from "./collector.js";
 
-/** Build-status reads in flight at once (only new failures are read). */
+/** Build-status reads in flight at once. */
 const STATUS_CONCURRENCY = 4;
+/** Most ticks a failed build waits between two status reads after reads that failed. */
+export const MAX_BACKOFF_TICKS = 32;
 
 /** E2B's TemplateBuildStatus values, every one exported as a state of the set. */
 export const BUILD_STATUSES = ["building", "waiting", "ready", "error"] as const;
@@ -22,6 +26,18 @@ export interface TemplateBuild {
   status: string;
   /** Why that build failed: only for status `error`, read once per build. */
   failure?: BuildStatusReason;
+  /** A failed build whose reason is not read yet: its place in the read queue and its backoff. */
+  unread?: UnreadReason;
+}
+
+/** Where a failed build without its reason stands in the queue of status reads. */
+export interface UnreadReason {
+  /** When it joined the queue: first listed as failed, or its last status read (epoch ms). */
+  queuedAt: number;
+  /** Status reads of this build that failed in a row. */
+  failures: number;
+  /** Ticks it still waits before its next status read. */
+  waitTicks: number;
 }
 
 declare module "./snapshot.js" {
@@ -30,40 +46,81 @@ declare module "./snapshot.js" {
   }
 }
 
+declare module "./collector.js" {
+  interface TickContext {
+    /** Status reads of failed builds per tick at most (poll.templateBuildsMaxReads); none: no cap. */
+    templateBuildsMaxReads?: number;
+  }
+}
+
+declare module "./poller.js" {
+  interface PollerOptions {
+    /** Status reads of failed builds per tick at most (poll.templateBuildsMaxReads); none: no cap. */
+    templateBuildsMaxReads?: number;
+  }
+}
+
 export const templateBuildsCollector: TickCollector<"templateBuilds"> = {
   name: "templateBuilds",
   optional: true,
   runs: (where) => where.clusterWide && where.optIn.has("templateBuilds"),
-  read: async ({ reader }, previous) => {
+  read: async ({ reader, clock, templateBuildsMaxReads }, previous) => {
     const templates = await reader.listTemplates();
-    // The reasons already read are the previous reading's: a failed build is asked about once.
-    const known = new Map<string, BuildStatusReason>();
-    for (const b of previous ?? [])
-      if (b.failure && b.buildId) known.set(key(b.templateId, b.buildId), b.failure);
-    let requests = 1;
-    const value = await mapLimit(templates, STATUS_CONCURRENCY, async (t) => {
+    const now = clock.now();
+    // What the previous reading knew of each build: its reason, or its place in the queue.
+    const before = new Map<string, TemplateBuild>();
+    for (const b of previous ?? []) if (b.buildId) before.set(key(b.templateId, b.buildId), b);
+    const due: TemplateBuild[] = [];
+    const value = templates.map((t): TemplateBuild => {
       const build: TemplateBuild = { templateId: t.id, status: t.status };
       if (t.version) build.buildId = t.version;
       if (t.status !== "error" || !t.version) return build;
-      let failure = known.get(key(t.id, t.version));
-      if (!failure) {
-        requests++;
-        try {
-          // A failed build without a reason is remembered too, or it would be asked every tick.
-          failure = (await reader.templateBuildStatus(t.id, t.version)).reason ?? { message: "" };
-        } catch (err) {
-          // An answer saying the route is not served decides the collector's capability; any
-          // other failure costs only this template its reason, asked again next tick.
-          if (notServed(err)) throw err;
-          return build;
-        }
+      const was = before.get(key(t.id, t.version));
+      if (was?.failure) {
+        build.failure = was.failure;
+        return build;
       }
-      build.failure = failure;
+      const unread = was?.unread ?? { queuedAt: now, failures: 0, waitTicks: 0 };
+      build.unread = { ...unread, waitTicks: Math.max(0, unread.waitTicks - 1) };
+      if (unread.waitTicks === 0) due.push(build);
       return build;
     });
-    return { value, requests };
+    due.sort(byQueue);
+    const chosen = due.slice(0, templateBuildsMaxReads ?? due.length);
+    let stopped: unknown;
+    await mapLimit(chosen, STATUS_CONCURRENCY, async (build) => {
+      if (stopped !== undefined) return;
+      try {
+        // A failed build without a reason is remembered too, or it would be asked every tick.
+        const status = await reader.templateBuildStatus(build.templateId, build.buildId ?? "");
+        build.failure = status.reason ?? { message: "" };
+        delete build.unread;
+      } catch (err) {
+        // An answer saying the route is not served decides the collector's capability; any
+        // other failure costs only this build its reason, asked again after its backoff.
+        if (notServed(err)) stopped = err;
+        const failures = (build.unread?.failures ?? 0) + 1;
+        build.unread = { queuedAt: now, failures, waitTicks: backoffTicks(failures) };
+      }
+    });
+    if (stopped !== undefined) throw stopped;
+    return { value, requests: 1 + chosen.length };
   },
 };
+
+/** Ticks a build waits after `failures` status reads failed in a row: 1, 2, 4 ... capped. */
+export function backoffTicks(failures: number): number {
+  return Math.min(MAX_BACKOFF_TICKS, 2 ** Math.max(0, failures - 1));
+}
+
+/** Longest waiting first; at the same time, one never tried before one that failed. */
+function byQueue(a: TemplateBuild, b: TemplateBuild): number {
+  const [x, y] = [a.unread, b.unread];
+  if (!x || !y) return 0;
+  if (x.queuedAt !== y.queuedAt) return x.queuedAt - y.queuedAt;
+  if (x.failures !== y.failures) return x.failures - y.failures;
+  return a.templateId < b.templateId ? -1 : a.templateId > b.templateId ? 1 : 0;
+}
 
 /** A 404, 405 or 403: the platform does not serve build status (see collector.ts failure()). */
 function notServed(err: unknown): boolean {

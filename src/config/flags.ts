@@ -29,6 +29,9 @@ export interface ParsedFlags {
 const BY_FLAG = new Map<string, Setting>();
 for (const s of SETTINGS)
   for (const flag of [s.flag, ...(s.flagAliases ?? [])]) if (flag) BY_FLAG.set(flag, s);
+/** `--no-<flag>` of a negatable bool setting: sets it false. */
+const NEGATED = new Map<string, Setting>();
+for (const s of SETTINGS) if (s.negatable && s.flag) NEGATED.set(`no-${s.flag}`, s);
 const META = ["config", "help", "version"];
 const NOT_A_FLAG = "argv";
 const KEY_ON_ARGV = "api-key";
@@ -52,6 +55,7 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
   };
   for (const [flag, s] of BY_FLAG)
     options[flag] = { type: s.kind === "bool" ? "boolean" : "string" };
+  for (const flag of NEGATED.keys()) options[flag] = { type: "boolean" };
   // Non-strict: parseArgs would stop at the first mistake; the tokens let us report them all.
   const { tokens } = parseArgs({
     args: markMissingValues(argv, options),
@@ -78,6 +82,11 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
     hideNext = false;
     const name = token.name;
     const origin = `--${name}`;
+    const negated = NEGATED.get(name);
+    if (negated && token.value === undefined) {
+      out.values.push({ setting: negated, raw: "false", origin });
+      continue;
+    }
     const known = BY_FLAG.get(name);
     if (!known && !META.includes(name)) {
       hideNext = token.value === undefined;
@@ -101,7 +110,12 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
       continue;
     }
     if (name === "config") out.configFile = token.value;
-    else if (known) out.values.push({ setting: known, raw: token.value, origin });
+    else if (known?.repeatable) {
+      // A repeated list flag adds its values to the ones before it.
+      const before = out.values.find((v) => v.setting === known);
+      if (before) before.raw = `${before.raw},${token.value}`;
+      else out.values.push({ setting: known, raw: token.value, origin });
+    } else if (known) out.values.push({ setting: known, raw: token.value, origin });
   }
   return out;
 }
@@ -130,14 +144,17 @@ export function helpText(): string {
   const row = (flag: string, env: string, help: string): string =>
     `  ${flag.padEnd(30)} ${env.padEnd(40)} ${help}`;
   const rows = SETTINGS.map((s) => {
-    const [section, key] = s.path.split(".") as [string, string];
-    const def = defaults[section]?.[key];
+    const def = s.path
+      .split(".")
+      .reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], defaults);
     const shown =
       def === undefined || def === "" || (Array.isArray(def) && def.length === 0)
         ? ""
         : ` [default: ${showDefault(s.kind, def)}]`;
     const flag = s.flag ? `--${s.flag}${PLACEHOLDER[s.kind]}` : "(no flag)";
-    const also = (s.flagAliases ?? []).map((f) => ` (also --${f})`).join("");
+    const also = [...(s.flagAliases ?? []), ...(s.negatable ? [`no-${s.flag}`] : [])]
+      .map((f) => ` (also --${f})`)
+      .join("");
     return row(flag, s.env, `${s.path}: ${s.help}${also}${shown}`);
   });
   return [

@@ -2,10 +2,17 @@
 // module listed under `modules` (blackbox_exporter's modules, cloudprober's probes).
 import { z } from "zod";
 import type { ScheduleSpec } from "../util/schedule.js";
-import { duration, int, oneOf, schedule, text } from "./fields.js";
+import { bool, duration, int, oneOf, schedule, text } from "./fields.js";
 
 /** Optional parts of a probe; create and terminate always run. */
-export const PROBE_STEP_NAMES = ["exec", "file", "lifecycle", "autopause"] as const;
+export const PROBE_STEP_NAMES = [
+  "exec",
+  "file",
+  "lifecycle",
+  "autopause",
+  "http",
+  "autoresume",
+] as const;
 export type ProbeStepName = (typeof PROBE_STEP_NAMES)[number];
 
 /** The phases of a probe in the order they run; each may have a timeout of its own (`phaseTimeouts`). */
@@ -20,6 +27,11 @@ export const PROBE_PHASE_NAMES = [
   "autopause_wait",
   "autopause_resume",
   "autopause_check",
+  "http_wait_ready",
+  "http_request",
+  "autoresume_pause",
+  "autoresume_wake",
+  "autoresume_check",
   "terminate",
 ] as const;
 
@@ -64,7 +76,7 @@ const labels = z
   });
 
 const steps = z.array(oneOf(PROBE_STEP_NAMES), {
-  error: "a list of exec, file, lifecycle, autopause",
+  error: "a list of exec, file, lifecycle, autopause, http, autoresume",
 });
 
 /** The sandbox timeout of the autopause step: whole seconds, as E2B's create takes it. */
@@ -81,6 +93,82 @@ const phaseTimeouts = z.strictObject(
 );
 
 const command = text.includes("{nonce}", { error: "a command containing {nonce}" });
+
+const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"] as const;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Headers the proxy routes or authenticates on: the probe sets them itself. */
+const RESERVED_HEADERS = new Set([
+  "host",
+  "e2b-sandbox-id",
+  "e2b-sandbox-port",
+  "e2b-traffic-access-token",
+  "content-length",
+]);
+
+/** A regular expression the answer's body must match (blackbox's fail_if_body_not_matches_regexp). */
+const regexp = text.refine(
+  (src) => {
+    try {
+      new RegExp(src);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  { error: "a valid regular expression" },
+);
+
+/**
+ * The http and autoresume steps: a service the probe starts in the sandbox and requests through
+ * the platform's proxy at {port}-{id}.{domain}{path}. Names follow blackbox_exporter's http prober.
+ */
+const HttpSchema = z.strictObject({
+  /** Sandbox port the service listens on (not the agent's). */
+  port: int(1, 65_535).default(8000),
+  /** Path requested; the nonce file is written at `directory` + this path. */
+  path: text
+    .regex(/^\/[^\s]*$/, { error: "a path starting with /" })
+    .default("/sandbox-exporter-probe.txt"),
+  method: oneOf(HTTP_METHODS).default("GET"),
+  /**
+   * Started in the background through the agent's Start call; `{port}` and `{dir}` are filled in.
+   * The default serves `directory` with the base template's Python.
+   */
+  command: text
+    .min(1, { error: "a command" })
+    .default("python3 -m http.server {port} --directory {dir}"),
+  /** Directory the service serves; the nonce file is written below it. */
+  directory: text
+    .regex(/^\/\S*$/, { error: "an absolute directory" })
+    .default("/tmp/sandbox-exporter-http"),
+  /** Accepted statuses; empty: any 2xx (blackbox's default). */
+  validStatusCodes: z.array(int(100, 599), { error: "a list of HTTP status codes" }).default([]),
+  /** Each must match the body, besides the nonce, which always must be in it. */
+  failIfBodyNotMatchesRegexp: z
+    .array(regexp, { error: "a list of regular expressions" })
+    .default([]),
+  headers: z
+    .record(text, text, { error: "a mapping of header name to value" })
+    .superRefine((m, ctx) => {
+      for (const name of Object.keys(m))
+        if (!HEADER_NAME.test(name) || RESERVED_HEADERS.has(name.toLowerCase()))
+          ctx.addIssue({
+            code: "custom",
+            path: [name],
+            message: `a header name other than ${[...RESERVED_HEADERS].join(", ")}`,
+            input: name,
+          });
+    })
+    .default({}),
+  /**
+   * false: the sandbox is created with network.allowPublicTraffic false; the probe sends the
+   * traffic token and checks that a request without it is refused.
+   */
+  allowPublicTraffic: bool.default(true),
+});
+
+/** Settings of the http and autoresume steps, filled in. */
+export type ProbeHttpConfig = z.output<typeof HttpSchema>;
 const filePath = text.min(1, { error: "a file path" });
 const template = text.min(1, { error: "a template id" });
 
@@ -97,6 +185,8 @@ const ModuleSchema = z.strictObject({
   phaseTimeouts: phaseTimeouts.optional(),
   lifecycleRounds: int(1, 10).optional(),
   autoPauseTimeoutMs: autoPauseTimeout.optional(),
+  /** The http and autoresume steps' service and request. */
+  http: HttpSchema.optional(),
   /** Extra labels on every series of this module. */
   labels: labels.optional(),
 });
@@ -115,6 +205,7 @@ export interface ProbeModuleConfig {
   lifecycleRounds: number;
   /** The sandbox timeout the autopause step creates with, ms. */
   autoPauseTimeoutMs: number;
+  http: ProbeHttpConfig;
   labels: Record<string, string>;
 }
 
@@ -136,6 +227,8 @@ const ProbeFields = z.strictObject({
   lifecycleRounds: int(1, 10).default(2),
   /** The autopause step's sandbox timeout: the platform pauses the sandbox by itself after it. */
   autoPauseTimeoutMs: autoPauseTimeout.default(DEFAULT_AUTO_PAUSE_TIMEOUT_MS),
+  /** The http and autoresume steps' service and request. */
+  http: HttpSchema.prefault({}),
   /** Modules probing at the same time, at most. */
   concurrency: int(1, 32).default(2),
   modules: z.array(ModuleSchema, { error: "a list of probe modules" }).default([]),
@@ -193,6 +286,7 @@ function probeModules(p: z.output<typeof ProbeFields>): ProbeModuleConfig[] {
     phaseTimeouts: p.phaseTimeouts,
     lifecycleRounds: p.lifecycleRounds,
     autoPauseTimeoutMs: p.autoPauseTimeoutMs,
+    http: p.http,
     labels: {},
   };
   if (p.modules.length === 0) return [base];

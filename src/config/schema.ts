@@ -2,6 +2,7 @@
 // Each schema's error text is the "expected ..." phrase of a ConfigProblem.
 import { isIP } from "node:net";
 import { z } from "zod";
+import { CostSchema, settleCost } from "../cost/cost-settings.js";
 import { BCRYPT_HASH } from "../util/bcrypt-hash.js";
 import { bool, duration, int, list, oneOf, schedule, text } from "./fields.js";
 import { PolicySectionSchema } from "./policy-schema.js";
@@ -188,6 +189,8 @@ const PollSchema = z.strictObject({
   templateDetails: bool.default(false),
   /** Read template build health: the list every tick, and why each failed build failed (once). */
   templateBuilds: bool.default(false),
+  /** Status reads of failed builds per tick at most; the rest are read on later ticks, oldest first. */
+  templateBuildsMaxReads: int(1, 10_000).default(20),
   /** Read the team's sandbox lifecycle events (E2B's GET /events/sandboxes) every tick. */
   events: bool.default(false),
   /**
@@ -198,6 +201,11 @@ const PollSchema = z.strictObject({
     .union([z.literal(0), z.literal("0"), z.literal("0s"), duration()])
     .transform((v) => (typeof v === "number" ? v : 0))
     .default(300_000),
+  /**
+   * Pages of 100 events read per tick at most (the settle pass first, then the fresh one). Every
+   * event is read at most once per pass, so the rate carried is about (pages - 2) x 100 a tick.
+   */
+  eventsMaxPages: int(1, 1_000).default(10),
   /** Read the team's capacity (E2B's GET /teams/{teamID}/metrics and /metrics/max) every tick. */
   teamMetrics: bool.default(false),
   /** Window of the team metrics' maxima (read at most once a minute). */
@@ -223,6 +231,8 @@ const MetricsSchema = z.strictObject({
   maxSandboxSeries: int(0).default(50_000),
   /** Longer label values are truncated by the metrics layer. */
   maxLabelValueLength: int(16).default(1024),
+  /** Templates with lifecycle event series of their own; the events of others count as `other`. */
+  maxEventTemplates: int(1, 2_000).default(200),
 });
 
 const ShardSchema = z
@@ -272,6 +282,23 @@ const WebhooksSchema = z.strictObject({
   e2bAuthExempt: bool.default(false),
   /** Largest delivery body read; past it the answer is 413. */
   maxBodyBytes: int(1, 16 * 1024 * 1024).default(262_144),
+  /** Longest a delivery's body may take to arrive; past it the answer is 408. */
+  bodyTimeoutMs: duration().default(10_000),
+  /** Deliveries read at once; one more is answered 503 (Retry-After) at once. */
+  maxInFlight: int(1, 10_000).default(64),
+  /** Body bytes all deliveries in flight hold together; past it 503 at once. */
+  maxInFlightBytes: int(1, 1024 * 1024 * 1024).default(4 * 1024 * 1024),
+});
+
+/** The webhooks section, checked whole: a delivery of the largest size must fit in flight. */
+const WebhooksChecked = WebhooksSchema.superRefine((w, ctx) => {
+  if (w.maxInFlightBytes >= w.maxBodyBytes) return;
+  ctx.addIssue({
+    code: "custom",
+    path: ["maxInFlightBytes"],
+    message: `at least webhooks.maxBodyBytes (${w.maxBodyBytes})`,
+    input: w.maxInFlightBytes,
+  });
 });
 
 const LogSchema = z.strictObject({
@@ -291,16 +318,20 @@ export const ConfigSchema = z
     states: StatesSchema.prefault({}),
     probe: ProbeSchema.prefault({}),
     policy: PolicySectionSchema.prefault({}),
-    webhooks: WebhooksSchema.prefault({}),
+    webhooks: WebhooksChecked.prefault({}),
     log: LogSchema.prefault({}),
+    cost: CostSchema.prefault({}),
   })
-  .transform((c) => {
+  .transform((c, ctx) => {
     // The flavor's presets, where no setting said otherwise.
     const f = FLAVORS[c.platform.flavor];
     return {
       ...c,
       platform: { ...c.platform, apiPrefix: c.platform.apiPrefix ?? f.apiPrefix },
       poll: { ...c.poll, pageLimit: Math.min(c.poll.pageLimit, f.maxPageLimit) },
+      cost: settleCost(c.cost, c.platform.flavor, (i) =>
+        ctx.addIssue({ code: "custom", path: i.path, message: i.message, input: c.cost }),
+      ),
     };
   });
 

@@ -41,6 +41,10 @@ export interface Setting {
   flag?: string;
   /** Other spellings of the flag, accepted as well. */
   flagAliases?: readonly string[];
+  /** A bool flag that `--no-<flag>` sets false. */
+  negatable?: true;
+  /** A list flag that may be given more than once; the values add up. */
+  repeatable?: true;
   /** The seed client's PascalCase field name, accepted at the top of a config file. */
   seed?: string;
   kind: SettingKind;
@@ -349,6 +353,13 @@ export const SETTINGS: readonly Setting[] = [
     help: "template build health: why a template's latest build failed",
   },
   {
+    path: "poll.templateBuildsMaxReads",
+    env: `${X}POLL_TEMPLATE_BUILDS_MAX_READS`,
+    flag: "poll-template-builds-max-reads",
+    kind: "int",
+    help: "build-status reads of failed builds per tick at most; the others wait for later ticks, longest waiting first",
+  },
+  {
     path: "poll.events",
     env: `${X}POLL_EVENTS`,
     flag: "poll-events",
@@ -361,6 +372,13 @@ export const SETTINGS: readonly Setting[] = [
     flag: "poll-events-lookback",
     kind: "duration",
     help: "how far back the first read of lifecycle events goes (0: only events after start)",
+  },
+  {
+    path: "poll.eventsMaxPages",
+    env: `${X}POLL_EVENTS_MAX_PAGES`,
+    flag: "poll-events-max-pages",
+    kind: "int",
+    help: "pages of 100 lifecycle events read per tick at most; the rest is read next tick",
   },
   {
     path: "poll.teamMetrics",
@@ -410,6 +428,13 @@ export const SETTINGS: readonly Setting[] = [
     flag: "max-label-value-length",
     kind: "int",
     help: "label values longer than this are truncated",
+  },
+  {
+    path: "metrics.maxEventTemplates",
+    env: `${X}MAX_EVENT_TEMPLATES`,
+    flag: "max-event-templates",
+    kind: "int",
+    help: "templates with lifecycle event series of their own (the rest count as template other)",
   },
   {
     path: "shard.index",
@@ -508,6 +533,85 @@ export const SETTINGS: readonly Setting[] = [
     flag: "webhook-max-body-bytes",
     kind: "int",
     help: "largest webhook delivery read (413 past it)",
+  },
+  {
+    path: "webhooks.bodyTimeoutMs",
+    env: `${X}WEBHOOK_BODY_TIMEOUT`,
+    flag: "webhook-body-timeout",
+    kind: "duration",
+    help: "longest a webhook delivery's body may take to arrive (408 past it)",
+  },
+  {
+    path: "webhooks.maxInFlight",
+    env: `${X}WEBHOOK_MAX_IN_FLIGHT`,
+    flag: "webhook-max-in-flight",
+    kind: "int",
+    help: "webhook deliveries read at once (503 with Retry-After past it)",
+  },
+  {
+    path: "webhooks.maxInFlightBytes",
+    env: `${X}WEBHOOK_MAX_IN_FLIGHT_BYTES`,
+    flag: "webhook-max-in-flight-bytes",
+    kind: "int",
+    help: "body bytes all webhook deliveries in flight hold together (503 with Retry-After past it)",
+  },
+  {
+    path: "cost.enabled",
+    env: `${X}COST`,
+    flag: "cost",
+    negatable: true,
+    kind: "bool",
+    help: "estimate spend and policy savings (default: on for --flavor e2b, else once prices are given; --no-cost turns it off)",
+  },
+  {
+    path: "cost.prices.vcpuSecond",
+    env: `${X}COST_VCPU_SECOND`,
+    flag: "cost-vcpu-second",
+    kind: "number",
+    help: "price of one vCPU-second running, in cost.currency (default E2B's 0.000014 on e2b)",
+  },
+  {
+    path: "cost.prices.memoryGiBSecond",
+    env: `${X}COST_MEMORY_GIB_SECOND`,
+    flag: "cost-memory-gib-second",
+    kind: "number",
+    help: "price of one GiB-second of RAM running (default E2B's 0.0000045 on e2b)",
+  },
+  {
+    path: "cost.prices.pausedGiBSecond",
+    env: `${X}COST_PAUSED_GIB_SECOND`,
+    flag: "cost-paused-gib-second",
+    kind: "number",
+    help: "price of one GiB-second of RAM paused (E2B: 0, paused sandboxes are not billed)",
+  },
+  {
+    path: "cost.currency",
+    env: `${X}COST_CURRENCY`,
+    flag: "cost-currency",
+    kind: "string",
+    help: "currency label of the prices and spend (ISO 4217)",
+  },
+  {
+    path: "cost.attributeBy",
+    env: `${X}COST_ATTRIBUTE_BY`,
+    flag: "cost-attribute-by",
+    repeatable: true,
+    kind: "list",
+    help: "metadata key whose values get their own spend series (repeat the flag, or a comma list)",
+  },
+  {
+    path: "cost.maxAttributedValues",
+    env: `${X}COST_MAX_ATTRIBUTED_VALUES`,
+    flag: "cost-max-attributed-values",
+    kind: "int",
+    help: "values per attribution key with their own series; the rest count as other",
+  },
+  {
+    path: "cost.budget.daily",
+    env: `${X}COST_BUDGET_DAILY`,
+    flag: "cost-budget-daily",
+    kind: "number",
+    help: "daily spend budget, in cost.currency (exported for the forecast alert)",
   },
   {
     path: "log.level",

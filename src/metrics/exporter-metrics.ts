@@ -57,7 +57,7 @@ export interface MetricsOptions {
    * Lifecycle events on (poll.events): the ledger is built into the registry, and churn takes
    * kill reasons from it; `horizonMs` is how long an event id is remembered.
    */
-  lifecycleEvents?: { horizonMs: number };
+  lifecycleEvents?: { horizonMs: number; maxTemplates: number };
   /** pino-compatible; warns once about the series cap and about fields left out. */
   logger?: { warn(obj: object, msg: string): void };
   /** Register prom-client's process_* metrics (default true; tests turn them off for exact bodies). */
@@ -141,6 +141,7 @@ export class ExporterMetrics {
           registry: this.registry,
           clock: o.clock,
           horizonMs: o.lifecycleEvents.horizonMs,
+          maxTemplates: o.lifecycleEvents.maxTemplates,
           label: (v) => eventLabels.label(v),
         })
       : undefined;

@@ -15,8 +15,10 @@ import type { Clock } from "../util/clock.js";
 const MAX_IDS = 200_000;
 /** Recent kills remembered for churn at most. */
 const MAX_KILLS = 100_000;
-/** Templates given their own series at most; events of others count under template `other`. */
+/** Ceiling of the templates given their own series (metrics.maxEventTemplates sets fewer). */
 const MAX_TEMPLATES = 2_000;
+/** How far E2B's clock may run ahead of ours: the horizon keeps this much more than it must. */
+const CLOCK_SKEW_MS = 5_000;
 /** Distinct event types outside E2B's list exported at most; past that they count as `other`. */
 const MAX_EXTRA_TYPES = 16;
 /** Execution time buckets, seconds: 1 s to a day. */
@@ -37,6 +39,11 @@ export interface EventLedgerOptions {
   horizonMs: number;
   /** Caps of the id and kill memories (tests make them small). */
   maxIds?: number;
+  /**
+   * Templates given their own series (metrics.maxEventTemplates); the events of any other count
+   * under template `other`. Default and ceiling MAX_TEMPLATES.
+   */
+  maxTemplates?: number;
   maxKills?: number;
   /** Guards a platform value before it becomes a label (scrub, cut); default as is. */
   label?: (value: string) => string;
@@ -51,6 +58,9 @@ export class EventLedger implements LifecycleEventSink, KillLookup {
   private readonly templates = new Set<string>();
   private readonly extraTypes = new Set<string>();
   private team: string | undefined;
+  /** The latest arrival time of an id forgotten (clock ms): ids that came at or before it may be gone. */
+  private forgottenUpTo = Number.NEGATIVE_INFINITY;
+  private readonly folded: Counter;
   private readonly events: Counter<"type" | "template">;
   private readonly killed: Counter<"template" | "reason">;
   private readonly execution: Histogram;
@@ -85,16 +95,23 @@ export class EventLedger implements LifecycleEventSink, KillLookup {
     });
     this.duplicates.inc({ via: "poll" }, 0);
     this.duplicates.inc({ via: "webhook" }, 0);
+    this.folded = new Counter({
+      name: `${o.ns}_exporter_lifecycle_events_folded_total`,
+      help: "Lifecycle events counted under template `other` because metrics.maxEventTemplates templates already have series of their own.",
+      registers,
+    });
   }
 
   /** Counts the event unless its id was seen within the horizon; true when it was new. */
   accept(event: LifecycleEvent, via: "poll" | "webhook"): boolean {
     const now = this.o.clock.now();
-    this.forget(now);
+    this.forget(now, false);
     if (this.ids.has(event.id)) {
       this.duplicates.inc({ via });
       return false;
     }
+    // Room for this one is made only now: a copy of the oldest id still finds it above.
+    this.forget(now);
     this.ids.set(event.id, now);
     const template = this.templateLabel(event.templateId);
     this.events.inc({ type: this.typeLabel(event.type), template });
@@ -124,18 +141,29 @@ export class EventLedger implements LifecycleEventSink, KillLookup {
     return this.team;
   }
 
+  /**
+   * The oldest event time (epoch ms) whose id the ledger would still know had it been counted: ids
+   * go after the horizon or past the cap, so an older event could be a replay counted before.
+   */
+  horizon(): number {
+    const now = this.o.clock.now();
+    this.forget(now, false);
+    return Math.max(now - this.o.horizonMs, this.forgottenUpTo + 1) + CLOCK_SKEW_MS;
+  }
+
   /** Event ids remembered now (for tests and /status). */
   get remembered(): number {
     return this.ids.size;
   }
 
-  /** Drops ids older than the horizon, then the oldest past the cap. */
-  private forget(now: number): void {
+  /** Drops ids older than the horizon, then (making room for one more) the oldest past the cap. */
+  private forget(now: number, makeRoom = true): void {
     const cutoff = now - this.o.horizonMs;
-    const max = this.o.maxIds ?? MAX_IDS;
+    const max = makeRoom ? (this.o.maxIds ?? MAX_IDS) : Number.POSITIVE_INFINITY;
     for (const [id, at] of this.ids) {
       if (at >= cutoff && this.ids.size < max) break;
       this.ids.delete(id);
+      this.forgottenUpTo = Math.max(this.forgottenUpTo, at);
     }
   }
 
@@ -146,7 +174,11 @@ export class EventLedger implements LifecycleEventSink, KillLookup {
   private templateLabel(templateId: string): string {
     const guarded = this.o.label ? this.o.label(templateId) : templateId;
     if (this.templates.has(guarded)) return guarded;
-    const template = this.templates.size < MAX_TEMPLATES ? guarded : "other";
+    const cap = Math.min(this.o.maxTemplates ?? MAX_TEMPLATES, MAX_TEMPLATES);
+    // `other` does not take a place of its own: the cap counts real templates only.
+    const own = this.templates.size - (this.templates.has("other") ? 1 : 0);
+    const template = own < cap ? guarded : "other";
+    if (template === "other") this.folded.inc();
     if (this.templates.has(template)) return template;
     this.templates.add(template);
     for (const type of LIFECYCLE_EVENT_TYPES) this.events.inc({ type, template }, 0);

@@ -44,5 +44,11 @@ export function teamFamilies(ns: string, team: TeamCapacity, guard: ValueGuard):
     concurrentMax.add(l, team.max.concurrentSandboxes);
     rateMax.add(l, team.max.startRate);
   }
-  return [concurrent, rate, concurrentMax, rateMax];
+  const maxStale = new Family(
+    `${ns}_team_metrics_max_stale`,
+    "gauge",
+    `1 when the latest read of ${MAX} failed: the _max series hold an earlier read's maxima (raised to the newest point), or none, and are asked again a minute later; 0 when it succeeded.`,
+  );
+  if (team.latest) maxStale.add(l, team.maxFailed ? 1 : 0);
+  return [concurrent, rate, concurrentMax, rateMax, maxStale];
 }

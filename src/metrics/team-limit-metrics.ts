@@ -1,19 +1,36 @@
 // The team's concurrency limit and the creates the platform refused with 429. E2B serves the limit
 // nowhere in its API: it comes from platform.teamConcurrencyLimit (source="config") or from the
-// text of a 429 that names it (source="learned"); both show when both are known.
+// text of a 429 that names it (source="learned"); both show when both are known. A 429 naming a
+// limit out of range (classifyCreateRejection) teaches nothing: it is counted, and logged once.
 import { Counter, Gauge, type Registry } from "prom-client";
 import {
   CREATE_REJECT_REASONS,
   type CreateRejectReason,
+  MAX_TEAM_CONCURRENCY_LIMIT,
 } from "../platform/normalize/team-metrics.js";
 
 /** Counts refused creates by reason, and keeps the concurrency limit the latest 429 named. */
 export class TeamLimitMetrics {
   private readonly rejected: Counter<"reason">;
+  private readonly ignored: Counter;
   private learnedLimit: number | undefined;
+  private ignoredLogged = false;
 
-  constructor(o: { registry: Registry; ns: string; configLimit?: number }) {
+  constructor(
+    private readonly o: {
+      registry: Registry;
+      ns: string;
+      configLimit?: number;
+      /** Where the first out-of-range limit is reported. */
+      logger?: { warn(obj: object, msg: string): void };
+    },
+  ) {
     const registers = [o.registry];
+    this.ignored = new Counter({
+      name: `${o.ns}_team_concurrent_sandboxes_limit_ignored_total`,
+      help: `429s of a create whose text named a concurrency limit that is not an integer from 1 to ${MAX_TEAM_CONCURRENCY_LIMIT}: not learned (the first is logged).`,
+      registers,
+    });
     this.rejected = new Counter({
       name: `${o.ns}_sandbox_create_rejected_total`,
       help: "Sandbox creates (POST /sandboxes) the platform refused with 429, by reason read from its text: concurrency_limit (the team's concurrent sandboxes), rate_limit, other.",
@@ -40,9 +57,17 @@ export class TeamLimitMetrics {
   }
 
   /** A create was refused with 429 (ControlClient's onCreateRejected). */
-  createRejected(reason: CreateRejectReason, limit?: number): void {
+  createRejected(reason: CreateRejectReason, limit?: number, ignoredLimit?: string): void {
     this.rejected.labels(reason).inc();
     if (limit !== undefined) this.learnedLimit = limit;
+    if (ignoredLimit === undefined) return;
+    this.ignored.inc();
+    if (this.ignoredLogged) return;
+    this.ignoredLogged = true;
+    this.o.logger?.warn(
+      { limit: ignoredLimit, max: MAX_TEAM_CONCURRENCY_LIMIT },
+      "a create's 429 named a concurrency limit out of range; not learned (counted in team_concurrent_sandboxes_limit_ignored_total, logged once)",
+    );
   }
 
   private limits(configLimit: number | undefined): Array<[string, number]> {

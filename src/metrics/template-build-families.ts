@@ -30,6 +30,12 @@ export class TemplateBuildFamilies {
       "gauge",
       `The template's latest build failed: its id, the step that failed and the reason, value 1. Read once per failed build from ${STATUS}.`,
     );
+    const unread = new Family(
+      `${this.ns}_template_build_failure_reasons_unread`,
+      "gauge",
+      `Failed latest builds whose reason is not read yet: queued behind the status reads of earlier ticks (at most poll.templateBuildsMaxReads a tick, longest waiting first) or backing off after a read of ${STATUS} that failed.`,
+    );
+    unread.add("", unique.filter((b) => b.unread !== undefined).length);
     for (const b of unique) {
       for (const st of states)
         status.add(
@@ -56,6 +62,6 @@ export class TemplateBuildFamilies {
         1,
       );
     }
-    return [status, failure];
+    return [status, failure, unread];
   }
 }

@@ -45,6 +45,23 @@ export interface LifecycleEvent {
   killReason?: KillReason;
   /** Killed events: how long the execution ran, seconds, when the event carries it. */
   executionSeconds?: number;
+  /**
+   * Killed and paused events, where E2B's execution-metrics flag is on: the running span that
+   * ended (eventData.execution). Absent: the list's times stand in.
+   */
+  execution?: ExecutionSpan;
+  /** eventData.sandbox_metadata: the sandbox's metadata as the event was written. */
+  metadata?: Readonly<Record<string, string>>;
+}
+
+/** E2B's `execution` object: one running span of a sandbox, as the orchestrator measured it. */
+export interface ExecutionSpan {
+  /** `started_at`, epoch ms (E2B writes whole seconds, RFC 3339). */
+  startedAt: number;
+  vcpuCount: number;
+  memoryMB: number;
+  /** `execution_time`: ms from the span's start to the event. */
+  durationMs: number;
 }
 
 /** Where events from either way go; the one place they are de-duplicated and counted. */

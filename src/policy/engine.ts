@@ -5,6 +5,7 @@ import type { Snapshot } from "../collect/snapshot.js";
 import type { PolicySpec, SettledRule } from "../config/policy-schema.js";
 import type { Sandbox, SandboxUsage } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
+import { LogLimiter } from "../util/log-limiter.js";
 import { ActivityTracker, type LogReader } from "./activity.js";
 import {
   EMPTY_MEMORY,
@@ -16,7 +17,12 @@ import {
   type PolicyMemory,
   recordActions,
 } from "./evaluate.js";
-import { applyDecision, type PolicyPlatform, type PolicyResult } from "./executor.js";
+import {
+  applyDecision,
+  type PolicyHooks,
+  type PolicyPlatform,
+  type PolicyResult,
+} from "./executor.js";
 import { cheapMatch, type StateSets } from "./match.js";
 import { PolicyMetrics } from "./policy-metrics.js";
 import { estimateIdle, sampleRules } from "./sampling.js";
@@ -33,6 +39,8 @@ const COOLS_DOWN: ReadonlySet<PolicyResult> = new Set<PolicyResult>([
 
 /** Entries of the plan shown on /status; the counts cover all of them. */
 const PLAN_ENTRIES = 200;
+/** A rule stopped by its blast radius run after run is said once a minute, with a count. */
+const TOO_MANY_LOG_INTERVAL_MS = 60_000;
 
 /** Why a run acted on nothing at all. */
 export type BlockReason = "incomplete" | "stale" | "health_down";
@@ -51,6 +59,8 @@ export interface PolicyEngineOptions {
   random?: () => number;
   /** Posts each notice and action attempted (see PolicyWebhook). */
   webhook?: Omit<WebhookOptions, "onResult">;
+  /** Told of actions done or planned and of each run's plan (cost savings). */
+  hooks?: PolicyHooks;
 }
 
 /** One decision with what came of it. */
@@ -90,9 +100,14 @@ export class PolicyEngine {
   private readonly metrics: PolicyMetrics;
   private readonly log: Logger;
   private readonly webhook: PolicyWebhook | undefined;
+  private readonly tooMany: LogLimiter;
 
   constructor(private readonly o: PolicyEngineOptions) {
     this.spec = o.spec;
+    this.tooMany = new LogLimiter({
+      intervalMs: TOO_MANY_LOG_INTERVAL_MS,
+      now: () => o.clock.now(),
+    });
     this.states = { running: new Set(o.states.running) };
     this.activity = new ActivityTracker(
       (id, q) => o.platform.listLogs(id, q),
@@ -193,7 +208,8 @@ export class PolicyEngine {
       now,
       estimates,
     });
-    const outcomes = await this.apply(evaluation, spec, snapshot.startedAt, until);
+    const outcomes = await this.apply(evaluation, spec, dataReadAt(snapshot), until);
+    this.o.hooks?.onPlan(now, evaluation.decisions);
     const overBudget = stats.unread > 0 || outcomes.some((o) => o.result === "skipped_time_budget");
     if (overBudget) this.metrics.runsCut.inc();
     // One run-level line, only when something went wrong: read errors, the budget spent.
@@ -323,7 +339,12 @@ export class PolicyEngine {
       if (!counts) continue;
       const line = { audit: true, rule: rule.name, action: rule.action, skipped: counts };
       if (stopped.includes(rule.name))
-        this.log.warn(line, "policy rule would act on too many sandboxes: acting on none");
+        this.tooMany.warn(
+          this.log,
+          rule.name,
+          line,
+          "policy rule would act on too many sandboxes: acting on none",
+        );
       else this.log.info(line, "policy rule summary");
     }
   }
@@ -360,8 +381,7 @@ export class PolicyEngine {
 
   private blockReason(s: Snapshot, now: number): BlockReason | undefined {
     if (!s.sandboxesComplete || !s.collectors.sandboxes.success) return "incomplete";
-    // Its first pages are as old as the cycle's start, not its end.
-    if (now - s.startedAt > this.spec.maxSnapshotAgeMs) return "stale";
+    if (now - dataReadAt(s) > this.spec.maxSnapshotAgeMs) return "stale";
     if (!s.collectors.health.success || s.health?.up !== true) return "health_down";
     return undefined;
   }
@@ -402,6 +422,7 @@ export class PolicyEngine {
       spec,
       states: this.states,
       now: () => this.o.clock.now(),
+      ...(this.o.hooks ? { onApplied: this.o.hooks.onApplied } : {}),
     };
     const out: PolicyOutcome[] = [];
     for (const d of evaluation.decisions) {
@@ -436,6 +457,16 @@ export class PolicyEngine {
     else if (o.result === "failed") this.log.warn(line, "policy decision");
     else this.log.info(line, "policy decision");
   }
+}
+
+/**
+ * Epoch ms the oldest data a run acts on was read: the walk's start (its first pages are as old
+ * as that) and, when it succeeded, the health read's. Nothing else in the snapshot (an unsupported
+ * collector's outcome, one still reading) ages it.
+ */
+function dataReadAt(s: Snapshot): number {
+  const { sandboxes, health } = s.collectors;
+  return Math.min(sandboxes.lastAttemptAt, health.success ? health.lastAttemptAt : Infinity);
 }
 
 /** Results logged one line each: what was attempted. Everything else goes in the rule summary. */

@@ -37,6 +37,16 @@ export interface ExecutorContext {
   spec: PolicySpec;
   states: StateSets;
   now: () => number;
+  /** Told of each action done or planned (dry-run), at the clock's time (cost savings). */
+  onApplied?: PolicyHooks["onApplied"];
+}
+
+/** What the engine tells an observer of its actions and plans (the cost module's savings). */
+export interface PolicyHooks {
+  /** An "act" decision done, or planned by a dry-run rule, at `at`. */
+  onApplied(decision: PolicyDecision, result: "done" | "dry_run", at: number): void;
+  /** A run's decisions at `at`: every (rule, sandbox) the rules still hold (pending, acted, skipped). */
+  onPlan(at: number, decisions: readonly PolicyDecision[]): void;
 }
 
 /** The outcome of applying one "act" decision. */
@@ -56,7 +66,10 @@ export async function applyDecision(
   rule: PolicyRule,
   ctx: ExecutorContext,
 ): Promise<ActionOutcome> {
-  if (d.dryRun) return { result: "dry_run" };
+  if (d.dryRun) {
+    ctx.onApplied?.(d, "dry_run", ctx.now());
+    return { result: "dry_run" };
+  }
   if (rule.action === "log") return { result: "done" };
   let fresh: Sandbox;
   try {
@@ -87,6 +100,7 @@ export async function applyDecision(
   try {
     if (rule.action === "pause") await ctx.platform.pauseSandbox(fresh.id);
     else await ctx.platform.deleteSandbox(fresh.id);
+    ctx.onApplied?.(d, "done", ctx.now());
     return { result: "done" };
   } catch (err) {
     if (err instanceof PlatformNotFoundError) return { result: "skipped_gone" };

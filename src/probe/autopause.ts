@@ -23,15 +23,18 @@ export function autoPauseTimeoutS(run: Pick<ProbeRun, "settings">): number {
 
 /**
  * `control` whose create asks for auto-pause with the step's short timeout; `asked` learns whether
- * the platform takes it (false: the step is unsupported there).
+ * the platform takes it (false: the step is unsupported there) and when (`monotonic`) the create
+ * was sent: the earliest the platform's timeout can have started.
  */
 export function askingAutoPause(
   control: ProbeControl,
   timeoutS: number,
-  asked: (yes: boolean) => void,
+  monotonic: () => number,
+  asked: (yes: boolean, sentAt: number) => void,
 ): ProbeControl {
   return {
     createSandbox: async (req) => {
+      const sentAt = monotonic();
       // The short timeout goes with auto-pause only: a platform without it keeps the probe's
       // ordinary time to live, or it would kill the sandbox while the other steps run.
       const created = await control.createSandbox({
@@ -39,7 +42,7 @@ export function askingAutoPause(
         autoPause: true,
         autoPauseTimeoutS: timeoutS,
       });
-      asked(created.autoPause === true);
+      asked(created.autoPause === true, sentAt);
       return created;
     },
     getSandbox: (id, o) => control.getSandbox(id, o),
@@ -62,8 +65,10 @@ export const prepareAutoPause: PhaseFn = async (run, signal, budgetMs) => {
 };
 
 /**
- * Reads the sandbox, backing off, until it reports paused. Fails `not_auto_paused` when it is gone
- * (killed instead of paused) or still not paused when the next read would cross the phase budget.
+ * Reads the sandbox, backing off, until it reports paused in a read sent once the timeout could
+ * have passed (a paused read before that is no auto-pause: a state that flaps, or a pause by
+ * someone else). Fails `not_auto_paused` when it is gone (killed instead of paused) or still not
+ * paused when the next read would cross the phase budget.
  */
 export const autoPauseWaitPhase: PhaseFn = async (run, signal, budgetMs) => {
   const deadline = run.monotonic() + budgetMs;
@@ -72,6 +77,9 @@ export const autoPauseWaitPhase: PhaseFn = async (run, signal, budgetMs) => {
     (run.settings.states ?? DEFAULT_STATES).paused.map((s) => s.toLowerCase()),
   );
   const begin = run.monotonic();
+  // The earliest the platform may pause it: the create or resume that set the timeout, plus it.
+  const due = (run.autoPauseTimerFrom ?? begin) + autoPauseTimeoutS(run) * 1000;
+  let early = 0;
   let pollMs = run.settings.statePollMs ?? STATE_POLL_MS;
   const notPaused = (what: string, reads: number) =>
     new ProbeCheckError(
@@ -80,6 +88,7 @@ export const autoPauseWaitPhase: PhaseFn = async (run, signal, budgetMs) => {
     );
   for (let reads = 1; ; reads++) {
     let state: string;
+    const sentAt = run.monotonic();
     try {
       ({ state } = await abortable(run.control.getSandbox(id), signal));
     } catch (err) {
@@ -87,11 +96,14 @@ export const autoPauseWaitPhase: PhaseFn = async (run, signal, budgetMs) => {
         throw notPaused("is gone (killed, not paused)", reads);
       throw err;
     }
-    if (paused.has(state)) return;
+    if (paused.has(state) && sentAt >= due) return;
+    if (paused.has(state)) early++;
     if (GONE_STATES.has(state)) throw notPaused(`reports state ${state}, not paused`, reads);
     // Gives up before the phase's own timeout would, with what the platform said last.
-    if (run.monotonic() + pollMs >= deadline)
-      throw notPaused(`reports state ${state}, not paused`, reads);
+    if (run.monotonic() + pollMs >= deadline) {
+      const also = early > 0 ? ` (${early} paused reads before its timeout could pass)` : "";
+      throw notPaused(`reports state ${state}, not paused${also}`, reads);
+    }
     await run.sleep(pollMs, signal);
     pollMs = Math.min(pollMs * 2, MAX_WAIT_POLL_MS);
   }
@@ -105,6 +117,8 @@ export function autoPauseResumePhase(timeoutS: (run: ProbeRun) => number): Phase
   return async (run, signal, budgetMs) => {
     const deadline = run.monotonic() + budgetMs;
     const sb = probeSandbox(run);
+    // The resume sets the timeout anew: the next auto-pause is due a timeout after it was sent.
+    run.autoPauseTimerFrom = run.monotonic();
     const resumed = await notFoundAsLost(run, "resume after auto-pause", () =>
       abortable(run.control.resumeSandbox(sb.id, { timeout: timeoutS(run) }), signal),
     );

@@ -1,5 +1,9 @@
 // What every probe phase shares: the phase names, the run state they read and fill, and their signature.
-import { PROBE_PHASE_NAMES, PROBE_STEP_NAMES } from "../config/probe-schema.js";
+import {
+  PROBE_PHASE_NAMES,
+  PROBE_STEP_NAMES,
+  type ProbeHttpConfig,
+} from "../config/probe-schema.js";
 import type { ControlClient, CreatedSandbox } from "../platform/control/control.js";
 import type { DataClient, SandboxRef } from "../platform/data/data.js";
 
@@ -29,6 +33,19 @@ export const AUTOPAUSE_PHASES = [
   "autopause_check",
 ] as const satisfies readonly ProbePhase[];
 
+/** The phases of the http step, in order. */
+export const HTTP_PHASES = [
+  "http_wait_ready",
+  "http_request",
+] as const satisfies readonly ProbePhase[];
+
+/** The phases of the autoresume step, in order. */
+export const AUTORESUME_PHASES = [
+  "autoresume_pause",
+  "autoresume_wake",
+  "autoresume_check",
+] as const satisfies readonly ProbePhase[];
+
 /** Points of the exec stream, timed from sending the Start request. */
 export const STREAM_POINTS = ["first_envelope", "start", "first_data", "end"] as const;
 export type StreamPoint = (typeof STREAM_POINTS)[number];
@@ -45,7 +62,10 @@ export type ProbeControl = Pick<
 >;
 
 /** The data-channel calls a probe makes. */
-export type ProbeData = Pick<DataClient, "startProcess" | "readFile" | "writeFile">;
+export type ProbeData = Pick<DataClient, "startProcess" | "readFile" | "writeFile" | "requestPort">;
+
+/** The http and autoresume steps' service and request (the config's `http`). */
+export type ProbeHttpSettings = ProbeHttpConfig;
 
 /** What a probe does, fixed for its whole life. */
 export interface ProbeSettings {
@@ -76,6 +96,8 @@ export interface ProbeSettings {
   statePollMs?: number;
   /** States a read of a paused and of a running sandbox may report; default the config's defaults. */
   states?: LifecycleStates;
+  /** The http and autoresume steps' service and request; required when either step runs. */
+  http?: ProbeHttpSettings;
 }
 
 /** The sandbox states the lifecycle waits for (compared in lower case). */
@@ -110,6 +132,18 @@ export interface ProbeRun {
   markerPid?: number;
   /** Whether create asked the platform for auto-pause (the autopause step); false: not supported. */
   autoPauseAsked?: boolean;
+  /** Whether create asked the platform for auto-resume (the autoresume step); false: not supported. */
+  autoResumeAsked?: boolean;
+  /** The proxy's traffic token of a sandbox created with allowPublicTraffic false. */
+  trafficToken?: string;
+  /** Pid of the HTTP service the http or autoresume step started. */
+  servicePid?: number;
+  /** Seconds from sending the request to its status line and to its whole body, last HTTP request. */
+  http?: { firstByte: number; total: number };
+  /** Seconds the request that woke the paused sandbox took (the autoresume step). */
+  wakeSeconds?: number;
+  /** Monotonic ms the create or resume that (re)started the auto-pause timeout was sent. */
+  autoPauseTimerFrom?: number;
   stream: StreamTimings;
 }
 

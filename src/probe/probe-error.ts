@@ -32,6 +32,16 @@ export type FailureReason =
   /** The platform did not pause the sandbox at its timeout (killed it, or left it running). */
   | "not_auto_paused"
   | "not_found"
+  /** The proxy's closed-port answer: the sandbox runs, nothing listens on the port. */
+  | "port_closed"
+  /** The service answered a status outside validStatusCodes (or a refusal was not refused). */
+  | "bad_status"
+  /** The answer lacks the nonce or fails a failIfBodyNotMatchesRegexp. */
+  | "body_mismatch"
+  /** Traffic to the paused sandbox got the proxy's paused (or not-found) answer instead of a wake. */
+  | "not_auto_resumed"
+  /** The paused sandbox did not answer the waking request in time. */
+  | "wake_timeout"
   | "file_lost"
   | "process_lost"
   | "aborted"

@@ -7,6 +7,11 @@ import type { ProbeResult } from "./runner.js";
 /** Seconds: a local simulator answers in ms, a cold sandbox start takes seconds. */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
+/** Seconds: a wake from a snapshot takes from under a second to a minute (E2B waits up to 60 s). */
+const WAKE_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 30, 60];
+/** Points of the http step's request, timed from sending it. */
+const HTTP_POINTS = { first_byte: "firstByte", total: "total" } as const;
+
 /** Every value of the `reason` label, so each phase's failures exist at 0 before the first one. */
 const FAILURE_REASONS = [
   "http_status",
@@ -25,6 +30,11 @@ const FAILURE_REASONS = [
   "not_resumed",
   "not_auto_paused",
   "not_found",
+  "port_closed",
+  "bad_status",
+  "body_mismatch",
+  "not_auto_resumed",
+  "wake_timeout",
   "file_lost",
   "process_lost",
   "aborted",
@@ -63,6 +73,8 @@ export class ProbeFamilies {
   readonly lastRun: Gauge<string>;
   readonly failures: Counter<string>;
   readonly stepSupported: Gauge<string>;
+  readonly httpSeconds: Gauge<string>;
+  readonly wakeHistogram: Histogram<string> | undefined;
   readonly phaseHistogram: Histogram<string> | undefined;
   readonly streamHistogram: Histogram<string> | undefined;
   readonly runs: Counter<string> | undefined;
@@ -122,7 +134,22 @@ export class ProbeFamilies {
       labelNames: [...id, "step"],
       registers,
     });
+    this.httpSeconds = new Gauge({
+      name: `${ns}_probe_http_duration_seconds`,
+      help: "Seconds from sending the http step's request to a sandbox port to its status line (point first_byte) and its whole body (total), last probe.",
+      labelNames: [...id, "point"],
+      registers,
+    });
     if (o.history === false) return;
+    this.wakeHistogram = new Histogram({
+      name: `${ns}_probe_wake_seconds`,
+      help: "Seconds from sending a request to a paused sandbox's port to its answer (the autoresume step: the request alone wakes it).",
+      labelNames: id,
+      buckets: WAKE_BUCKETS,
+      enableExemplars: true,
+      registers: [],
+    });
+    registry.registerMetric(this.wakeHistogram);
     // prom-client refuses exemplars on a metric of a text-format registry, whose writer would
     // drop them; ours writes them in OpenMetrics only (exposition/openmetrics.ts), so the
     // histograms join the registry by hand and the 0.0.4 text stays as it was.
@@ -220,6 +247,13 @@ export class ProbeMetrics {
       f.streamSeconds.labels({ ...id, point }).set(s);
       observe(f.streamHistogram, { ...id, point }, s, exemplar);
     }
+    for (const [point, key] of Object.entries(HTTP_POINTS)) {
+      const s = result.http?.[key];
+      if (s === undefined) f.httpSeconds.remove({ ...id, point });
+      else f.httpSeconds.labels({ ...id, point }).set(s);
+    }
+    if (result.wakeSeconds !== undefined)
+      observe(f.wakeHistogram, id, result.wakeSeconds, exemplar);
     f.keepalives.labels(id).set(result.stream.keepalives);
     f.runSeconds.labels(id).set(result.durationSeconds);
     f.lastRun.labels(id).set(result.finishedAt / 1000);

@@ -29,6 +29,7 @@ export type ModuleOptions = Pick<
   | "phaseTimeouts"
   | "lifecycleRounds"
   | "autoPauseTimeoutMs"
+  | "http"
   | "labels"
 > & { module: string };
 

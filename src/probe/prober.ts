@@ -6,7 +6,7 @@ import { DEFAULT_PROBE_MODULE } from "../config/probe-schema.js";
 import { type Clock, systemClock } from "../util/clock.js";
 import { deadline } from "../util/duration.js";
 import { ExporterError } from "../util/errors.js";
-import { type Schedule, type ScheduleSpec, startSchedule } from "../util/schedule.js";
+import { type Schedule, type ScheduleSpec, startSchedule, tickInterval } from "../util/schedule.js";
 import { Secrets } from "../util/secrets.js";
 import type { Slots } from "../util/slots.js";
 import { type FailureEntry, FailureLog } from "./failure-log.js";
@@ -15,6 +15,7 @@ import type {
   LifecycleStates,
   ProbeControl,
   ProbeData,
+  ProbeHttpSettings,
   ProbePhase,
   ProbeSettings,
   ProbeStep,
@@ -28,6 +29,8 @@ import type { ProbeTrace } from "./trace.js";
 // Defaults of the options no setting exposes (the others come from the config schema).
 const DEFAULT_STEPS: readonly ProbeStep[] = ["exec", "file"];
 const DEFAULT_LIFECYCLE_ROUNDS = 2;
+/** The first tick after a start-up run comes this much before a whole interval (croner's seconds). */
+const FIRST_TICK_LEAD_MS = 500;
 const SWEEP_EVERY_RUNS = 10;
 /** Minimum ms between two on-demand runs of a module, where no option says otherwise. */
 export const ON_DEMAND_MIN_INTERVAL_MS = 10_000;
@@ -61,6 +64,8 @@ export interface ProberOptions {
   lifecycleRounds?: number;
   /** The autopause step's sandbox timeout, ms (whole seconds); default 15 s. */
   autoPauseTimeoutMs?: number;
+  /** The http and autoresume steps' service and request (config `http`); required by them. */
+  http?: ProbeHttpSettings;
   /** State names that read as running and as paused (config `states`). */
   states?: LifecycleStates;
   /** The sweep shared by every module of the instance; default one of its own. */
@@ -117,6 +122,8 @@ export interface ProbeStatus {
   steps: ProbeStep[];
   instance: string;
   schedule: string | null;
+  /** When the schedule's next tick is due (ISO time); null without a schedule or once stopped. */
+  nextRun: string | null;
   inFlight: boolean;
   runs: number;
   skipped: number;
@@ -201,6 +208,8 @@ export class Prober {
       throw new ProbeConfigError("the lifecycle step needs the file step (it checks the file)");
     if (steps.includes("autopause") && !steps.includes("file"))
       throw new ProbeConfigError("the autopause step needs the file step (it checks the file)");
+    if ((steps.includes("http") || steps.includes("autoresume")) && !o.http)
+      throw new ProbeConfigError("the http and autoresume steps need http settings");
     this.limits = {
       phaseTimeoutMs: o.phaseTimeoutMs,
       totalTimeoutMs,
@@ -215,6 +224,7 @@ export class Prober {
       steps,
       lifecycleRounds: o.lifecycleRounds ?? DEFAULT_LIFECYCLE_ROUNDS,
       ...(o.states ? { states: o.states } : {}),
+      ...(o.http ? { http: o.http } : {}),
       ...(o.autoPauseTimeoutMs !== undefined
         ? { autoPauseTimeoutS: Math.ceil(o.autoPauseTimeoutMs / 1000) }
         : {}),
@@ -248,15 +258,26 @@ export class Prober {
     // A shared sweeper is swept by its owner before the modules start.
     if (!this.o.sweeper) await this.exclusive(() => this.sweeper.sweep());
     if (this.stopped) return;
+    const spec = this.o.schedule ?? undefined;
+    const runNow = this.o.runAtStart !== false;
+    // The start-up run goes first: the schedule's first tick comes an interval after it, not at
+    // the next whole second while it still runs. croner keeps the system's time, not `clock`'s.
+    const firstTickAt =
+      spec && runNow ? systemClock.now() + tickInterval(spec) - FIRST_TICK_LEAD_MS : undefined;
     this.schedule = startSchedule(
-      this.o.schedule ?? undefined,
+      spec,
       async () => {
         await this.runOnce();
       },
       () => this.skip("previous probe still running"),
-      (err) => this.o.logger?.warn({ err }, "probe run failed unexpectedly"),
+      (err) => {
+        // stop() ends a run still waiting for a shared slot: a shutdown, not a failure.
+        if (this.stopped && err instanceof ProbeAbortedError) return;
+        this.o.logger?.warn({ err }, "probe run failed unexpectedly");
+      },
+      firstTickAt === undefined ? {} : { firstTickAt },
     );
-    if (this.o.runAtStart !== false) void this.schedule.trigger();
+    if (runNow) void this.schedule.trigger();
   }
 
   /** Aborts the probe in flight, waits for it to terminate its sandbox, stops the schedule. */
@@ -279,7 +300,8 @@ export class Prober {
       const every = this.o.sweepEveryRuns ?? SWEEP_EVERY_RUNS;
       if (every > 0 && this.runs % every === 0) await this.sweeper.sweep();
       const result = await this.probe(signal, "schedule");
-      this.metrics.record(result, this.settings.steps);
+      // A run stop() cut short says nothing of the platform: not counted as a failure.
+      if (!cutByStop(result, signal)) this.metrics.record(result, this.settings.steps);
       this.last = result;
       return result;
     });
@@ -330,6 +352,7 @@ export class Prober {
       steps: [...this.settings.steps],
       instance: this.instance,
       schedule: this.o.schedule?.text ?? null,
+      nextRun: this.nextRun(),
       inFlight: this.current !== undefined,
       runs: this.runs,
       skipped: this.skipped,
@@ -349,6 +372,11 @@ export class Prober {
         .entries()
         .map((e) => ({ ...e, error: this.secrets.scrub(e.error) })),
     };
+  }
+
+  private nextRun(): string | null {
+    const at = this.stopped ? undefined : this.schedule?.nextTick();
+    return at === undefined ? null : new Date(at).toISOString();
   }
 
   /** Routes to mount on the server: GET /probe (this module only). */
@@ -511,6 +539,8 @@ export class Prober {
       seconds: result.durationSeconds,
     };
     if (result.success) this.o.logger?.debug(log, "probe passed");
+    else if (cutByStop(result, signal))
+      this.o.logger?.info({ ...log, failures: result.failures }, "probe cut short by shutdown");
     else this.o.logger?.warn({ ...log, failures: result.failures }, "probe failed");
     if (result.leftBehind)
       this.o.logger?.warn(
@@ -519,4 +549,13 @@ export class Prober {
       );
     return result;
   }
+}
+
+/** Whether stop() cut `result` short: its signal aborted and nothing but that abort failed. */
+function cutByStop(result: ProbeResult, signal: AbortSignal): boolean {
+  return (
+    signal.reason instanceof ProbeAbortedError &&
+    result.failures.length > 0 &&
+    result.failures.every((f) => f.reason === "aborted")
+  );
 }

@@ -11,14 +11,23 @@ import {
   autoPauseWaitPhase,
   prepareAutoPause,
 } from "./autopause.js";
+import {
+  autoResumeCheckPhase,
+  autoResumePausePhase,
+  autoResumeWakePhase,
+  prepareAutoResume,
+} from "./autoresume.js";
 import { createPhase } from "./create.js";
 import { execPhase } from "./exec.js";
 import { fileReadPhase } from "./file-read.js";
 import { fileWritePhase } from "./file-write.js";
+import { askingForTraffic, httpRequestPhase, httpWaitReadyPhase } from "./http.js";
 import { prepareLifecycle } from "./lifecycle.js";
 import { pausePhase } from "./pause.js";
 import {
   AUTOPAUSE_PHASES,
+  AUTORESUME_PHASES,
+  HTTP_PHASES,
   LIFECYCLE_PHASES,
   type PhaseFn,
   type ProbeControl,
@@ -45,6 +54,11 @@ const PHASE_FNS: Readonly<Record<ProbePhase, PhaseFn>> = {
   autopause_wait: autoPauseWaitPhase,
   autopause_resume: autoPauseResumeAgain,
   autopause_check: stateCheckPhase,
+  http_wait_ready: httpWaitReadyPhase,
+  http_request: httpRequestPhase,
+  autoresume_pause: autoResumePausePhase,
+  autoresume_wake: autoResumeWakePhase,
+  autoresume_check: autoResumeCheckPhase,
   terminate: terminatePhase,
 };
 
@@ -82,6 +96,10 @@ export interface ProbeResult {
   rounds?: PhaseSeconds[];
   /** Configured steps the platform does not support (autopause without auto-pause): not run. */
   unsupported?: ProbeStep[];
+  /** Seconds from sending the http step's request to its status line and to its whole body. */
+  http?: { firstByte: number; total: number };
+  /** Seconds the request that woke the paused sandbox took to be answered (the autoresume step). */
+  wakeSeconds?: number;
   stream: StreamTimings;
   /** Every failed phase: at most one main phase, then possibly terminate. */
   failures: ProbeFailure[];
@@ -138,13 +156,25 @@ export async function runProbe(
   const startedAt = clock.now();
   const t0 = monotonic();
   const autoPause = settings.steps.includes("autopause");
+  const autoResume = settings.steps.includes("autoresume");
+  const restricted = settings.http?.allowPublicTraffic === false;
+  // With the autoresume step, create asks for auto-resume; with a restricted http step, for
+  // traffic that needs the token.
+  const inner =
+    autoResume || restricted
+      ? askingForTraffic(deps.control, { autoResume, allowPublicTraffic: !restricted }, (c) => {
+          run.autoResumeAsked = c.autoResume;
+          if (c.trafficToken !== undefined) run.trafficToken = c.trafficToken;
+        })
+      : deps.control;
   const run: ProbeRun = {
     // With the autopause step, create asks for auto-pause and the step's short timeout.
     control: autoPause
-      ? askingAutoPause(deps.control, autoPauseTimeoutS({ settings }), (yes) => {
+      ? askingAutoPause(inner, autoPauseTimeoutS({ settings }), monotonic, (yes, sentAt) => {
           run.autoPauseAsked = yes;
+          run.autoPauseTimerFrom = sentAt;
         })
-      : deps.control,
+      : inner,
     data: deps.data,
     settings,
     nonce: deps.nonce(),
@@ -159,7 +189,7 @@ export async function runProbe(
   // The wait outlasts the sandbox timeout by one phase limit (the grace) unless set on its own.
   const limitOf = (p: ProbePhase): number =>
     limits.phaseTimeouts?.[p] ??
-    (p === "autopause_wait"
+    (p === "autopause_wait" || (p === "autoresume_pause" && autoPause)
       ? limits.phaseTimeoutMs + autoPauseTimeoutS(run) * 1000
       : limits.phaseTimeoutMs);
 
@@ -201,6 +231,16 @@ export async function runProbe(
       const failed = await bounded(phase, PHASE_FNS[phase]);
       if (failed) return failed;
     }
+    if (settings.steps.includes("http")) {
+      for (const phase of HTTP_PHASES) {
+        const failed = await bounded(phase, PHASE_FNS[phase]);
+        if (failed) return failed;
+      }
+    }
+    if (autoResume) {
+      const failed = await autoResumePhases();
+      if (failed) return failed;
+    }
     if (!settings.steps.includes("lifecycle")) return undefined;
     // Starting the background process is no platform operation worth a duration: its failure is
     // the pause phase's, its time counts only in the total.
@@ -234,11 +274,32 @@ export async function runProbe(
       const times: PhaseSeconds = {};
       rounds.push(times);
       for (const phase of AUTOPAUSE_PHASES) {
+        // With the autoresume step, the last resume keeps the short timeout: its pause is the next.
         const fn =
-          phase === "autopause_resume" && round === last ? autoPauseResumeLast : PHASE_FNS[phase];
+          phase === "autopause_resume" && round === last && !autoResume
+            ? autoPauseResumeLast
+            : PHASE_FNS[phase];
         const failed = await bounded(phase, fn, { round: times });
         if (failed) return failed;
       }
+    }
+    return undefined;
+  }
+
+  /**
+   * The autoresume phases: pause (or the platform's auto-pause), wake by traffic alone, check.
+   * Unsupported (not run, not failed) when create could not ask for auto-resume.
+   */
+  async function autoResumePhases(): Promise<ProbeFailure | undefined> {
+    if (run.autoResumeAsked !== true) {
+      unsupported.push("autoresume");
+      return undefined;
+    }
+    const setup = await bounded("autoresume_pause", prepareAutoResume, { setup: true });
+    if (setup) return setup;
+    for (const phase of AUTORESUME_PHASES) {
+      const failed = await bounded(phase, PHASE_FNS[phase]);
+      if (failed) return failed;
     }
     return undefined;
   }
@@ -255,6 +316,8 @@ export async function runProbe(
       stream: { points: { ...run.stream.points }, keepalives: run.stream.keepalives },
       failures: [...failures],
       ...(unsupported.length > 0 ? { unsupported: [...unsupported] } : {}),
+      ...(run.http ? { http: { ...run.http } } : {}),
+      ...(run.wakeSeconds !== undefined ? { wakeSeconds: run.wakeSeconds } : {}),
       ...(run.sandboxId !== undefined ? { sandboxId: run.sandboxId } : {}),
     };
   }
@@ -293,10 +356,15 @@ export async function runProbe(
       const reason = failureReason(err, phaseSignal);
       // The agent token is a secret from the moment create hands it out; stream text may echo it.
       deps.secrets?.addTransient(run.sandbox?.accessToken);
+      deps.secrets?.addTransient(run.trafficToken);
       const text = describe(phase, reason, err, phaseSignal);
       const message = deps.secrets ? deps.secrets.scrub(text) : text;
       const before =
-        phase === "autopause_wait" ? "before the first wait" : "before the first pause";
+        phase === "autopause_wait"
+          ? "before the first wait"
+          : phase === "autoresume_pause"
+            ? "before the pause"
+            : "before the first pause";
       return { phase, reason, message: o.setup ? `${before}: ${message}` : message };
     } finally {
       deps.secrets?.addTransient(run.sandbox?.accessToken);

@@ -5,6 +5,10 @@ import type { ProbeResult } from "./runner.js";
 
 /** Calls and stream events kept at most; a run that sends more is cut, and says so. */
 const MAX_LINES = 500;
+/** Characters of an HTTP answer's body shown. */
+const SHOWN_BODY_CHARS = 200;
+/** Header names whose values never reach the trace (the traffic token's among them). */
+const SECRET_HEADER = /token|authorization|cookie|secret|key|password|signature/i;
 
 /** Records what one run did, with times relative to its start. */
 export class ProbeTrace {
@@ -49,6 +53,13 @@ export class ProbeTrace {
     for (const [point, s] of Object.entries(result.stream.points))
       out.push(`Stream ${point}: ${(s * 1000).toFixed(1)} ms`);
     out.push(`Keepalives: ${result.stream.keepalives}`);
+    if (result.http)
+      out.push(
+        `HTTP first byte: ${(result.http.firstByte * 1000).toFixed(1)} ms, total: ${(result.http.total * 1000).toFixed(1)} ms`,
+      );
+    if (result.wakeSeconds !== undefined)
+      out.push(`Wake by traffic: ${(result.wakeSeconds * 1000).toFixed(1)} ms`);
+    for (const step of result.unsupported ?? []) out.push(`Unsupported step: ${step}`);
     for (const f of result.failures) out.push(`Failed ${f.phase} (${f.reason}): ${f.message}`);
     if (result.leftBehind) out.push(`Left behind: ${result.leftBehind} (the orphan sweep retries)`);
     if (result.terminatePending)
@@ -79,7 +90,8 @@ export class ProbeTrace {
     this.add(`${what} sent`);
     return value.then(
       (v) => {
-        this.add(`${what} -> ok after ${took()}`);
+        const answer = describeAnswer(v);
+        this.add(`${what} -> ${answer ?? "ok"} after ${took()}`);
         return v;
       },
       (err: unknown) => {
@@ -117,11 +129,50 @@ function describeArgs(args: readonly unknown[]): string {
       if (a === undefined || a === null) return String(a);
       if (a instanceof AbortSignal) return "signal";
       if (Buffer.isBuffer(a)) return `${a.length} bytes`;
+      if (isPortRequest(a)) return describePortRequest(a);
       if (typeof a === "object" && "id" in a)
         return `{id: ${JSON.stringify((a as { id: unknown }).id)}}`;
       return "{...}";
     })
     .join(", ");
+}
+
+interface TracedPortRequest {
+  port: number;
+  path: string;
+  method: string;
+  headers?: Record<string, string>;
+  trafficToken?: string;
+}
+
+function isPortRequest(a: object): a is TracedPortRequest {
+  const r = a as Partial<TracedPortRequest>;
+  return typeof r.port === "number" && typeof r.path === "string" && typeof r.method === "string";
+}
+
+/** An HTTP request to a sandbox port: method, port, path and headers, secret values redacted. */
+function describePortRequest(r: TracedPortRequest): string {
+  const headers: Record<string, string> = { ...r.headers };
+  if (r.trafficToken !== undefined) headers["e2b-traffic-access-token"] = r.trafficToken;
+  return `${r.method} :${r.port}${r.path} ${describeHeaders(headers)}`;
+}
+
+function describeHeaders(h: Readonly<Record<string, string>>): string {
+  const parts = Object.entries(h).map(
+    ([k, v]) => `${k}: ${SECRET_HEADER.test(k) ? "[REDACTED]" : v}`,
+  );
+  return `{${parts.join(", ")}}`;
+}
+
+/** An HTTP answer (status, headers, the head of its body); undefined for any other value. */
+function describeAnswer(v: unknown): string | undefined {
+  const a = v as { status?: unknown; headers?: unknown; body?: unknown } | null;
+  if (typeof a?.status !== "number" || !Buffer.isBuffer(a.body) || typeof a.headers !== "object")
+    return undefined;
+  const text = a.body.toString("utf8").replace(/\s+/g, " ").trim();
+  const shown = text.length > SHOWN_BODY_CHARS ? `${text.slice(0, SHOWN_BODY_CHARS)}...` : text;
+  const headers = describeHeaders(a.headers as Record<string, string>);
+  return `HTTP ${a.status} ${headers} ${a.body.length} bytes ${JSON.stringify(shown)}`;
 }
 
 function describeEvent(item: unknown): string {

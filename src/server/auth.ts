@@ -1,8 +1,12 @@
 // Listener authentication in the manner of Prometheus' exporter-toolkit: bcrypt basic auth with
-// verified credentials remembered, plus the deprecated bearer token.
+// verified credentials remembered, plus the deprecated bearer token. bcrypt is what an
+// unauthenticated caller can make the exporter spend, so its compares run off the event loop, a
+// bounded number at a time, and a remembered answer never waits behind them.
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { IncomingMessage } from "node:http";
-import bcrypt from "bcryptjs";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { type Clock, systemClock } from "../util/clock.js";
+import { LogLimiter, type WarnLogger } from "../util/log-limiter.js";
+import { BcryptPool } from "./bcrypt-pool.js";
 
 /** Accepted credentials; both may be set, either one passes. */
 export interface ServerAuth {
@@ -15,11 +19,33 @@ export interface ServerAuth {
 /** Checks a password against a bcrypt hash. */
 export type PasswordCompare = (password: string, hash: string) => Promise<boolean>;
 
+/** What the gate says of a request: let in, refused (401), or no compare could be had now (503). */
+export type AuthVerdict = "ok" | "unauthorized" | "busy";
+
 /** Paths that stay open so orchestrators can probe liveness without credentials. */
 const OPEN_PATHS = ["/healthz", "/readyz"];
 
 /** Verified credentials remembered at most; the oldest goes first, as a scrape repeats its own. */
 const MAX_VERIFIED = 100;
+/** Refused credentials remembered at most, so the same wrong password is not compared again. */
+const MAX_REFUSED = 1_000;
+/** Threads comparing at once: one keeps a core for the event loop on a small pod. */
+const COMPARE_THREADS = 1;
+/**
+ * Compares waiting at most; one more is refused at once (503). With the running one, 9 compares at
+ * cost 10 (about 70 ms each in bcryptjs) keep a correct login that got a place within a second.
+ */
+const MAX_WAITING_COMPARES = 8;
+/**
+ * Compares one user name may have running or waiting: a flood of guesses at one name leaves places
+ * for the other users' logins. By the name as sent, known or not, so a refusal tells no one which
+ * users exist.
+ */
+const MAX_COMPARES_PER_USER = 3;
+/** One warning line a minute about refused logins, with the count of the others. */
+const WARN_INTERVAL_MS = 60_000;
+/** What a 503 asks the client to wait before it tries again. */
+const RETRY_AFTER_SECONDS = 1;
 
 /**
  * exporter-toolkit's stand-in for an unknown user (bcrypt of "fakepassword", cost 10): comparing
@@ -41,26 +67,182 @@ export function requiresCredentials(auth: ServerAuth | undefined): boolean {
   return auth?.bearerToken !== undefined || auth?.basicUsers !== undefined;
 }
 
+/** Settings of a LoginVerifier; every part has a default. */
+export interface LoginVerifierOptions {
+  /** The compare (tests count and hold the calls); default bcryptjs on worker threads. */
+  compare?: PasswordCompare;
+  /** Compares running at once (default COMPARE_THREADS). */
+  threads?: number;
+  /** Compares waiting at most (default MAX_WAITING_COMPARES). */
+  maxWaiting?: number;
+  /** Compares of one user name running or waiting at most (default MAX_COMPARES_PER_USER). */
+  maxPerUser?: number;
+  /** Where refused logins are warned about, once a minute. */
+  logger?: WarnLogger;
+  clock?: Clock;
+}
+
+/** A credential's remembered answer, with what it was checked against (for a reload). */
+interface Remembered {
+  user: string;
+  hash: string;
+}
+
 /**
- * The listener's gate. A verified basic-auth credential is remembered (keyed by a SHA-256 of user,
- * password and hash, so the password itself is not kept), so a scrape pays bcrypt once; a refusal
- * is never remembered. A new gate is built when the users change.
+ * Checks basic-auth passwords against bcrypt hashes for the listener, across reloads. An answer is
+ * remembered (keyed by a SHA-256 of user, password and hash, so the password itself is not kept):
+ * bcrypt gives the same answer for the same three, so a scrape pays bcrypt once and the same wrong
+ * password is compared once. Compares run `threads` at a time with at most `maxWaiting` waiting,
+ * and `maxPerUser` of one user; past that a login is refused at once rather than queued behind a flood.
  */
+export class LoginVerifier {
+  readonly #compare: PasswordCompare;
+  readonly #pool: BcryptPool | undefined;
+  readonly #threads: number;
+  readonly #maxWaiting: number;
+  readonly #maxPerUser: number;
+  /** Compares running or waiting by user name. */
+  readonly #byUser = new Map<string, number>();
+  readonly #verified = new Map<string, Remembered>();
+  readonly #refused = new Map<string, Remembered>();
+  readonly #pending = new Map<string, Promise<boolean>>();
+  readonly #waiting: Array<() => void> = [];
+  #running = 0;
+  readonly #logger: WarnLogger;
+  readonly #warnings: LogLimiter;
+
+  constructor(o: LoginVerifierOptions = {}) {
+    this.#threads = o.threads ?? COMPARE_THREADS;
+    this.#maxWaiting = o.maxWaiting ?? MAX_WAITING_COMPARES;
+    this.#maxPerUser = o.maxPerUser ?? MAX_COMPARES_PER_USER;
+    if (o.compare) this.#compare = o.compare;
+    else {
+      const pool = new BcryptPool(this.#threads);
+      this.#pool = pool;
+      this.#compare = (password, hash) => pool.compare(password, hash);
+    }
+    this.#logger = o.logger ?? { warn: () => {} };
+    const clock = o.clock ?? systemClock;
+    this.#warnings = new LogLimiter({ intervalMs: WARN_INTERVAL_MS, now: () => clock.now() });
+  }
+
+  /** True, false, or "busy" when no compare can be had now (nothing remembered for it either). */
+  async verify(user: string, password: string, hash: string): Promise<boolean | "busy"> {
+    const key = createHash("sha256")
+      .update(`${user.length}:${user}\u0000${password.length}:${password}\u0000${hash}`)
+      .digest("hex");
+    // A remembered answer first: it never waits behind the compares of others.
+    if (this.#verified.has(key)) {
+      touch(this.#verified, key);
+      return true;
+    }
+    if (this.#refused.has(key)) {
+      touch(this.#refused, key);
+      return false;
+    }
+    // Concurrent requests with the same credential share one compare.
+    let pending = this.#pending.get(key);
+    if (!pending) {
+      const mine = this.#byUser.get(user) ?? 0;
+      const full = this.#running >= this.#threads && this.#waiting.length >= this.#maxWaiting;
+      if (full || mine >= this.#maxPerUser) {
+        this.#warnings.warn(
+          this.#logger,
+          "busy",
+          { running: this.#running, waiting: this.#waiting.length, bound: full ? "all" : "user" },
+          "listener login refused (503): bcrypt compares at their bound (a flood of logins?)",
+        );
+        return "busy";
+      }
+      this.#byUser.set(user, mine + 1);
+      const done = (): void => {
+        const left = (this.#byUser.get(user) ?? 1) - 1;
+        if (left > 0) this.#byUser.set(user, left);
+        else this.#byUser.delete(user);
+      };
+      pending = this.#run(password, hash, done).then(
+        (ok) => {
+          // The stand-in's own password opens nothing: it must not take a verified place.
+          const verified = ok && hash !== UNKNOWN_USER_HASH;
+          remember(verified ? this.#verified : this.#refused, key, { user, hash }, verified);
+          return verified;
+        },
+        () => false,
+      );
+      this.#pending.set(key, pending);
+      const settled = pending;
+      void settled.finally(() => this.#pending.delete(key));
+    }
+    return pending;
+  }
+
+  /** Forgets the answers for users whose hash is no longer `users`' (a reload); the rest stay. */
+  retain(users: Readonly<Record<string, string>> | undefined): void {
+    for (const memory of [this.#verified, this.#refused])
+      for (const [key, r] of memory)
+        if (users?.[r.user] !== r.hash && r.hash !== UNKNOWN_USER_HASH) memory.delete(key);
+  }
+
+  /** Ends the compare threads. */
+  async close(): Promise<void> {
+    await this.#pool?.close();
+  }
+
+  async #run(password: string, hash: string, done: () => void): Promise<boolean> {
+    if (this.#running >= this.#threads)
+      await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    else this.#running++;
+    try {
+      return await this.#compare(password, hash);
+    } finally {
+      done();
+      // The place passes straight to the next waiter; `running` stays the same.
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#running--;
+    }
+  }
+}
+
+/** Moves `key` to the newest end of `memory`. */
+function touch(memory: Map<string, Remembered>, key: string): void {
+  const r = memory.get(key) as Remembered;
+  memory.delete(key);
+  memory.set(key, r);
+}
+
+function remember(
+  memory: Map<string, Remembered>,
+  key: string,
+  r: Remembered,
+  verified: boolean,
+): void {
+  if (memory.size >= (verified ? MAX_VERIFIED : MAX_REFUSED)) {
+    const oldest = memory.keys().next().value;
+    if (oldest !== undefined) memory.delete(oldest);
+  }
+  memory.set(key, r);
+}
+
+/** The listener's gate for one set of credentials; a new gate is built when the users change. */
 export class ListenerAuth {
   readonly #auth: ServerAuth | undefined;
-  readonly #compare: PasswordCompare;
+  readonly #verifier: LoginVerifier;
   readonly #open: Set<string>;
-  readonly #verified = new Set<string>();
-  readonly #pending = new Map<string, Promise<boolean>>();
-  /** bcrypt runs one compare at a time, as exporter-toolkit's mutex does: it is CPU-bound. */
-  #queue: Promise<unknown> = Promise.resolve();
 
   constructor(
     auth: ServerAuth | undefined,
-    options: { compare?: PasswordCompare; openPaths?: readonly string[] } = {},
+    options: {
+      compare?: PasswordCompare;
+      openPaths?: readonly string[];
+      verifier?: LoginVerifier;
+    } = {},
   ) {
     this.#auth = auth;
-    this.#compare = options.compare ?? ((password, hash) => bcrypt.compare(password, hash));
+    this.#verifier =
+      options.verifier ?? new LoginVerifier(options.compare ? { compare: options.compare } : {});
+    // The verifier outlives a reload: what it remembers of users whose hash stayed is kept.
+    this.#verifier.retain(auth?.basicUsers);
     this.#open = new Set([...OPEN_PATHS, ...(options.openPaths ?? [])]);
   }
 
@@ -71,54 +253,42 @@ export class ListenerAuth {
 
   /** True when the request may proceed. */
   async authorize(req: IncomingMessage, path: string): Promise<boolean> {
+    return (await this.check(req, path)) === "ok";
+  }
+
+  /** Whether the request may proceed, is refused, or finds every compare taken. */
+  async check(req: IncomingMessage, path: string): Promise<AuthVerdict> {
     const auth = this.#auth;
-    if (!auth || !requiresCredentials(auth) || this.#open.has(path)) return true;
+    if (!auth || !requiresCredentials(auth) || this.#open.has(path)) return "ok";
     const header = req.headers.authorization ?? "";
     const space = header.indexOf(" ");
     const scheme = header.slice(0, space).toLowerCase();
     const value = header.slice(space + 1).trim();
-    if (scheme === "bearer" && auth.bearerToken) return sameSecret(value, auth.bearerToken);
+    if (scheme === "bearer" && auth.bearerToken)
+      return sameSecret(value, auth.bearerToken) ? "ok" : "unauthorized";
     if (scheme === "basic" && auth.basicUsers) {
       const decoded = Buffer.from(value, "base64").toString("utf8");
       const colon = decoded.indexOf(":");
-      if (colon < 0) return false;
+      if (colon < 0) return "unauthorized";
       const user = decoded.slice(0, colon);
       const known = Object.hasOwn(auth.basicUsers, user);
       const hash = known ? (auth.basicUsers[user] as string) : UNKNOWN_USER_HASH;
-      const ok = await this.#verify(user, decoded.slice(colon + 1), hash);
-      return ok && known;
+      const ok = await this.#verifier.verify(user, decoded.slice(colon + 1), hash);
+      if (ok === "busy") return "busy";
+      return ok && known ? "ok" : "unauthorized";
     }
-    return false;
+    return "unauthorized";
   }
+}
 
-  async #verify(user: string, password: string, hash: string): Promise<boolean> {
-    const key = createHash("sha256")
-      .update(`${user.length}:${user}\u0000${password.length}:${password}\u0000${hash}`)
-      .digest("hex");
-    if (this.#verified.has(key)) return true;
-    // Concurrent scrapes with the same credential share one compare.
-    let pending = this.#pending.get(key);
-    if (!pending) {
-      pending = this.#queue.then(() => this.#compare(password, hash));
-      this.#queue = pending.catch(() => false);
-      this.#pending.set(key, pending);
-    }
-    try {
-      const ok = await pending;
-      if (ok) this.#remember(key);
-      return ok;
-    } catch {
-      return false;
-    } finally {
-      this.#pending.delete(key);
-    }
-  }
-
-  #remember(key: string): void {
-    if (this.#verified.size >= MAX_VERIFIED) {
-      const oldest = this.#verified.values().next().value;
-      if (oldest !== undefined) this.#verified.delete(oldest);
-    }
-    this.#verified.add(key);
-  }
+/** The answer to a request the gate did not let in: 401 asking for basic auth, or 503 to retry. */
+export function refuseLogin(res: ServerResponse, verdict: Exclude<AuthVerdict, "ok">): void {
+  const busy = verdict === "busy";
+  const body = busy ? "too many logins being checked; retry\n" : "unauthorized\n";
+  if (busy) res.setHeader("Retry-After", String(RETRY_AFTER_SECONDS));
+  else res.setHeader("WWW-Authenticate", 'Basic realm="sandbox-exporter", charset="UTF-8"');
+  res.statusCode = busy ? 503 : 401;
+  res.setHeader("Content-Type", "text/plain; charset=utf-8");
+  res.setHeader("Content-Length", Buffer.byteLength(body));
+  res.end(body);
 }

@@ -2,24 +2,29 @@
 // version v1 in e2b-signature-version) is E2B's documented one: SHA-256 of the signing secret
 // followed by the raw body, base64url without padding (e2b-dev/docs lifecycle-events-webhooks.mdx).
 // It is checked over the raw bytes before anything is parsed; each event goes to the shared sink,
-// which de-duplicates on the event id with the events collector.
+// which de-duplicates on the event id with the events collector. Anyone who reaches the route can
+// post to it, so the deliveries in flight are bounded in number and bytes as a whole (503 past
+// either, at once), and each kind of refusal is logged at most once a minute.
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { Counter, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
 import type { LifecycleEvent, LifecycleEventSink } from "../platform/events.js";
+import type { Clock } from "../util/clock.js";
 import { deadline } from "../util/duration.js";
+import { InflightBudget, type InflightTicket } from "../util/inflight-budget.js";
+import { LogLimiter } from "../util/log-limiter.js";
 import { type RouteHandler, send } from "./server.js";
 
 /** The path E2B is registered to deliver to. */
 export const E2B_WEBHOOK_PATH = "/webhooks/e2b";
-/** Largest delivery read by default; one event is well under 4 KiB. */
-export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
 /** The signature versions E2B's docs define ("currently always v1"). */
 const SIGNATURE_VERSIONS: ReadonlySet<string> = new Set(["v1"]);
-/** Longest a delivery's body may take to arrive by default: one event is a few KiB. */
-export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
 /** Longest header value (delivery and webhook ids) that goes into a log line. */
 const MAX_LOGGED_ID_CHARS = 128;
+/** One warning line per reason in this interval, whatever a caller sends; the rest are counted. */
+const WARN_INTERVAL_MS = 60_000;
+/** What a 503 asks E2B to wait before it delivers again: deliveries in flight end in milliseconds. */
+const RETRY_AFTER_SECONDS = 1;
 
 /** Every `result` of the deliveries counter, exported at 0 from the start. */
 export const DELIVERY_RESULTS = [
@@ -30,8 +35,23 @@ export const DELIVERY_RESULTS = [
   "too_large",
   "timeout",
   "method",
+  "busy",
+  "stale",
+  "unauthorized_listener",
 ] as const;
 export type DeliveryResult = (typeof DELIVERY_RESULTS)[number];
+
+/** What one delivery and all of them together may hold (the webhooks settings). */
+export interface WebhookLimits {
+  /** Largest delivery body read; past it 413. */
+  maxBodyBytes: number;
+  /** Longest a delivery's body may take to arrive: a sender trickling bytes is cut off (408). */
+  bodyTimeoutMs: number;
+  /** Deliveries read at once; one more is answered 503 at once. */
+  maxInFlight: number;
+  /** Body bytes all deliveries in flight hold together; past it 503 at once. */
+  maxInFlightBytes: number;
+}
 
 /** What the receiver needs; everything is injected. */
 export interface E2bWebhookOptions {
@@ -40,9 +60,15 @@ export interface E2bWebhookOptions {
   sink: LifecycleEventSink;
   /** One raw event to a LifecycleEvent; throws an error naming the field when it cannot. */
   parse: (raw: unknown) => LifecycleEvent;
-  maxBodyBytes?: number;
-  /** Longest the body may take to arrive (default 10 s): a sender trickling bytes is cut off. */
-  bodyTimeoutMs?: number;
+  limits: WebhookLimits;
+  /** The budget of the deliveries in flight (tests look at it); default one of `limits`. */
+  budget?: InflightBudget;
+  /**
+   * The sink's horizon (epoch ms): an event older than it may have been counted already and its id
+   * forgotten since, so it is refused as a replay. Absent: every time is taken.
+   */
+  horizon?: () => number;
+  clock: Clock;
   registry: Registry;
   namespace: string;
   logger: { warn(obj: object, msg: string): void; debug(obj: object, msg: string): void };
@@ -50,14 +76,21 @@ export interface E2bWebhookOptions {
   secrets?: { scrub(text: string): string };
 }
 
+/** The route, and the count of the deliveries the listener's auth refused before they reached it. */
+export type E2bWebhookRoute = RouteHandler & { refusedByListener(): void };
+
 /** The RouteHandler for POST /webhooks/e2b. Answers as soon as the events are in the sink. */
-export function e2bWebhookRoute(o: E2bWebhookOptions): RouteHandler {
-  const max = o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const bodyTimeoutMs = o.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
+export function e2bWebhookRoute(o: E2bWebhookOptions): E2bWebhookRoute {
+  const { limits } = o;
+  const budget = o.budget ?? new InflightBudget(limits.maxInFlight, limits.maxInFlightBytes);
   const scrub = (t: string): string => (o.secrets ? o.secrets.scrub(t) : t);
+  // Every refusal an unsigned caller can cause is one line per reason and minute, with a count.
+  const warnings = new LogLimiter({ intervalMs: WARN_INTERVAL_MS, now: () => o.clock.now() });
+  const warn = (reason: DeliveryResult | "dropped", obj: object, msg: string): void =>
+    warnings.warn(o.logger, reason, obj, msg);
   const deliveries = new Counter({
     name: `${o.namespace}_webhook_deliveries_total`,
-    help: `E2B lifecycle webhook deliveries to POST ${E2B_WEBHOOK_PATH}, by result (accepted, duplicate, bad_signature, bad_body, too_large, timeout, method).`,
+    help: `E2B lifecycle webhook deliveries to POST ${E2B_WEBHOOK_PATH}, by result (${DELIVERY_RESULTS.join(", ")}).`,
     labelNames: ["result"],
     registers: [o.registry],
   });
@@ -67,70 +100,135 @@ export function e2bWebhookRoute(o: E2bWebhookOptions): RouteHandler {
     help: `Events of a list delivered to POST ${E2B_WEBHOOK_PATH} that were not lifecycle events: left out, the rest of the list taken.`,
     registers: [o.registry],
   });
-  // A wrong secret fails every delivery: warned once, then quiet until a delivery verifies again.
-  let warnedBadSignature = false;
+  new Gauge({
+    name: `${o.namespace}_webhook_inflight_bytes`,
+    help: `Body bytes held by the deliveries to POST ${E2B_WEBHOOK_PATH} being read (a declared length counts on arrival); at most webhooks.maxInFlightBytes.`,
+    registers: [o.registry],
+    collect() {
+      this.set(budget.bytes);
+    },
+  });
+  new Gauge({
+    name: `${o.namespace}_webhook_inflight_deliveries`,
+    help: `Deliveries to POST ${E2B_WEBHOOK_PATH} being read now; at most webhooks.maxInFlight.`,
+    registers: [o.registry],
+    collect() {
+      this.set(budget.count);
+    },
+  });
 
-  return async (req, _url, res) => {
+  const busy = (req: IncomingMessage, res: ServerResponse, ids: object, bound: string): void => {
+    deliveries.labels("busy").inc();
+    warn(
+      "busy",
+      { ...ids, bound, inFlight: budget.count, inFlightBytes: budget.bytes },
+      `E2B webhook delivery refused (503): ${bound} in flight at the bound`,
+    );
+    res.setHeader("Retry-After", String(RETRY_AFTER_SECONDS));
+    refuse(req, res, 503, `too many deliveries in flight (${bound}); retry\n`);
+  };
+
+  const handler: RouteHandler = async (req, _url, res) => {
     if (req.method !== "POST") {
       deliveries.labels("method").inc();
       res.setHeader("Allow", "POST");
       return send(res, 405, "text/plain; charset=utf-8", "method not allowed\n");
     }
     const ids = deliveryIds(req);
-    const body = await readCapped(req, max, bodyTimeoutMs);
-    // The sender went away mid-body: nobody is left to answer.
-    if (body === "aborted") return;
-    if (body === "too_large") {
-      deliveries.labels("too_large").inc();
-      o.logger.warn({ ...ids, maxBodyBytes: max }, "E2B webhook delivery refused: body too large");
-      return refuse(req, res, 413, `body larger than ${max} bytes\n`);
+    const ticket = budget.enter();
+    if (!ticket) return busy(req, res, ids, "deliveries");
+    try {
+      const body = await readCapped(req, limits, ticket);
+      // The sender went away mid-body: nobody is left to answer.
+      if (body === "aborted") return;
+      if (body === "busy") return busy(req, res, ids, "bytes");
+      if (body === "too_large") {
+        deliveries.labels("too_large").inc();
+        const { maxBodyBytes } = limits;
+        warn("too_large", { ...ids, maxBodyBytes }, "E2B webhook delivery refused: body too large");
+        return refuse(req, res, 413, `body larger than ${maxBodyBytes} bytes\n`);
+      }
+      if (body === "timeout") {
+        deliveries.labels("timeout").inc();
+        const { bodyTimeoutMs } = limits;
+        warn("timeout", { ...ids, bodyTimeoutMs }, "E2B webhook delivery refused: body too slow");
+        return refuse(req, res, 408, `body not received within ${bodyTimeoutMs} ms\n`);
+      }
+      if (!verified(o.secret(), body, req)) {
+        deliveries.labels("bad_signature").inc();
+        warn(
+          "bad_signature",
+          ids,
+          "E2B webhook delivery refused: missing or wrong e2b-signature (check the signing secret file)",
+        );
+        return send(res, 401, "text/plain; charset=utf-8", "bad signature\n");
+      }
+      return take(body, ids, res);
+    } finally {
+      ticket.release();
     }
-    if (body === "timeout") {
-      deliveries.labels("timeout").inc();
-      o.logger.warn({ ...ids, bodyTimeoutMs }, "E2B webhook delivery refused: body too slow");
-      return refuse(req, res, 408, `body not received within ${bodyTimeoutMs} ms\n`);
-    }
-    if (!verified(o.secret(), body, req)) {
-      deliveries.labels("bad_signature").inc();
-      const log = warnedBadSignature ? o.logger.debug : o.logger.warn;
-      log.call(
-        o.logger,
-        ids,
-        "E2B webhook delivery refused: missing or wrong e2b-signature (check the signing secret file)",
-      );
-      warnedBadSignature = true;
-      return send(res, 401, "text/plain; charset=utf-8", "bad signature\n");
-    }
-    warnedBadSignature = false;
+  };
+
+  /** A verified body: its events into the sink, except the ones older than the sink's horizon. */
+  const take = (body: Buffer, ids: object, res: ServerResponse): void => {
     const parsed = parseDelivery(body, o.parse);
     if (typeof parsed === "string") {
       deliveries.labels("bad_body").inc();
       const problem = scrub(parsed);
-      o.logger.warn({ ...ids, problem }, "E2B webhook delivery refused: not a lifecycle event");
-      return send(res, 400, "text/plain; charset=utf-8", `bad event: ${problem}\n`);
+      warn("bad_body", { ...ids, problem }, "E2B webhook delivery refused: not a lifecycle event");
+      send(res, 400, "text/plain; charset=utf-8", `bad event: ${problem}\n`);
+      return;
     }
-    const { events, problems } = parsed;
+    const { problems } = parsed;
     if (problems.length > 0) {
       // One bad event of a list costs only itself: the others are taken, the answer says which.
       dropped.inc(problems.length);
-      o.logger.warn(
+      warn(
+        "dropped",
         { ...ids, problems: problems.slice(0, 5).map(scrub), dropped: problems.length },
         "E2B webhook delivery: events that are not lifecycle events left out",
       );
+    }
+    // A signed delivery replayed after its id was forgotten would count again: older ones are refused.
+    const horizon = o.horizon?.() ?? Number.NEGATIVE_INFINITY;
+    const events = parsed.events.filter((e) => e.timestamp >= horizon);
+    const stale = parsed.events.length - events.length;
+    if (events.length === 0) {
+      deliveries.labels("stale").inc();
+      const since = new Date(horizon).toISOString();
+      warn(
+        "stale",
+        { ...ids, horizon: since },
+        "E2B webhook delivery refused: its events are older than the event ids remembered (a replay)",
+      );
+      send(res, 422, "text/plain; charset=utf-8", `events older than ${since}\n`);
+      return;
     }
     let accepted = 0;
     for (const e of events) if (o.sink.accept(e, "webhook")) accepted++;
     const duplicates = events.length - accepted;
     deliveries.labels(accepted > 0 ? "accepted" : "duplicate").inc();
-    o.logger.debug({ ...ids, accepted, duplicates }, "E2B webhook delivery");
+    o.logger.debug({ ...ids, accepted, duplicates, stale }, "E2B webhook delivery");
     // A duplicate is a success too: E2B retries what it does not see answered 2xx.
     const answer = {
       accepted,
       duplicates,
+      ...(stale > 0 ? { stale } : {}),
       ...(problems.length > 0 ? { dropped: problems.length, problems: problems.map(scrub) } : {}),
     };
-    return send(res, 200, "application/json", `${JSON.stringify(answer)}\n`);
+    send(res, 200, "application/json", `${JSON.stringify(answer)}\n`);
   };
+
+  return Object.assign(handler, {
+    refusedByListener(): void {
+      deliveries.labels("unauthorized_listener").inc();
+      warn(
+        "unauthorized_listener",
+        {},
+        "E2B webhook delivery refused by the listener's auth (401): E2B sends no listener credentials; set webhooks.e2bAuthExempt",
+      );
+    },
+  });
 }
 
 /** E2B's signature of `body` under `secret`: base64url SHA-256 of secret then body, no padding. */
@@ -181,26 +279,34 @@ function parseDelivery(
 }
 
 /**
- * The whole body, or "too_large" as soon as it is longer than `max` (a declared Content-Length is
- * believed first; reading stops there, nothing more is buffered), "timeout" when it has not all
- * arrived within `timeoutMs`, or "aborted" when the connection broke first.
+ * The whole body, or "too_large" as soon as it is longer than `maxBodyBytes` (a declared
+ * Content-Length is believed first; reading stops there), "busy" when its bytes would take the
+ * deliveries in flight past their bound (a declared length is counted before any byte is read),
+ * "timeout" when it has not all arrived within `bodyTimeoutMs`, or "aborted" when the connection
+ * broke first. Whatever it refuses, it keeps no chunk.
  */
 function readCapped(
   req: IncomingMessage,
-  max: number,
-  timeoutMs: number,
-): Promise<Buffer | "too_large" | "timeout" | "aborted"> {
+  limits: WebhookLimits,
+  ticket: InflightTicket,
+): Promise<Buffer | "too_large" | "busy" | "timeout" | "aborted"> {
+  const max = limits.maxBodyBytes;
   const declared = Number(req.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > max) return Promise.resolve("too_large");
+  const known = req.headers["content-length"] !== undefined && Number.isFinite(declared);
+  if (known && declared > max) return Promise.resolve("too_large");
+  if (known && !ticket.take(declared)) return Promise.resolve("busy");
+  let reserved = known ? declared : 0;
   return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
+    let chunks: Buffer[] = [];
     let size = 0;
-    const limit = deadline(timeoutMs);
-    const onTimeout = (): void => {
+    const limit = deadline(limits.bodyTimeoutMs);
+    const stop = (outcome: "too_large" | "busy" | "timeout"): void => {
       done();
+      chunks = [];
       req.pause();
-      resolve("timeout");
+      resolve(outcome);
     };
+    const onTimeout = (): void => stop("timeout");
     limit.signal.addEventListener("abort", onTimeout, { once: true });
     const done = (): void => {
       limit.clear();
@@ -208,16 +314,15 @@ function readCapped(
       req.off("data", onData);
       req.off("end", onEnd);
       req.off("error", onError);
+      req.off("close", onClose);
     };
     const onData = (chunk: Buffer): void => {
       size += chunk.byteLength;
-      if (size > max) {
-        done();
-        req.pause();
-        resolve("too_large");
-        return;
-      }
-      chunks.push(chunk);
+      if (size > max) stop("too_large");
+      else if (size <= reserved || ticket.take(size - reserved)) {
+        reserved = Math.max(reserved, size);
+        chunks.push(chunk);
+      } else stop("busy");
     };
     const onEnd = (): void => {
       done();
@@ -225,15 +330,21 @@ function readCapped(
     };
     const onError = (): void => {
       done();
+      chunks = [];
       resolve("aborted");
+    };
+    // A connection closed before the end: the same as an error.
+    const onClose = (): void => {
+      if (!req.complete) onError();
     };
     req.on("data", onData);
     req.on("end", onEnd);
     req.on("error", onError);
+    req.on("close", onClose);
   });
 }
 
-/** 413 or 408, then the connection is closed: the rest of the body is never read. */
+/** 413, 408 or 503, then the connection is closed: the rest of the body is never read. */
 function refuse(req: IncomingMessage, res: ServerResponse, status: number, text: string): void {
   res.setHeader("Connection", "close");
   res.once("finish", () => req.socket.destroySoon());

@@ -7,7 +7,13 @@ import {
 import { createServer as createHttpsServer, Server as HttpsServer } from "node:https";
 import { type AddressInfo, isIPv4 } from "node:net";
 import type { TLSSocket } from "node:tls";
-import { ListenerAuth, type PasswordCompare, type ServerAuth } from "./auth.js";
+import {
+  ListenerAuth,
+  LoginVerifier,
+  type PasswordCompare,
+  refuseLogin,
+  type ServerAuth,
+} from "./auth.js";
 import { indexPage } from "./index-page.js";
 import {
   clientCertRefusal,
@@ -41,6 +47,8 @@ export interface ServerDeps {
   /** Serve POST /-/reload (Prometheus' --web.enable-lifecycle); otherwise it answers 403. */
   enableLifecycle?: boolean;
   routes?: Record<string, RouteHandler>;
+  /** The landing page's link to an extra route when its bare path is no page (/probe needs ?module=). */
+  links?: Record<string, string>;
   /** Deprecated listener settings (server.bearerTokenFile, server.basicAuthUsers). */
   auth?: ServerAuth;
   /** Deprecated listener settings (server.tlsCertFile, server.tlsKeyFile). */
@@ -51,6 +59,8 @@ export interface ServerDeps {
   openPaths?: readonly string[];
   /** Checks a basic-auth password against its bcrypt hash (tests count the calls); default bcryptjs. */
   passwordCompare?: PasswordCompare;
+  /** Told of every request the listener's auth refused (401), by path (the webhook counts its own). */
+  onUnauthorized?(path: string): void;
   logger: { warn(obj: object, msg: string): void };
 }
 
@@ -96,12 +106,14 @@ export async function startServer(listen: string, deps: ServerDeps): Promise<Run
       "",
       "replaces the deprecated auth and TLS: not both",
     );
+  // One verifier for the server's life: its bcrypt threads, and the logins it remembers across reloads.
+  const verifier = new LoginVerifier({
+    ...(deps.passwordCompare ? { compare: deps.passwordCompare } : {}),
+    logger: deps.logger,
+  });
   const securityOf = (web: WebConfig | undefined): ListenerSecurity => {
     const users = web && Object.keys(web.users).length > 0 ? { basicUsers: web.users } : undefined;
-    const options = {
-      ...(deps.passwordCompare ? { compare: deps.passwordCompare } : {}),
-      ...(deps.openPaths ? { openPaths: deps.openPaths } : {}),
-    };
+    const options = { verifier, ...(deps.openPaths ? { openPaths: deps.openPaths } : {}) };
     return {
       auth: new ListenerAuth(web ? users : deps.auth, options),
       headers: web?.headers ?? {},
@@ -165,7 +177,7 @@ export async function startServer(listen: string, deps: ServerDeps): Promise<Run
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
-      }),
+      }).then(() => verifier.close()),
   };
 }
 
@@ -178,10 +190,10 @@ async function handle(
   const url = new URL(req.url ?? "/", "http://exporter");
   const path = url.pathname;
   for (const [name, value] of Object.entries(security.headers)) res.setHeader(name, value);
-  if (!(await security.auth.authorize(req, path))) {
-    res.setHeader("WWW-Authenticate", 'Basic realm="sandbox-exporter", charset="UTF-8"');
-    send(res, 401, "text/plain; charset=utf-8", "unauthorized\n");
-    return;
+  const verdict = await security.auth.check(req, path);
+  if (verdict !== "ok") {
+    if (verdict === "unauthorized") deps.onUnauthorized?.(path);
+    return refuseLogin(res, verdict);
   }
   const extra = deps.routes?.[path];
   if (extra) return extra(req, url, res);
@@ -206,7 +218,7 @@ async function handle(
     case "/readyz":
       return deps.ready()
         ? send(res, 200, "text/plain; charset=utf-8", "ready\n")
-        : send(res, 503, "text/plain; charset=utf-8", "no poll cycle has completed yet\n");
+        : send(res, 503, "text/plain; charset=utf-8", "no good data yet\n");
     case "/status":
       return send(res, 200, "application/json", `${JSON.stringify(deps.status(), null, 2)}\n`);
     case "/-/reload": {
@@ -220,7 +232,12 @@ async function handle(
         : send(res, 500, "text/plain; charset=utf-8", `reload failed: ${result.error ?? ""}\n`);
     }
     case "/":
-      return send(res, 200, "text/html; charset=utf-8", indexPage(Object.keys(deps.routes ?? {})));
+      return send(
+        res,
+        200,
+        "text/html; charset=utf-8",
+        indexPage(Object.keys(deps.routes ?? {}), deps.links),
+      );
     default:
       return send(res, 404, "text/plain; charset=utf-8", "not found\n");
   }

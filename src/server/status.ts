@@ -1,5 +1,6 @@
 // The /status JSON document: what the last cycle did, per collector, and how old the data is.
 import { collectorStatuses, type Snapshot, staleAt } from "../collect/snapshot.js";
+import { hasGoodData } from "./readiness.js";
 
 /** Builds the /status body from the latest snapshot; `sections` carries optional parts (probe, policy). */
 export function statusReport(
@@ -24,7 +25,7 @@ export function statusReport(
     };
   }
   return {
-    ready: true,
+    ready: hasGoodData(snapshot),
     cycle: snapshot.cycle,
     cycleStarted: new Date(snapshot.startedAt).toISOString(),
     cycleDurationSeconds: (snapshot.finishedAt - snapshot.startedAt) / 1000,

@@ -9,6 +9,7 @@ import { readFile, writeFile } from "./files-routes.js";
 import { createSimServer, sendError, sendJson, sendMalformed } from "./http-io.js";
 import type { SimSandbox } from "./model.js";
 import { startProcess } from "./process-stream.js";
+import { ENVD_PORT, servePort } from "./sandbox-ports.js";
 import { resumePaused } from "./sandbox-routes.js";
 
 type DataHandler = (
@@ -118,6 +119,8 @@ async function dispatch(ctx: SimContext, req: IncomingMessage, res: ServerRespon
   if ("refused" in target) return sendProxyText(res, 400, target.refused);
   const sandbox = ctx.state.sandbox(target.sandboxId);
   if (!sandbox) return sendSandboxNotFound(res, target.sandboxId);
+  // Any other port is a service's, which the proxy serves on its own terms.
+  if (target.port !== ENVD_PORT) return servePort(ctx, sandbox, target.port, req, res, url);
   // A paused sandbox is resumed by traffic only when it was created with autoResume; otherwise
   // E2B's proxy finds it in no node's catalog and answers "not found".
   if (

@@ -69,6 +69,14 @@ export interface LifecycleFaults {
   filesFromFirstPauseFromResume?: number;
   /** Each resume (E2B: connect of a paused sandbox) issues a new agent access token. */
   rotateTokenOnResume?: boolean;
+  /**
+   * For this long after a pause (simulator clock), traffic to a sandbox created with auto-resume
+   * gets the proxy's 502 "not found" instead of waking it: traffic routed to a sandbox still
+   * pausing, before infra#2196. `loseProcessesOnResume` also ends the services a wake should keep.
+   */
+  autoResumeNotFoundForMs?: number;
+  /** A wake by traffic holds the request this long (simulator timers) before resuming the sandbox. */
+  wakeDelayMs?: number;
 }
 
 /** What the dispatcher must do to one request because of faults. */

@@ -3,6 +3,7 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { clusterRoutes } from "./cluster-routes.js";
 import type { ApiHandler, SimContext } from "./context.js";
+import { COST_TRUTH_PATH, serveCostTruth } from "./cost-truth.js";
 import { E2B_ADMIN_ROUTES, E2B_OPEN_ROUTES, e2bRoutes } from "./e2b-routes.js";
 import { expireSandboxes } from "./expiry.js";
 import { createSimServer, hasApiKey, sendError, sendMalformed } from "./http-io.js";
@@ -50,6 +51,9 @@ function refusal(ctx: SimContext, req: IncomingMessage, key: string): [number, s
 async function dispatch(ctx: SimContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", "http://simulator");
   const method = req.method ?? "GET";
+  // Test-only, in both flavors: no fault, count or expiry touches the truth's read.
+  if (method === "GET" && url.pathname === COST_TRUTH_PATH)
+    return serveCostTruth(ctx.state, res, url);
   const match = route(ctx, method, url.pathname);
   ctx.counters.hit(match.key);
   expireSandboxes(ctx);

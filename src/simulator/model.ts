@@ -46,6 +46,8 @@ export interface SimProcess {
   startedAt: number;
   /** When it exits by itself (a background `sleep`), epoch ms; undefined: never. */
   endsAt?: number;
+  /** The HTTP service it runs (`python -m http.server`): its port and the directory it serves. */
+  serves?: { port: number; dir: string };
 }
 
 /** A state a read keeps reporting after the real one changed, until `until` (epoch ms). */
@@ -87,6 +89,10 @@ export class SimSandbox {
   cpuPct: number | undefined;
   /** Created with E2B's `autoPause: true`: paused, not killed, when its time to live ends. */
   autoPause = false;
+  /** Created with `network.allowPublicTraffic: false`: its ports want this in e2b-traffic-access-token. */
+  trafficToken: string | undefined = undefined;
+  /** When the pause route last paused it, epoch ms (simulator clock). */
+  pausedAt: number | undefined = undefined;
   /**
    * Stamps file writes into `fileWrittenAt` (an auto-pause knob loses recent ones); the create
    * routes set the simulator's. Set before the first file is written.

@@ -26,11 +26,13 @@ const CreateBody = z.object({
   lifecycle: z
     .object({ onTimeout: z.union([OnTimeout, z.object({ action: OnTimeout })]).optional() })
     .optional(),
-});
-/** E2B's NewSandboxV2: always secured; autoResume lets traffic resume the sandbox once paused. */
-const CreateV2Body = CreateBody.extend({
+  /** E2B's SandboxAutoResumeConfig (NewSandbox and NewSandboxV2): traffic resumes it once paused. */
   autoResume: z.object({ enabled: z.boolean() }).optional(),
+  /** E2B's SandboxNetworkConfig: allowPublicTraffic false asks for the traffic token. */
+  network: z.object({ allowPublicTraffic: z.boolean().optional() }).passthrough().optional(),
 });
+/** E2B's NewSandboxV2: always secured. */
+const CreateV2Body = CreateBody;
 const ResumeBody = z.object({ timeout: z.number().int().min(0).optional() }).passthrough();
 /** E2B's ConnectSandbox: the timeout is required. */
 const ConnectBody = z.object({ timeout: z.number().int().min(0) }).passthrough();
@@ -97,6 +99,7 @@ const pauseSandbox: ApiHandler = (ctx, _req, res, [id]) => {
   if (knobs.notFoundAfterPause) ctx.state.removeSandbox(s.sandboxID, "unknown");
   else if (!knobs.stayRunningAfterPause) {
     changeState(ctx, s, "paused", knobs.pauseDelayMs);
+    s.pausedAt = ctx.clock.now();
     s.firstPauseFiles ??= new Map(s.files);
     ctx.state.lifecycle("paused", s);
   }
@@ -155,6 +158,8 @@ interface CreateRequest {
   autoResume: boolean;
   /** Paused, not killed, at the timeout (E2B mode only: this platform's create has no such field). */
   autoPause?: boolean;
+  /** network.allowPublicTraffic false: its service ports want the traffic token (E2B mode only). */
+  restricted?: boolean;
 }
 
 /** Whether a create body asks for auto-pause, in either spelling. */
@@ -188,11 +193,16 @@ function create(
   }
   const sandbox = ctx.state.addSandbox(createInit(ctx, template.templateID, body));
   sandbox.autoPause = ctx.flavor === "e2b" && body.autoPause === true;
+  sandbox.autoResume = ctx.flavor === "e2b" && body.autoResume;
+  if (ctx.flavor === "e2b" && body.restricted) sandbox.trafficToken = ctx.createRng.chars(32);
   sandbox.fileClock = ctx.clock;
   template.spawnCount++;
   const node = ctx.state.node(sandbox.nodeID);
   if (node) node.createSuccesses++;
-  sendJson(res, 201, renderNewSandbox(sandbox, ctx.domain));
+  sendJson(res, 201, {
+    ...renderNewSandbox(sandbox, ctx.domain),
+    ...(sandbox.trafficToken !== undefined ? { trafficAccessToken: sandbox.trafficToken } : {}),
+  });
 }
 
 /** E2B's 429 text at its concurrency limit (api/internal/orchestrator/create_instance.go). */
@@ -208,7 +218,9 @@ const createSandbox: ApiHandler = async (ctx, req, res) => {
   const { templateID, metadata } = body;
   const timeoutS = body.timeout ?? DEFAULT_TIMEOUT_S;
   const autoPause = asksAutoPause(body);
-  create(ctx, res, { templateID, timeoutS, metadata, autoResume: false, autoPause }, false);
+  const autoResume = body.autoResume?.enabled === true;
+  const restricted = body.network?.allowPublicTraffic === false;
+  create(ctx, res, { templateID, timeoutS, metadata, autoResume, autoPause, restricted }, false);
 };
 
 /** E2B's POST /v2/sandboxes (what its SDK 2.51 creates with): secured, 300 s by default. */
@@ -221,7 +233,8 @@ const createSandboxV2: ApiHandler = async (ctx, req, res) => {
   const timeoutS = body.timeout ?? DEFAULT_TIMEOUT_V2_S;
   const autoResume = body.autoResume?.enabled === true;
   const autoPause = asksAutoPause(body);
-  create(ctx, res, { templateID, timeoutS, metadata, autoResume, autoPause }, true);
+  const restricted = body.network?.allowPublicTraffic === false;
+  create(ctx, res, { templateID, timeoutS, metadata, autoResume, autoPause, restricted }, true);
 };
 
 /**

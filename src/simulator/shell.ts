@@ -1,5 +1,6 @@
-// A tiny bash stand-in: echo, cat, sleep, kill, exit, true, false, pwd, background jobs (`&`, `$!`),
-// and redirections into the sandbox's in-memory files. A generator, so sleeps pause the caller and
+// A tiny bash stand-in: echo, cat, sleep, kill, exit, true, false, pwd, `python -m http.server`
+// (a service on a sandbox port), background jobs (`&`, `$!`), and redirections into the
+// sandbox's in-memory files. A generator, so sleeps pause the caller and
 // side effects stay in order.
 import { posix } from "node:path";
 import type { SimProcess } from "./model.js";
@@ -44,6 +45,46 @@ interface Result {
 }
 
 const ok = (stdout = ""): Result => ({ code: 0, stdout, stderr: "" });
+/** How long a foreground service holds its run's stream: longer than any test or sandbox lives. */
+const SERVE_HOLD_MS = 24 * 3_600_000;
+const PYTHONS = new Set(["python", "python3", "/usr/bin/python3", "/usr/local/bin/python3"]);
+
+/**
+ * `python[3] -m http.server [PORT] [--directory|-d DIR] [--bind|-b ADDR]`: the port (default 8000)
+ * and the directory it serves (default the cwd); undefined for any other command.
+ */
+export function httpServerOf(
+  argv: readonly string[],
+  cwd: string,
+): { port: number; dir: string } | undefined {
+  if (!PYTHONS.has(argv[0] ?? "") || argv[1] !== "-m" || argv[2] !== "http.server")
+    return undefined;
+  let port = 8000;
+  let dir = cwd;
+  for (let i = 3; i < argv.length; i++) {
+    const a = argv[i] as string;
+    if (a === "--directory" || a === "-d") dir = posix.resolve(cwd, argv[++i] ?? ".");
+    else if (a.startsWith("--directory=")) dir = posix.resolve(cwd, a.slice(12));
+    else if (a === "--bind" || a === "-b") i++;
+    else if (/^\d+$/.test(a)) port = Number(a);
+  }
+  return { port, dir };
+}
+
+/** Starts a service as a process of the table; stderr is Python's when the port is taken. */
+function startServer(
+  server: { port: number; dir: string },
+  argv: readonly string[],
+  jobs: ShellJobs,
+): { pid: number } | { stderr: string } {
+  const now = jobs.now();
+  for (const p of jobs.table.values())
+    if (p.serves?.port === server.port && (p.endsAt === undefined || now < p.endsAt))
+      return { stderr: "OSError: [Errno 98] Address already in use\n" };
+  const pid = jobs.nextPid();
+  jobs.table.set(pid, { pid, command: argv.join(" "), startedAt: now, serves: server });
+  return { pid };
+}
 const fail = (code: number, stderr: string): Result => ({ code, stdout: "", stderr });
 
 /** A `sleep` operand in ms, or undefined when it is not a valid interval. */
@@ -160,13 +201,21 @@ function route(sh: ShellEnv, sink: Sink, data: Buffer): ShellOp | undefined {
 function startJob(
   cmd: ShellCommand,
   jobs: ShellJobs,
+  cwd: string,
 ): { pid: number; running: boolean; holdMs: number } {
+  const holds = "fd" in cmd.stdout || "fd" in cmd.stderr;
+  const server = httpServerOf(cmd.argv, cwd);
+  if (server) {
+    const started = startServer(server, cmd.argv, jobs);
+    // A service that could not bind exits at once; its job is still a pid.
+    if (!("pid" in started)) return { pid: jobs.nextPid(), running: false, holdMs: 0 };
+    return { pid: started.pid, running: true, holdMs: holds ? SERVE_HOLD_MS : 0 };
+  }
   const pid = jobs.nextPid();
   const ms = cmd.argv[0] === "sleep" ? sleepMs(cmd.argv.slice(1)) : undefined;
   if (ms === undefined) return { pid, running: false, holdMs: 0 };
   const now = jobs.now();
   jobs.table.set(pid, { pid, command: cmd.argv.join(" "), startedAt: now, endsAt: now + ms });
-  const holds = "fd" in cmd.stdout || "fd" in cmd.stderr;
   return { pid, running: true, holdMs: holds ? ms : 0 };
 }
 
@@ -204,7 +253,7 @@ export function* runScript(script: string, sh: ShellEnv): Generator<ShellOp, num
     }
     open(sh, command);
     if (command.background) {
-      const job = startJob(command, jobs);
+      const job = startJob(command, jobs, sh.cwd);
       lastJob = String(job.pid);
       code = 0;
       if (job.running) {
@@ -212,6 +261,20 @@ export function* runScript(script: string, sh: ShellEnv): Generator<ShellOp, num
         continue;
       }
       // Any other job finishes at once: its output is written now, its exit code is not ours.
+    }
+    const server = command.background ? undefined : httpServerOf(command.argv, sh.cwd);
+    if (server) {
+      // In the foreground a service runs until killed: its run's stream stays open meanwhile.
+      const started = startServer(server, command.argv, jobs);
+      if ("pid" in started) {
+        yield { kind: "sleep", ms: SERVE_HOLD_MS };
+        code = 0;
+      } else {
+        code = 1;
+        const err = route(sh, command.stderr, Buffer.from(started.stderr));
+        if (err) yield err;
+      }
+      continue;
     }
     // Output bytes keep what cat read verbatim (latin1 round-trips any byte).
     const r = run(command.argv, sh, jobs, stdin, code);

@@ -97,6 +97,12 @@ export interface SimulatorOptions {
   webhookPayload?: WebhookPayloadStyle;
   /** Fleet churn (the demo's): every `everyMs`, one running sandbox is killed and one created. */
   churn?: FleetChurn;
+  /**
+   * End sandboxes at their timeout as E2B does (expiry.ts): paused when created with auto-pause,
+   * else killed. Sets `faults.lifecycle.expireSandboxes` at start (`faults.clear()` turns it off).
+   * Off by default here, where tests drive the clock; `npm run simulator` turns it on in E2B mode.
+   */
+  expireSandboxes?: boolean;
 }
 
 /** One kill and one create per tick; every `orphanedOneIn`th kill is `orphaned`, the rest `request`. */
@@ -252,6 +258,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     createRng: new Prng(deriveSeed(seed, "create")),
     nextPid: 1000,
   };
+  if (options.expireSandboxes) ctx.faults.lifecycle.expireSandboxes = true;
   const api = createManagementServer(ctx);
   const data = createDataPlaneServer(ctx);
   const urlHost = host.includes(":") ? `[${host}]` : host;

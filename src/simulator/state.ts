@@ -1,5 +1,6 @@
 // The fake platform's data: sandboxes (with a sorted id index for paging), nodes, templates.
 import type { Clock } from "../util/clock.js";
+import { CostTruth } from "./cost-truth.js";
 import { SimulatorError } from "./errors.js";
 import { generateNodes, generateSandbox, generateTemplates, sandboxId, uuid } from "./generate.js";
 import {
@@ -75,10 +76,13 @@ export class SimState {
   private readonly logLines: number;
   private nextNode = 0;
   private readonly lifecycleObservers: Array<(e: SimLifecycleEvent) => void> = [];
+  /** Each sandbox's running and paused spans from its lifecycle (GET /_sim/cost). */
+  readonly costTruth: CostTruth;
 
   constructor(options: SimStateOptions) {
     if (options.templates < 1) throw new SimulatorError("at least one template is required");
     this.clock = options.clock;
+    this.costTruth = new CostTruth(this);
     this.seed = options.seed;
     this.logLines = options.logLinesPerSandbox;
     const now = this.clock.now();

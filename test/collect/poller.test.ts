@@ -72,11 +72,12 @@ describe("Poller", () => {
   });
 
   it("refreshes the small collectors while a walk hangs, and marks old walk data stale", async () => {
-    // A short interval: a tick waits half of one (real time) for its walk before publishing.
-    const interval = 100;
+    // A short interval: a tick waits half of one (real time) for its reads, then half of one
+    // for its walk, before publishing; a read has one interval (real time) before its deadline.
+    const interval = 400;
     const { p, published } = poller({ pageLimit: 100, intervalMs: interval });
     await cycle(p);
-    sim.faults.route("GET /v2/sandboxes", { latencyMs: 1_000 });
+    sim.faults.route("GET /v2/sandboxes", { latencyMs: 3_000 });
     const before = sim.counters.get("GET /health");
     clock.advance(interval);
     const first = await p.tick();

@@ -53,7 +53,7 @@ describe("team capacity after the events of the same tick", () => {
       optIn: ["events", "teamMetrics"],
       // The team collector first in the list: the order of reads comes from `after`, not from it.
       collectors: [teamMetricsCollector, eventsCollector],
-      events: { sink: ledger, lookbackMs: LOOKBACK },
+      events: { sink: ledger, lookbackMs: LOOKBACK, maxPages: 10 },
       teamId: () => ledger.teamId(),
     });
     const first = await tickAndWait(p);

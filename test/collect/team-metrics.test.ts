@@ -1,7 +1,8 @@
 // The teamMetrics collector against a hand-written E2B team-metrics server over loopback: the
 // latest point and the maxima read and exported with the team label, the maxima read at most once
-// a minute, `[]` read as unknown (no series, never 0), a bad point dropped and counted, a 404 found
-// unsupported, and a team id unknown (a named error, no request) until one is learned.
+// a minute, a failing max read costing only the maxima (kept, marked, asked a minute later), `[]`
+// read as unknown (no series, never 0), a bad point dropped and counted, a 404 found unsupported,
+// and a team id unknown (a named error, no request) until one is learned.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { Agent } from "undici";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -27,6 +28,8 @@ interface Upstream {
   max: Record<string, unknown>;
   /** A status answered to both team routes instead of their bodies. */
   status?: number;
+  /** A status answered to the max route only. */
+  maxStatus?: number;
   /** Every team request: path and query. */
   asked: Array<{ path: string; query: URLSearchParams }>;
 }
@@ -55,6 +58,7 @@ function route(url: URL): [number, unknown] {
       },
     ];
   if (!m[2]) return [200, up.points];
+  if (up.maxStatus !== undefined) return [up.maxStatus, { code: up.maxStatus, message: "no max" }];
   return [200, up.max[url.searchParams.get("metric") ?? ""] ?? {}];
 }
 
@@ -208,6 +212,68 @@ describe("teamMetrics collector", () => {
     for (let i = 0; i < 3; i++) await cycle(p);
     // 60 s after the first read of the maxima: read again.
     expect(up.asked.filter((a) => a.path.endsWith("/max"))).toHaveLength(2);
+  });
+
+  it("a failing max read keeps the latest point and the maxima read before (marked), asked again a minute later", async () => {
+    const p = poller();
+    const first = await cycle(p);
+    expect(first.teamMetrics?.max).toMatchObject({ concurrentSandboxes: 17 });
+    expect(linesOf(await scrape(first), "sandbox_team_metrics_max_stale")).toEqual([
+      `sandbox_team_metrics_max_stale{team="${TEAM}"} 0`,
+    ]);
+    up.maxStatus = 500;
+    // Three ticks within the minute, then the read of the maxima: it fails.
+    for (let i = 0; i < 3; i++) await cycle(p);
+    up.asked = [];
+    up.points = [point(T0 + 55_000, 11, 0.6)];
+    const failed = await cycle(p);
+    expect(up.asked.filter((a) => a.path.endsWith("/max"))).toHaveLength(2);
+    expect(failed.collectors.teamMetrics).toMatchObject({ success: true, stale: false });
+    expect(failed.teamMetrics?.latest).toEqual({
+      at: T0 + 55_000,
+      concurrentSandboxes: 11,
+      startRate: 0.6,
+    });
+    expect(failed.teamMetrics?.max).toMatchObject({ concurrentSandboxes: 17, startRate: 1.5 });
+    expect(failed.teamMetrics?.maxFailed).toMatchObject({ code: "ERR_PLATFORM_HTTP" });
+    const text = await scrape(failed);
+    expect(linesOf(text, "sandbox_team_concurrent_sandboxes")).toEqual([
+      `sandbox_team_concurrent_sandboxes{team="${TEAM}"} 11`,
+    ]);
+    expect(linesOf(text, "sandbox_team_concurrent_sandboxes_max")).toEqual([
+      `sandbox_team_concurrent_sandboxes_max{team="${TEAM}"} 17`,
+    ]);
+    expect(linesOf(text, "sandbox_team_metrics_max_stale")).toEqual([
+      `sandbox_team_metrics_max_stale{team="${TEAM}"} 1`,
+    ]);
+
+    // Not asked again within the minute; still marked.
+    up.asked = [];
+    for (let i = 0; i < 3; i++)
+      expect((await cycle(p)).teamMetrics?.maxFailed).toMatchObject({ code: "ERR_PLATFORM_HTTP" });
+    expect(up.asked.filter((a) => a.path.endsWith("/max"))).toEqual([]);
+    up.maxStatus = undefined;
+    up.max.concurrent_sandboxes = { timestampUnix: T0 / 1000, value: 21 };
+    const healed = await cycle(p);
+    expect(up.asked.filter((a) => a.path.endsWith("/max"))).toHaveLength(2);
+    expect(healed.teamMetrics?.max).toMatchObject({ concurrentSandboxes: 21 });
+    expect(healed.teamMetrics?.maxFailed).toBeUndefined();
+    expect(linesOf(await scrape(healed), "sandbox_team_metrics_max_stale")).toEqual([
+      `sandbox_team_metrics_max_stale{team="${TEAM}"} 0`,
+    ]);
+  });
+
+  it("a max read failing on the first tick publishes the latest point, and no maxima", async () => {
+    up.maxStatus = 503;
+    const s = await cycle(poller());
+    expect(s.collectors.teamMetrics).toMatchObject({ success: true, requests: 3 });
+    expect(s.teamMetrics?.latest?.concurrentSandboxes).toBe(9);
+    expect(s.teamMetrics?.max).toBeUndefined();
+    const text = await scrape(s);
+    expect(linesOf(text, "sandbox_team_concurrent_sandboxes_max")).toEqual([]);
+    expect(linesOf(text, "sandbox_team_metrics_max_stale")).toEqual([
+      `sandbox_team_metrics_max_stale{team="${TEAM}"} 1`,
+    ]);
   });
 
   it("reads [] as unknown: no series at all, never 0, and does not ask for the maxima", async () => {

@@ -160,7 +160,7 @@ describe("templateBuilds collector", () => {
     });
   });
 
-  it("a build-status read that fails costs only that template its reason, asked again next tick", async () => {
+  it("a build-status read that fails costs only that template its reason, asked again after a tick's wait", async () => {
     const { template } = failFirst();
     const p = poller();
     sim.faults.route(STATUS_ROUTE, { status: 500 });
@@ -173,6 +173,12 @@ describe("templateBuilds collector", () => {
     expect(first.templateBuilds).toHaveLength(sim.state.templates.length);
     sim.faults.clear();
     const asked = sim.counters.get(STATUS_ROUTE);
+    // One failed read: the next tick waits, the one after asks again.
+    const waiting = await cycle(p);
+    expect(sim.counters.get(STATUS_ROUTE) - asked).toBe(0);
+    expect(waiting.templateBuilds?.find((b) => b.templateId === template)?.unread).toMatchObject({
+      failures: 1,
+    });
     const second = await cycle(p);
     expect(sim.counters.get(STATUS_ROUTE) - asked).toBe(1);
     expect(second.templateBuilds?.find((b) => b.templateId === template)?.failure).toMatchObject({

@@ -38,6 +38,17 @@ describe("probe.modules", () => {
         phaseTimeouts: {},
         lifecycleRounds: 2,
         autoPauseTimeoutMs: 15_000,
+        http: {
+          port: 8000,
+          path: "/sandbox-exporter-probe.txt",
+          method: "GET",
+          command: "python3 -m http.server {port} --directory {dir}",
+          directory: "/tmp/sandbox-exporter-http",
+          validStatusCodes: [],
+          failIfBodyNotMatchesRegexp: [],
+          headers: {},
+          allowPublicTraffic: true,
+        },
         labels: {},
       },
     ]);

@@ -11,6 +11,7 @@ import type { Exporter } from "../../src/app.js";
 import { ConfigSchema } from "../../src/config/schema.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { startQuiet } from "../helpers/exporter.js";
+import { legendProblems } from "../helpers/legend-labels.js";
 import {
   checkUsage,
   concrete,
@@ -163,10 +164,27 @@ async function e2bScrape(): Promise<Exposition> {
   const secretFile = join(secretDir, "e2b-webhook-secret");
   writeFileSync(secretFile, "consistency-secret");
   const config = ConfigSchema.parse({
-    platform: { apiUrl: e2bSim.apiUrl, flavor: "e2b", retries: 0, teamConcurrencyLimit: 50 },
+    platform: {
+      apiUrl: e2bSim.apiUrl,
+      flavor: "e2b",
+      retries: 0,
+      teamConcurrencyLimit: 50,
+      sandboxDomain: e2bSim.domain,
+      proxyNodeIp: "127.0.0.1",
+      proxyPortHttp: e2bSim.dataPort,
+      proxyScheme: "http",
+    },
     server: { listen: "127.0.0.1:0" },
     poll: { events: true, teamMetrics: true, eventsLookbackMs: 3_600_000 },
     webhooks: { e2bSecretFile: secretFile },
+    // Cost is on for e2b: an owner key and a budget, so their series carry labels.
+    cost: { attributeBy: ["owner"], budget: { daily: 100 } },
+    // The http and autoresume steps, for the HTTP and wake families the rules and dashboards read.
+    probe: {
+      enabled: true,
+      template: e2bSim.state.templates[0]!.templateID,
+      phases: ["http", "autoresume"],
+    },
     log: { level: "silent" },
   });
   const victim = [...e2bSim.state.sandboxes.keys()][0]!;
@@ -175,6 +193,7 @@ async function e2bScrape(): Promise<Exposition> {
   // The first cycle reads the events (and learns the team id from them), the second the team.
   await e2bExporter.runCycle();
   await e2bExporter.runCycle();
+  expect((await e2bExporter.prober!.runOnce())?.success).toBe(true);
   return parseExposition(await (await fetch(`${e2bExporter.server.url}/metrics`)).text());
 }
 
@@ -198,6 +217,8 @@ beforeAll(async () => {
     shard: { index: 0, total: 2 },
     probe: { enabled: true, template: sim.state.templates[0]!.templateID },
     policy: { enabled: true, dryRun: true, file: POLICY_FILE },
+    // Prices turn cost on for the self-hosted flavor: the policy's savings series by rule.
+    cost: { prices: { vcpuSecond: 0.00001, memoryGiBSecond: 0.000001 } },
     log: { level: "silent" },
   });
   exporter = await startQuiet(config);
@@ -245,5 +266,9 @@ describe("rules and dashboards against a scrape", () => {
     expect(scrape.labels.size).toBeGreaterThan(50);
     expect(scrape.families.has("sandbox_policy_decisions_total")).toBe(true);
     expect(checkUsage(sources, scrape, context)).toEqual([]);
+  });
+
+  it("name in legends only labels the query's series carry", () => {
+    expect(legendProblems(DASHBOARDS_DIR, scrape, context)).toEqual([]);
   });
 });

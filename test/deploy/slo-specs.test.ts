@@ -52,6 +52,21 @@ const SHIPPED: Record<string, { budget: string; ratio: string; alert: string }> 
     ratio: "job_module:sandbox_probe_autopause_errors:ratio_rate",
     alert: "SandboxProbeAutopauseBudgetBurn",
   },
+  "probe-http": {
+    budget: "slo:sandbox_probe_http_error_budget:ratio",
+    ratio: "job_module:sandbox_probe_http_errors:ratio_rate",
+    alert: "SandboxProbeHttpBudgetBurn",
+  },
+  "probe-autoresume": {
+    budget: "slo:sandbox_probe_autoresume_error_budget:ratio",
+    ratio: "job_module:sandbox_probe_autoresume_errors:ratio_rate",
+    alert: "SandboxProbeAutoresumeBudgetBurn",
+  },
+  "probe-wake-latency": {
+    budget: "slo:sandbox_probe_wake_latency_error_budget:ratio",
+    ratio: "job_module:sandbox_probe_wake_latency_errors:ratio_rate",
+    alert: "SandboxProbeWakeLatencyBudgetBurn",
+  },
 };
 
 const spec = SlothSpec.parse(parse(readFileSync(SLOTH, "utf8")));
@@ -91,11 +106,24 @@ describe("the Sloth spec", () => {
       ],
       [`sandbox_probe_failures_total{${id},phase="autopause_check",reason="file_lost"}`, "0+1x300"],
       [`sandbox_probe_failures_total{${id},phase="exec",reason="exit_code"}`, "0+5x300"],
+      // 1 of 10 HTTP checks, 3 of 10 auto-resume checks fail; 1 of 10 wakes is slower than 10 s.
+      [`sandbox_probe_duration_seconds_count{${id},phase="http_wait_ready"}`, "0+10x300"],
+      [`sandbox_probe_failures_total{${id},phase="http_request",reason="port_closed"}`, "0+1x300"],
+      [`sandbox_probe_duration_seconds_count{${id},phase="autoresume_pause"}`, "0+10x300"],
+      [
+        `sandbox_probe_failures_total{${id},phase="autoresume_wake",reason="not_auto_resumed"}`,
+        "0+3x300",
+      ],
+      [`sandbox_probe_wake_seconds_count{${id}}`, "0+10x300"],
+      [`sandbox_probe_wake_seconds_bucket{${id},le="10"}`, "0+9x300"],
     ].map(([s, values]) => ({ series: s, values }));
     const expected: Record<string, number> = {
       "probe-availability": 0.1,
       "probe-latency": 0.2,
       "probe-autopause": 0.2,
+      "probe-http": 0.1,
+      "probe-autoresume": 0.3,
+      "probe-wake-latency": 0.1,
     };
     const tests = spec.slos.flatMap((slo) =>
       WINDOWS.flatMap((w) => {

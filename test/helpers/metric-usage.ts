@@ -129,7 +129,7 @@ export function checkUsage(
 }
 
 /** A recording rule's output labels: its `by` labels plus those of the recorded series it reads. */
-function recordedLabelSets(
+export function recordedLabelSets(
   recorded: Map<string, string>,
 ): (name: string) => Set<string> | undefined {
   const memo = new Map<string, Set<string> | undefined>();

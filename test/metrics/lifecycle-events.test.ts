@@ -10,7 +10,7 @@ import { FakeClock } from "../../src/util/clock.js";
 
 const HOUR = 3_600_000;
 
-function ledger(o: { maxIds?: number; maxKills?: number } = {}) {
+function ledger(o: { maxIds?: number; maxKills?: number; maxTemplates?: number } = {}) {
   const registry = new Registry();
   const clock = new FakeClock(1_000_000_000_000);
   const l = new EventLedger({ ns: "sandbox", registry, clock, horizonMs: HOUR, ...o });
@@ -138,5 +138,43 @@ describe("EventLedger", () => {
     expect(text).toContain('sandbox_lifecycle_events_total{type="created",template="tpl-1998"} 1');
     expect(text).not.toContain('template="tpl-1999"');
     expect(text).toContain('sandbox_lifecycle_events_total{type="created",template="other"} 2');
+  });
+
+  it("gives templates past metrics.maxEventTemplates one series, other, and counts the events folded", async () => {
+    const { l, registry } = ledger({ maxTemplates: 3 });
+    for (let i = 0; i < 5; i++)
+      for (const n of [1, 2]) l.accept(ev(`e${i}-${n}`, { templateId: `tpl-${i}` }), "poll");
+    const text = await registry.metrics();
+    const templates = new Set([...text.matchAll(/template="([^"]*)"/g)].map((m) => m[1]));
+    expect(templates).toEqual(new Set(["tpl-0", "tpl-1", "tpl-2", "other"]));
+    expect(
+      await sample(registry, "sandbox_lifecycle_events_total", {
+        type: "created",
+        template: "other",
+      }),
+    ).toBe(4);
+    expect(text).toContain("sandbox_exporter_lifecycle_events_folded_total 4");
+    // Each template costs its types and kill reasons at 0: the cap is what bounds the lines.
+    const lines = text.split("\n").filter((line) => line.includes('template="'));
+    expect(lines).toHaveLength(4 * (LIFECYCLE_EVENT_TYPES.length + KILL_REASONS.length));
+  });
+
+  it("has a horizon no older than the ids it still remembers: the look-back, then the cap", () => {
+    const { l, clock } = ledger({ maxIds: 3 });
+    const start = clock.now();
+    // Nothing forgotten yet: the look-back (plus the skew margin) bounds it.
+    expect(l.horizon()).toBeGreaterThan(start - HOUR);
+    expect(l.horizon()).toBeLessThan(start - HOUR + 60_000);
+    for (const id of ["a", "b", "c"]) {
+      l.accept(ev(id), "poll");
+      clock.advance(1_000);
+    }
+    // Full, but nothing forgotten: asking does not push an id out.
+    expect(l.remembered).toBe(3);
+    expect(l.accept(ev("a"), "webhook")).toBe(false);
+    l.accept(ev("d"), "poll");
+    // "a" (arrived at start) is gone: an event of that time may have been counted already.
+    expect(l.horizon()).toBeGreaterThan(start);
+    expect(l.horizon()).toBeLessThan(start + 60_000);
   });
 });

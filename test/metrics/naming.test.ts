@@ -4,7 +4,7 @@ import { extraLabelNames, fieldMetric, fieldMetrics, labelName } from "../../src
 const suffix = (f: string) => fieldMetric(f)?.suffix;
 
 describe("fieldMetric", () => {
-  it("turns *_count fields into plurals, as the README documents", () => {
+  it("turns *_count fields into plurals, as docs/metrics.md documents", () => {
     expect(suffix("node_count")).toBe("nodes");
     expect(suffix("ready_node_count")).toBe("ready_nodes");
     expect(suffix("cpu_count")).toBe("cpus");

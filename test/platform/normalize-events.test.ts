@@ -44,6 +44,7 @@ describe("normalizeLifecycleEvent", () => {
       buildId: "<template-build-id>",
       teamId: "<your-team-id>",
       timestamp: Date.UTC(2025, 7, 6, 20, 59, 24),
+      metadata: { "<custom-key>": "<custom-value>" },
     });
   });
 
@@ -60,6 +61,13 @@ describe("normalizeLifecycleEvent", () => {
       timestamp: Date.UTC(2025, 7, 6, 20, 59, 36, 123),
       killReason: "timeout",
       executionSeconds: 12.123,
+      execution: {
+        startedAt: Date.UTC(2025, 7, 6, 20, 59, 24),
+        vcpuCount: 2,
+        memoryMB: 512,
+        durationMs: 12_123,
+      },
+      metadata: { "<custom-key>": "<custom-value>" },
     });
   });
 

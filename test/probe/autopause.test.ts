@@ -1,4 +1,5 @@
 import { Registry } from "prom-client";
+import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ConfigSchema } from "../../src/config/schema.js";
 import { probeTag } from "../../src/probe/orphan-sweep.js";
@@ -6,6 +7,8 @@ import type { ProbePhase, ProbeSettings, ProbeStep } from "../../src/probe/phase
 import { ProbeFamilies, ProbeMetrics } from "../../src/probe/probe-metrics.js";
 import { type ProbeResult, runProbe } from "../../src/probe/runner.js";
 import type { LifecycleFaults } from "../../src/simulator/index.js";
+import { testControl } from "../helpers/control.js";
+import { startFlappingState } from "./flapping-state.js";
 import { INSTANCE, type ProbeBed, probeBed, probeSandboxes, seriesValue } from "./setup.js";
 
 /** The sandbox timeout the probe creates with; the fake clock passes it in a few state reads. */
@@ -189,6 +192,46 @@ describe("the autopause step", () => {
       seriesValue(registry, "sandbox_probe_failures_total", { ...id, phase, reason });
     expect(await failed("autopause_wait", "not_auto_paused")).toBe(1);
     expect(await failed("autopause_check", "file_lost")).toBe(0);
+  });
+});
+
+describe("the autopause step on a platform whose state reads flap", () => {
+  it("takes a paused read only once the timeout could have passed since the create or resume", async () => {
+    knobs({});
+    const flap = await startFlappingState(bed.sim.apiUrl);
+    const control = testControl({
+      apiUrl: flap.url,
+      apiPrefix: "",
+      flavor: "e2b",
+      clock: bed.clock,
+      dispatcher: new Agent(),
+    });
+    try {
+      // Monotonic ms at each phase's start, on the probe's own clock.
+      const at: Array<[ProbePhase, number]> = [];
+      const r = await probe(
+        { ...bed, control },
+        {
+          onPhase: (p) => {
+            at.push([p, performance.now() + bed.clock.now()]);
+            // Flaps only while the step waits: the checks after a resume read the truth.
+            flap.flapping = p === "autopause_wait";
+          },
+        },
+      );
+      expect(failures(r)).toEqual([]);
+      expect(flap.lies).toBeGreaterThan(0);
+      const starts = (phase: ProbePhase) => at.filter(([p]) => p === phase).map(([, t]) => t);
+      const [create] = starts("create");
+      const resumes = starts("autopause_resume");
+      expect(resumes).toHaveLength(2);
+      // Round 1 from the create, round 2 from the first resume (which set the timeout anew).
+      expect(resumes[0]! - create!).toBeGreaterThanOrEqual(TIMEOUT_S * 1000);
+      expect(resumes[1]! - resumes[0]!).toBeGreaterThanOrEqual(TIMEOUT_S * 1000);
+    } finally {
+      await control.close();
+      await flap.close();
+    }
   });
 });
 

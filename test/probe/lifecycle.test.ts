@@ -139,7 +139,7 @@ describe("the lifecycle phases", () => {
       "terminate",
     ]);
     expect(Object.keys(r.phases).sort()).toEqual(
-      PROBE_PHASES.filter((p) => !p.startsWith("autopause_")).sort(),
+      PROBE_PHASES.filter((p) => !/^(autopause|autoresume|http)_/.test(p)).sort(),
     );
     expect(r.rounds).toHaveLength(2);
     for (const round of r.rounds ?? []) {

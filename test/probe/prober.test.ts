@@ -29,6 +29,7 @@ function watchedData(): { data: ProbeData; live: Promise<void> } {
   const data: ProbeData = {
     readFile: real.readFile.bind(real),
     writeFile: real.writeFile.bind(real),
+    requestPort: real.requestPort.bind(real),
     async *startProcess(...args: Parameters<ProbeData["startProcess"]>) {
       for await (const e of real.startProcess(...args) as AsyncGenerator<TimedEvent>) {
         resolve();
@@ -52,6 +53,26 @@ describe("Prober", () => {
     const r = (await running)!;
     expect(r.failures.map((f) => [f.phase, f.reason])).toEqual([["exec", "aborted"]]);
     expect(await prober.runOnce()).toBeUndefined();
+  });
+
+  it("neither counts nor warns of a run stop() cut short: a shutdown is no probe failure", async () => {
+    bed.sim.faults.stream = { firstDataDelayMs: 30_000 };
+    const { data, live } = watchedData();
+    const lines: Array<{ level: string; msg: string }> = [];
+    const logger = {
+      debug: (_o: object, msg: string) => lines.push({ level: "debug", msg }),
+      info: (_o: object, msg: string) => lines.push({ level: "info", msg }),
+      warn: (_o: object, msg: string) => lines.push({ level: "warn", msg }),
+    };
+    const { prober, registry } = proberFor(bed, { data, logger });
+    const running = prober.runOnce();
+    await live;
+    await prober.stop();
+    expect((await running)?.failures.map((f) => f.reason)).toEqual(["aborted"]);
+    expect(lines.filter((l) => l.level === "warn")).toEqual([]);
+    expect(lines).toContainEqual({ level: "info", msg: "probe cut short by shutdown" });
+    const runs = await seriesValue(registry, "sandbox_probe_runs_total", { result: "failure" });
+    expect(runs ?? 0).toBe(0);
   });
 
   it("never runs two probes at once: a run during another is skipped and counted", async () => {
@@ -97,6 +118,26 @@ describe("Prober", () => {
     expect(proberFor(bed).prober.status().schedule).toBeNull();
     const { prober } = proberFor(bed, { schedule: parseSchedule("*/20 * * * * *") });
     expect(prober.status().schedule).toBe("*/20 * * * * *");
+  });
+
+  it("holds the schedule's first tick an interval behind the start-up run, so that run is not skipped", async () => {
+    bed.sim.faults.stream = { firstDataDelayMs: 30_000 };
+    const { data, live } = watchedData();
+    const { prober } = proberFor(bed, { data, schedule: parseSchedule("10s"), runAtStart: true });
+    const started = Date.now();
+    await prober.start();
+    await live;
+    // croner ticks on whole seconds: the first at or after an interval less half a second.
+    const next = Date.parse(prober.status().nextRun ?? "");
+    expect(next - started).toBeGreaterThanOrEqual(9_000);
+    expect(prober.status()).toMatchObject({ runs: 1, skipped: 0, inFlight: true });
+    await prober.stop();
+    expect(prober.status().nextRun).toBeNull();
+    // Without a start-up run the first tick is the schedule's own, within a second.
+    const { prober: later } = proberFor(bed, { data, schedule: parseSchedule("10s") });
+    await later.start();
+    expect(Date.parse(later.status().nextRun ?? "") - Date.now()).toBeLessThanOrEqual(1_000);
+    await later.stop();
   });
 
   it("does nothing on start when disabled", async () => {

@@ -30,10 +30,10 @@ describe("a probe against the simulator", () => {
     expect(result?.failures).toEqual([]);
     expect(result?.success).toBe(true);
     expect(Object.keys(result?.phases ?? {}).sort()).toEqual(
-      PROBE_PHASES.filter((p) => !p.startsWith("autopause_")).sort(),
+      PROBE_PHASES.filter((p) => !/^(autopause|autoresume|http)_/.test(p)).sort(),
     );
     expect(await seriesValue(registry, "sandbox_probe_success")).toBe(1);
-    for (const phase of PROBE_PHASES.filter((p) => !p.startsWith("autopause_"))) {
+    for (const phase of PROBE_PHASES.filter((p) => !/^(autopause|autoresume|http)_/.test(p))) {
       expect(
         await seriesValue(registry, "sandbox_probe_phase_duration_seconds", { phase }),
       ).toBeGreaterThan(0);

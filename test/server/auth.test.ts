@@ -1,5 +1,6 @@
 import bcrypt from "bcryptjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { PasswordCompare } from "../../src/server/auth.js";
 import { type RunningServer, type ServerDeps, startServer } from "../../src/server/server.js";
 import type { WebConfig } from "../../src/server/web-config.js";
 import { stubServerDeps } from "../helpers/server.js";
@@ -127,11 +128,14 @@ describe("bcrypt basic auth from the web config", () => {
     }
   });
 
-  it("never remembers a refusal, and refuses an unknown user after a compare of the same cost", async () => {
+  it("compares the same wrong password once, and refuses an unknown user after a compare of the same cost", async () => {
     const { server: s, compares, as } = await countingServer({ alice: ALICE_HASH });
     try {
       expect((await fetch(`${s.url}/metrics`, as("alice", "nope"))).status).toBe(401);
       expect((await fetch(`${s.url}/metrics`, as("alice", "nope"))).status).toBe(401);
+      // bcrypt answers the same for the same password and hash: the refusal is remembered.
+      expect(compares).toEqual([ALICE_HASH]);
+      expect((await fetch(`${s.url}/metrics`, as("alice", "nope2"))).status).toBe(401);
       expect(compares).toEqual([ALICE_HASH, ALICE_HASH]);
       // An unknown user is compared against a stand-in hash, so timing does not reveal users.
       expect((await fetch(`${s.url}/metrics`, as("mallory", "pw"))).status).toBe(401);
@@ -180,6 +184,117 @@ describe("bcrypt basic auth from the web config", () => {
     const { server: s } = await countingServer({});
     try {
       expect((await fetch(`${s.url}/metrics`)).status).toBe(200);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe("bcrypt basic auth under a flood of wrong passwords", () => {
+  /** Waits on the event loop until `done()` holds, at most `turns` 1 ms timer turns; whether it did. */
+  async function until(done: () => boolean, turns = 5_000): Promise<boolean> {
+    for (let i = 0; i < turns && !done(); i++) await new Promise((r) => setTimeout(r, 1));
+    return done();
+  }
+
+  it("answers a remembered login with no compare, refuses the flood's excess 503 at once, and keeps places for other users", async () => {
+    const BOB_HASH = bcrypt.hashSync("pw2", 4);
+    // Wrong passwords are held until the test lets them go; every call is counted.
+    const held: Array<{ password: string; release: () => void }> = [];
+    const compared: string[] = [];
+    let calls = 0;
+    const compare: PasswordCompare = (password, hash) => {
+      calls++;
+      compared.push(password);
+      if (password.startsWith("pw")) return bcrypt.compare(password, hash);
+      return new Promise((resolve) => held.push({ password, release: () => resolve(false) }));
+    };
+    const web: WebConfig = {
+      file: "/etc/web.yml",
+      headers: {},
+      users: { alice: ALICE_HASH, bob: BOB_HASH },
+      http2: true,
+    };
+    const s = await startServer(
+      "127.0.0.1:0",
+      stubServerDeps({ webConfig: web, passwordCompare: compare }),
+    );
+    const as = (user: string, password: string) => ({
+      headers: { authorization: `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}` },
+    });
+    const letOneGo = () => (held.shift() as { release: () => void }).release();
+    try {
+      expect((await fetch(`${s.url}/metrics`, as("alice", "pw"))).status).toBe(200);
+      expect(calls).toBe(1);
+      // Guesses at alice's password, and at a user that does not exist, all at once.
+      const FLOOD = 200;
+      const answers: Response[] = [];
+      const flood = [
+        ...Array.from({ length: FLOOD }, (_, i) => as("alice", `wrong-${i}`)),
+        ...Array.from({ length: FLOOD }, (_, i) => as("mallory", `guess-${i}`)),
+      ].map((init) =>
+        fetch(`${s.url}/metrics`, init).then((r) => {
+          answers.push(r);
+          return r;
+        }),
+      );
+      // Three compares each (one runs, the rest wait); the others are answered while those are held.
+      const admitted = 6;
+      expect(await until(() => answers.length === 2 * FLOOD - admitted)).toBe(true);
+      expect(answers.every((r) => r.status === 503 && r.headers.get("retry-after") === "1")).toBe(
+        true,
+      );
+      expect(held).toHaveLength(1);
+      expect(calls).toBe(2);
+      // The remembered login does not queue: answered with the compares still pending, none added.
+      expect((await fetch(`${s.url}/metrics`, as("alice", "pw"))).status).toBe(200);
+      expect(calls).toBe(2);
+      expect(answers).toHaveLength(2 * FLOOD - admitted);
+      // Bob's first login finds a place behind the held ones: answered after those, not refused.
+      let bob: number | undefined;
+      const first = fetch(`${s.url}/metrics`, as("bob", "pw2")).then((r) => {
+        bob = r.status;
+      });
+      // FIFO: alice's two waiting guesses and one unknown user's are ahead of bob (at most 6).
+      for (let i = 0; i < admitted && bob === undefined && held.length > 0; i++) {
+        letOneGo();
+        await until(() => held.length > 0 || bob !== undefined);
+      }
+      await first;
+      expect(bob).toBe(200);
+      while (held.length > 0) {
+        letOneGo();
+        await until(() => held.length > 0 || answers.length === 2 * FLOOD);
+      }
+      await Promise.all(flood);
+      expect(answers.filter((r) => r.status === 401)).toHaveLength(admitted);
+      expect(calls).toBe(1 + admitted + 1);
+      // Answers are remembered both ways: neither costs a compare again.
+      expect((await fetch(`${s.url}/metrics`, as("bob", "pw2"))).status).toBe(200);
+      const guessed = compared.find((p) => p.startsWith("wrong-")) as string;
+      expect((await fetch(`${s.url}/metrics`, as("alice", guessed))).status).toBe(401);
+      expect(calls).toBe(1 + admitted + 1);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("keeps a verified login across a reload that keeps the user's hash", async () => {
+    const { server: s, compares, as } = await countingServer({ alice: ALICE_HASH });
+    try {
+      expect((await fetch(`${s.url}/metrics`, as("alice", "pw"))).status).toBe(200);
+      const bob = bcrypt.hashSync("pw2", 4);
+      s.setWebConfig({
+        file: "/etc/web.yml",
+        headers: {},
+        users: { alice: ALICE_HASH, bob },
+        http2: true,
+      });
+      expect((await fetch(`${s.url}/metrics`, as("alice", "pw"))).status).toBe(200);
+      expect(compares).toEqual([ALICE_HASH]);
+      // A user removed by a reload is refused, whatever was remembered for it.
+      s.setWebConfig({ file: "/etc/web.yml", headers: {}, users: { bob }, http2: true });
+      expect((await fetch(`${s.url}/metrics`, as("alice", "pw"))).status).toBe(401);
     } finally {
       await s.close();
     }

@@ -1,18 +1,21 @@
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, request } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { startExporter } from "../../src/app.js";
 import { loadConfig } from "../../src/config/load.js";
+import { ConfigSchema } from "../../src/config/schema.js";
+import { EventLedger } from "../../src/metrics/lifecycle-events.js";
 import type { LifecycleEvent } from "../../src/platform/events.js";
 import { normalizeLifecycleEvent } from "../../src/platform/normalize/events.js";
 import {
   DELIVERY_RESULTS,
   E2B_WEBHOOK_PATH,
+  type E2bWebhookOptions,
   e2bWebhookRoute,
 } from "../../src/server/e2b-webhook.js";
 import {
@@ -21,7 +24,8 @@ import {
   type ServerDeps,
   startServer,
 } from "../../src/server/server.js";
-import { systemClock } from "../../src/util/clock.js";
+import { FakeClock, systemClock } from "../../src/util/clock.js";
+import { InflightBudget } from "../../src/util/inflight-budget.js";
 import { createLogger } from "../../src/util/logger.js";
 import { Secrets } from "../../src/util/secrets.js";
 import { stubServerDeps } from "../helpers/server.js";
@@ -46,6 +50,8 @@ function docsSignature(secret: string, payload: string): string {
 }
 
 const SECRET = "whsec-test-0123456789abcdef";
+/** The webhooks settings' defaults, as the schema gives them. */
+const LIMITS = ConfigSchema.parse({}).webhooks;
 
 const servers: Array<Pick<RunningServer, "url" | "close">> = [];
 afterEach(async () => {
@@ -82,6 +88,7 @@ interface Receiver {
   registry: Registry;
   count(result: string): Promise<number>;
   setSecret(s: string): void;
+  route: ReturnType<typeof e2bWebhookRoute>;
 }
 
 /** The route on a real listener, recording what reaches the sink, the parser and the log. */
@@ -89,6 +96,7 @@ async function receiver(
   extra?: Partial<ServerDeps>,
   maxBodyBytes?: number,
   bodyTimeoutMs?: number,
+  more: Partial<E2bWebhookOptions> = {},
 ): Promise<Receiver> {
   const registry = new Registry();
   const accepted: Receiver["accepted"] = [];
@@ -122,8 +130,13 @@ async function receiver(
     namespace: "sandbox",
     logger: { warn: log("warn"), debug: log("debug") },
     secrets,
-    ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
-    ...(bodyTimeoutMs !== undefined ? { bodyTimeoutMs } : {}),
+    clock: systemClock,
+    limits: {
+      ...LIMITS,
+      ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
+      ...(bodyTimeoutMs !== undefined ? { bodyTimeoutMs } : {}),
+    },
+    ...more,
   });
   // The whole server only where its auth is under test; elsewhere a bare listener around the route.
   const server = extra
@@ -151,6 +164,7 @@ async function receiver(
     setSecret(s) {
       secret = s;
     },
+    route,
   };
 }
 
@@ -181,7 +195,8 @@ const event = (id: string, extra: Record<string, unknown> = {}): string =>
     type: "sandbox.lifecycle.created",
     sandboxId: "sbx-1",
     sandboxTemplateId: "tpl-1",
-    timestamp: "2025-08-06T20:59:24Z",
+    // Now: an exporter's ledger refuses events older than the ids it remembers.
+    timestamp: new Date(systemClock.now()).toISOString(),
     ...extra,
   });
 
@@ -239,10 +254,10 @@ describe("POST /webhooks/e2b", () => {
     expect(r.accepted).toEqual([]);
     expect(await r.count("bad_signature")).toBe(cases.length);
     expect(await r.count("bad_body")).toBe(0);
-    // Warned once for the run of bad signatures, not once per delivery.
+    // One line for the run of bad signatures (one a minute), not one per delivery.
     const refusals = r.logs.filter((l) => l.includes("missing or wrong e2b-signature"));
-    expect(refusals).toHaveLength(cases.length);
-    expect(refusals.filter((l) => l.includes('"level":"warn"'))).toHaveLength(1);
+    expect(refusals).toHaveLength(1);
+    expect(refusals[0]).toContain('"level":"warn"');
   });
 
   it("verifies over the raw bytes: the same JSON re-spaced is another body", async () => {
@@ -505,6 +520,7 @@ describe("webhooks.e2bSecretFile", () => {
       },
     });
     expect(config.webhooks).toEqual({
+      ...LIMITS,
       e2bSecretFile: "/run/secrets/e2b-webhook",
       e2bAuthExempt: true,
       maxBodyBytes: 4096,
@@ -519,11 +535,7 @@ describe("webhooks.e2bSecretFile", () => {
       argv: ["--listen", "127.0.0.1:0", "--e2b-webhook-secret-file", path],
       env: { SANDBOX_API_URL: "http://127.0.0.1:9", SANDBOX_API_KEY: "k" },
     });
-    expect(config.webhooks).toEqual({
-      e2bSecretFile: path,
-      e2bAuthExempt: false,
-      maxBodyBytes: 262_144,
-    });
+    expect(config.webhooks).toEqual({ ...LIMITS, e2bSecretFile: path });
     const logger = createLogger("silent", "json");
     const start = startExporter(config, { logger, clock: systemClock, manual: true });
     await expect(start).rejects.toThrow(/webhooks\.e2bSecretFile.*e2b\.secret.*byte offset/s);
@@ -552,9 +564,15 @@ describe("POST /webhooks/e2b in the exporter", () => {
 
   it("counts a delivered event once in the lifecycle families, and reads the new secret on reload", async () => {
     const { exporter, secretFile, url } = await exporterWith(DOCS.secret);
-    const first = await fetch(url, { method: "POST", headers: DOCS.headers, body: DOCS_BODY });
+    // The docs' delivery as sent now: older, it would be refused as a possible replay.
+    const body = DOCS_BODY.replace(
+      "2025-08-06T20:59:24Z",
+      new Date(systemClock.now()).toISOString(),
+    );
+    const headers = { ...DOCS.headers, "e2b-signature": docsSignature(DOCS.secret, body) };
+    const first = await fetch(url, { method: "POST", headers, body });
     expect(first.status).toBe(200);
-    const again = await fetch(url, { method: "POST", headers: DOCS.headers, body: DOCS_BODY });
+    const again = await fetch(url, { method: "POST", headers, body });
     expect(again.status).toBe(200);
     const text = await (await fetch(`${exporter.server.url}/metrics`)).text();
     expect(text).toContain(
@@ -569,6 +587,17 @@ describe("POST /webhooks/e2b in the exporter", () => {
     expect((await deliver(url, event("ev-r2"), { secret: "rotated-secret-5678" })).status).toBe(
       200,
     );
+  });
+
+  it("gives lifecycle series of their own to --max-event-templates templates, the rest to other", async () => {
+    const { exporter, url } = await exporterWith(SECRET, ["--max-event-templates", "1"]);
+    expect((await deliver(url, event("ev-m1"))).status).toBe(200);
+    expect((await deliver(url, event("ev-m2", { sandboxTemplateId: "tpl-2" }))).status).toBe(200);
+    const text = await (await fetch(`${exporter.server.url}/metrics`)).text();
+    expect(text).toContain('sandbox_lifecycle_events_total{type="created",template="tpl-1"} 1');
+    expect(text).toContain('sandbox_lifecycle_events_total{type="created",template="other"} 1');
+    expect(text).not.toContain('template="tpl-2"');
+    expect(text).toContain("sandbox_exporter_lifecycle_events_folded_total 1");
   });
 
   it("keeps the secret out of /metrics, /status and the log", async () => {
@@ -602,5 +631,247 @@ describe("POST /webhooks/e2b in the exporter", () => {
     expect((await deliver(open.url, event("ev-t2"))).status).toBe(200);
     expect((await deliver(open.url, event("ev-t3"), { secret: "guess" })).status).toBe(401);
     expect((await fetch(`${open.exporter.server.url}/metrics`)).status).toBe(401);
+  });
+
+  it("warns at start and on reload when the listener's auth keeps E2B out, and counts the deliveries it refuses", async () => {
+    const tokenDir = mkdtempSync(join(tmpdir(), "e2b-webhook-token-"));
+    const tokenFile = join(tokenDir, "token");
+    writeFileSync(tokenFile, "listener-token\n");
+    const locked = (lines: string[]) => lines.filter((l) => l.includes("e2bAuthExempt"));
+    const closed = await exporterWith(SECRET, ["--web-bearer-token-file", tokenFile]);
+    expect(locked(closed.logged)).toHaveLength(1);
+    expect(JSON.parse(locked(closed.logged)[0] as string)).toMatchObject({ level: 40 });
+    for (let i = 0; i < 3; i++)
+      expect((await deliver(closed.url, event(`ev-l${i}`))).status).toBe(401);
+    // Other paths the listener refuses are not deliveries.
+    expect((await fetch(`${closed.exporter.server.url}/status`)).status).toBe(401);
+    const auth = { headers: { authorization: "Bearer listener-token" } };
+    const text = await (await fetch(`${closed.exporter.server.url}/metrics`, auth)).text();
+    expect(text).toContain('sandbox_webhook_deliveries_total{result="unauthorized_listener"} 3');
+    expect((await closed.exporter.reload()).ok).toBe(true);
+    expect(locked(closed.logged).filter((l) => l.includes("refused 401"))).toHaveLength(2);
+    // Exempt, or without listener auth: no such warning.
+    const open = await exporterWith(SECRET, [
+      "--web-bearer-token-file",
+      tokenFile,
+      "--e2b-webhook-auth-exempt",
+    ]);
+    const plain = await exporterWith(SECRET);
+    expect(locked(open.logged).filter((l) => l.includes("refused 401"))).toEqual([]);
+    expect(locked(plain.logged).filter((l) => l.includes("refused 401"))).toEqual([]);
+  });
+});
+
+/** A raw connection's answer: its status line's code and its headers, lower-cased. */
+interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+}
+
+/**
+ * Opens a connection to `url`'s listener and writes `head` and `body` as they are (a delivery that
+ * holds back its end); `answer` settles with the first response, or undefined once it closes without one.
+ */
+async function rawPost(
+  url: string,
+  headers: Record<string, string | number>,
+  body: string,
+): Promise<{ answer: Promise<RawAnswer | undefined>; socket: Socket }> {
+  const u = new URL(url);
+  const socket = connect(Number(u.port), u.hostname);
+  await new Promise<void>((resolve, reject) => {
+    socket.once("connect", resolve);
+    socket.once("error", reject);
+  });
+  socket.on("error", () => {});
+  const answer = new Promise<RawAnswer | undefined>((resolve) => {
+    let text = "";
+    socket.on("data", (c: Buffer) => {
+      text += c.toString("latin1");
+      const end = text.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      const [statusLine = "", ...lines] = text.slice(0, end).split("\r\n");
+      const fields = lines.map((l) => [
+        l.slice(0, l.indexOf(":")).toLowerCase(),
+        l.slice(l.indexOf(":") + 1).trim(),
+      ]);
+      resolve({ status: Number(statusLine.split(" ")[1]), headers: Object.fromEntries(fields) });
+    });
+    socket.on("close", () => resolve(undefined));
+  });
+  const head = Object.entries({ host: u.host, ...headers }).map(([k, v]) => `${k}: ${v}\r\n`);
+  socket.write(`POST ${u.pathname} HTTP/1.1\r\n${head.join("")}\r\n${body}`);
+  return { answer, socket };
+}
+
+/** Waits on the event loop until `done()` holds, at most `turns` 1 ms timer turns; whether it did. */
+async function until(done: () => boolean, turns = 5_000): Promise<boolean> {
+  for (let i = 0; i < turns && !done(); i++) await new Promise((r) => setTimeout(r, 1));
+  return done();
+}
+
+/** The current value of an unlabelled gauge or counter of `registry`. */
+async function gauge(registry: Registry, name: string): Promise<number | undefined> {
+  return (await registry.getSingleMetric(name)?.get())?.values[0]?.value;
+}
+
+describe("POST /webhooks/e2b under a flood of held-back unsigned deliveries", () => {
+  const FLOOD = 40;
+
+  it("holds at most webhooks.maxInFlightBytes, answers the excess 503 with Retry-After at once, and gives every byte back", async () => {
+    const bound = 5 * 4096;
+    const budget = new InflightBudget(64, bound);
+    const limits = {
+      ...LIMITS,
+      maxBodyBytes: 4096,
+      bodyTimeoutMs: 60_000,
+      maxInFlightBytes: bound,
+    };
+    const r = await receiver(undefined, undefined, undefined, { limits, budget });
+    const answered: RawAnswer[] = [];
+    // Each declares 4,000 bytes and sends all but the last: none of them can ever be parsed.
+    const sent = await Promise.all(
+      Array.from({ length: FLOOD }, () =>
+        rawPost(r.url, { "content-length": 4000 }, "x".repeat(3999)),
+      ),
+    );
+    for (const s of sent) void s.answer.then((a) => a && answered.push(a));
+    const held = Math.floor(bound / 4000);
+    // The excess is answered while the admitted ones still wait for their last byte.
+    expect(await until(() => answered.length === FLOOD - held && budget.count === held)).toBe(true);
+    expect(answered.every((a) => a.status === 503 && a.headers["retry-after"] === "1")).toBe(true);
+    expect(await r.count("busy")).toBe(FLOOD - held);
+    expect(await gauge(r.registry, "sandbox_webhook_inflight_bytes")).toBe(held * 4000);
+    expect(budget.peakBytes).toBeLessThanOrEqual(bound);
+    // The held ones hang up: their bytes come back, and a signed delivery gets through.
+    for (const s of sent) s.socket.destroy();
+    expect(await until(() => budget.count === 0)).toBe(true);
+    expect(await gauge(r.registry, "sandbox_webhook_inflight_bytes")).toBe(0);
+    expect(await gauge(r.registry, "sandbox_webhook_inflight_deliveries")).toBe(0);
+    expect((await deliver(r.url, event("ev-after-flood"))).status).toBe(200);
+    expect(budget.peakBytes).toBeLessThanOrEqual(bound);
+  });
+
+  it("reads at most webhooks.maxInFlight deliveries at once, chunked ones too, and answers the rest 503 at once", async () => {
+    const budget = new InflightBudget(8, LIMITS.maxInFlightBytes);
+    const limits = { ...LIMITS, bodyTimeoutMs: 60_000, maxInFlight: 8 };
+    const r = await receiver(undefined, undefined, undefined, { limits, budget });
+    const answered: RawAnswer[] = [];
+    // No declared length: a first chunk of 10 bytes, and never the last chunk.
+    const sent = await Promise.all(
+      Array.from({ length: FLOOD }, () =>
+        rawPost(r.url, { "transfer-encoding": "chunked" }, "a\r\n0123456789\r\n"),
+      ),
+    );
+    for (const s of sent) void s.answer.then((a) => a && answered.push(a));
+    expect(await until(() => answered.length === FLOOD - 8 && budget.count === 8)).toBe(true);
+    expect(answered.every((a) => a.status === 503 && a.headers["retry-after"] === "1")).toBe(true);
+    expect(budget.peakCount).toBe(8);
+    for (const s of sent) s.socket.destroy();
+    expect(await until(() => budget.count === 0)).toBe(true);
+    expect(budget.bytes).toBe(0);
+  });
+
+  it("counts a chunked body's bytes as they come, and refuses it once they would pass the bound", async () => {
+    const budget = new InflightBudget(64, 4096);
+    const limits = { ...LIMITS, maxBodyBytes: 4096, bodyTimeoutMs: 60_000, maxInFlightBytes: 4096 };
+    const r = await receiver(undefined, undefined, undefined, { limits, budget });
+    const first = await rawPost(
+      r.url,
+      { "transfer-encoding": "chunked" },
+      `bb8\r\n${"x".repeat(3000)}\r\n`,
+    );
+    expect(await until(() => budget.bytes === 3000)).toBe(true);
+    const second = await rawPost(
+      r.url,
+      { "transfer-encoding": "chunked" },
+      `bb8\r\n${"y".repeat(3000)}\r\n`,
+    );
+    expect((await second.answer)?.status).toBe(503);
+    expect(budget.peakBytes).toBeLessThanOrEqual(4096);
+    first.socket.destroy();
+    second.socket.destroy();
+    expect(await until(() => budget.count === 0 && budget.bytes === 0)).toBe(true);
+  });
+
+  it("writes one warning line a minute per reason, however many posts cause it, with the count of the others", async () => {
+    const clock = new FakeClock(1_000_000);
+    const r = await receiver(undefined, 1024, undefined, { clock });
+    const tooLarge = async (): Promise<number | undefined> => {
+      const s = await rawPost(r.url, { "content-length": 10_000_000_000 }, "");
+      const a = await s.answer;
+      s.socket.destroy();
+      return a?.status;
+    };
+    for (let i = 0; i < 200; i++) expect(await tooLarge()).toBe(413);
+    const lines = () => r.logs.filter((l) => l.includes("body too large"));
+    expect(lines()).toHaveLength(1);
+    clock.advance(60_000);
+    expect(await tooLarge()).toBe(413);
+    expect(lines()).toHaveLength(2);
+    expect(JSON.parse(lines()[1] as string)).toMatchObject({ level: "warn", suppressed: 199 });
+    expect(await r.count("too_large")).toBe(201);
+  });
+});
+
+describe("POST /webhooks/e2b and replays", () => {
+  const MIN = 60_000;
+
+  /** The route in front of a real ledger remembering `maxIds` ids for 10 minutes. */
+  async function ledgerReceiver(maxIds: number) {
+    const clock = new FakeClock(Date.parse("2026-01-01T00:00:00Z"));
+    const ledgerRegistry = new Registry();
+    const ledger = new EventLedger({
+      ns: "sandbox",
+      registry: ledgerRegistry,
+      clock,
+      horizonMs: 10 * MIN,
+      maxIds,
+    });
+    const r = await receiver(undefined, undefined, undefined, {
+      sink: ledger,
+      horizon: () => ledger.horizon(),
+      clock,
+    });
+    const counted = async (): Promise<number> =>
+      (
+        (await ledgerRegistry.getSingleMetric("sandbox_lifecycle_events_total")?.get())?.values ??
+        []
+      ).reduce((n, v) => n + v.value, 0);
+    const at = (id: string, ms: number) => event(id, { timestamp: new Date(ms).toISOString() });
+    return { r, clock, counted, at };
+  }
+
+  it("refuses a signed delivery replayed after its id left the memory (the cap), and counts it stale", async () => {
+    const { r, clock, counted, at } = await ledgerReceiver(5);
+    const first = at("ev-0", clock.now());
+    expect((await deliver(r.url, first)).status).toBe(200);
+    for (let i = 1; i < 5; i++) {
+      clock.advance(10_000);
+      expect((await deliver(r.url, at(`ev-${i}`, clock.now()))).status).toBe(200);
+    }
+    // Still remembered: a duplicate, answered 200.
+    expect((await deliver(r.url, first)).status).toBe(200);
+    expect(await r.count("duplicate")).toBe(1);
+    // Five more push ev-0 out of the memory of five ids.
+    for (let i = 5; i < 10; i++) {
+      clock.advance(10_000);
+      expect((await deliver(r.url, at(`ev-${i}`, clock.now()))).status).toBe(200);
+    }
+    expect(await counted()).toBe(10);
+    const replay = await deliver(r.url, first);
+    expect(replay.status).toBe(422);
+    expect(await counted()).toBe(10);
+    expect(await r.count("stale")).toBe(1);
+    expect(r.logs.some((l) => l.includes("a replay"))).toBe(true);
+  });
+
+  it("refuses a signed event older than the look-back the ids are kept for, and takes a new one", async () => {
+    const { r, clock, counted, at } = await ledgerReceiver(1_000);
+    clock.advance(60 * MIN);
+    expect((await deliver(r.url, at("ev-old", clock.now() - 11 * MIN))).status).toBe(422);
+    expect((await deliver(r.url, at("ev-new", clock.now() - MIN))).status).toBe(200);
+    expect(await counted()).toBe(1);
+    expect(await r.count("stale")).toBe(1);
   });
 });

@@ -143,4 +143,25 @@ describe("the landing page", () => {
     expect(html).toContain("<code>POST /webhooks/e2b</code>");
     expect(html).not.toContain('href="/webhooks/e2b"');
   });
+
+  it("links /probe with the module it is given, says what it does, and every link answers 200", async () => {
+    const { url } = await serve("127.0.0.1:0", {
+      routes: {
+        "/probe": async (_req, u, res) => {
+          res.statusCode = u.searchParams.get("module") === "quick" ? 200 : 400;
+          res.end();
+        },
+      },
+      links: { "/probe": "/probe?module=quick" },
+    });
+    const html = await (await fetch(`${url}/`)).text();
+    expect(html).toMatch(
+      /<a href="\/probe\?module=quick">[^<]*<\/a> runs one probe of a module now/,
+    );
+    const hrefs = [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1] ?? "");
+    const statuses = await Promise.all(hrefs.map(async (h) => (await fetch(`${url}${h}`)).status));
+    expect(Object.fromEntries(hrefs.map((h, i) => [h, statuses[i]]))).toEqual(
+      Object.fromEntries(hrefs.map((h) => [h, 200])),
+    );
+  });
 });

@@ -1,5 +1,6 @@
 import { request } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { simulatorArgs } from "../../src/simulator/args.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import type { SimLifecycleEvent } from "../../src/simulator/state.js";
 import { FakeClock } from "../../src/util/clock.js";
@@ -184,4 +185,52 @@ describe("auto-pause on this platform's API", () => {
       await sim.close();
     }
   });
+});
+
+describe("npm run simulator -- --flavor e2b", () => {
+  /** The options main.ts starts the simulator with for `args`. */
+  function optionsOf(args: string[]) {
+    const parsed = simulatorArgs(args);
+    if (parsed.help) throw new Error("not the usage");
+    return parsed.options;
+  }
+
+  it("ends sandboxes at their timeout by default, as E2B does; --no-expiry and the other flavor keep them", () => {
+    expect(optionsOf(["--flavor", "e2b"]).expireSandboxes).toBe(true);
+    expect(optionsOf(["--flavor", "e2b", "--no-expiry"]).expireSandboxes).toBe(false);
+    expect(optionsOf([]).expireSandboxes).toBe(false);
+    expect(simulatorArgs(["--help"])).toEqual({ help: true });
+  });
+
+  for (const [args, ends] of [
+    [["--flavor", "e2b"], true],
+    [["--flavor", "e2b", "--no-expiry"], false],
+  ] as const)
+    it(`${ends ? "pauses an auto-pause sandbox and kills the others" : "keeps every sandbox"} at the timeout with ${args.join(" ")}`, async () => {
+      const clock = new FakeClock(T0);
+      const sim = await startSimulator({
+        ...optionsOf([...args, "--sandboxes", "0", "--api-port", "0", "--data-port", "0"]),
+        clock,
+      });
+      try {
+        const template = sim.state.templates.find((t) => t.status === "ready")!.templateID;
+        const create = async (extra: object) =>
+          (await call(sim, "POST", "/sandboxes", { templateID: template, timeout: 5, ...extra }))
+            .json.sandboxID as string;
+        const state = async (id: string) => {
+          const res = await call(sim, "GET", `/sandboxes/${id}`);
+          return res.status === 404 ? "gone" : (res.json.state as string);
+        };
+        const paused = await create({ autoPause: true });
+        const killed = await create({});
+        clock.advance(4_999);
+        expect([await state(paused), await state(killed)]).toEqual(["running", "running"]);
+        clock.advance(1);
+        expect([await state(paused), await state(killed)]).toEqual(
+          ends ? ["paused", "gone"] : ["running", "running"],
+        );
+      } finally {
+        await sim.close();
+      }
+    });
 });

@@ -60,8 +60,11 @@ export type SandboxQuery = {
 
 /** ControlOptions, and what the client reports of the answers it gets. */
 export interface ControlClientOptions extends ControlOptions {
-  /** A create was refused with 429: why (from its text) and the concurrency limit it names. */
-  onCreateRejected?: (reason: CreateRejectReason, limit?: number) => void;
+  /**
+   * A create was refused with 429: why (from its text) and the concurrency limit it names, or what
+   * it named in the limit's place that is out of range (not learned).
+   */
+  onCreateRejected?: (reason: CreateRejectReason, limit?: number, ignoredLimit?: string) => void;
 }
 
 /** Query of the lifecycle events (E2B: limit 1-100, newest first unless orderAsc). */
@@ -89,6 +92,10 @@ export interface CreatedSandbox {
   envdVersion?: string;
   /** Auto-pause was asked for, on a platform whose create takes it (E2B); false: not supported. */
   autoPause?: boolean;
+  /** Auto-resume on traffic was asked for, on a platform whose create takes it (E2B); false: not supported. */
+  autoResume?: boolean;
+  /** Token the proxy wants in `e2b-traffic-access-token` (created with allowPublicTraffic false). */
+  trafficAccessToken?: string;
   raw: unknown;
 }
 
@@ -194,12 +201,21 @@ export class ControlClient {
     return this.decode(e, "GET", () => normalizeTemplate(this.n, r.body));
   }
 
-  /** GET /templates/{id}/builds/{buildID}/status: the build's status and, when failed, why. */
+  /**
+   * GET /templates/{id}/builds/{buildID}/status: the build's status and, when failed, why. One
+   * attempt: the templateBuilds collector asks again on a later tick, backing off per template.
+   */
   async templateBuildStatus(templateId: string, buildId: string): Promise<TemplateBuildStatus> {
     const e = "/templates/{id}/builds/{buildID}/status";
     const path = `/templates/${enc(templateId)}/builds/${enc(buildId)}/status`;
     // Only the status and the reason are wanted: no build logs.
-    const r = await this.send({ method: "GET", path, endpoint: e, query: { limit: 0 } });
+    const r = await this.send({
+      method: "GET",
+      path,
+      endpoint: e,
+      query: { limit: 0 },
+      retries: 0,
+    });
     return this.decode(e, "GET", () => normalizeBuildStatus(r.body, { templateId, buildId }));
   }
 
@@ -433,14 +449,24 @@ export class ControlClient {
     secure?: boolean;
     autoPause?: boolean;
     autoPauseTimeoutS?: number;
+    /** E2B's `autoResume: {enabled: true}` (sent with autoPause, as its SDK requires). */
+    autoResume?: boolean;
+    /** false: E2B's `network.allowPublicTraffic: false`, the proxy then wants the traffic token. */
+    allowPublicTraffic?: boolean;
   }): Promise<CreatedSandbox> {
-    const autoPause = req.autoPause === true && this.o.flavor === "e2b";
+    const e2b = this.o.flavor === "e2b";
+    const autoPause = req.autoPause === true && e2b;
+    const autoResume = req.autoResume === true && autoPause;
     const body = {
       templateID: req.templateId,
       timeout: autoPause ? (req.autoPauseTimeoutS ?? req.timeoutS) : req.timeoutS,
       metadata: req.metadata,
       secure: req.secure ?? true,
       ...(autoPause ? { autoPause } : {}),
+      ...(autoResume ? { autoResume: { enabled: true } } : {}),
+      ...(req.allowPublicTraffic === false && e2b
+        ? { network: { allowPublicTraffic: false } }
+        : {}),
     };
     const call: Call = {
       method: "POST",
@@ -452,6 +478,9 @@ export class ControlClient {
     const raw = (await this.sendCreate(call)).body;
     const agent = agentOf(raw);
     if (agent.accessToken) this.transport.secrets.addTransient(agent.accessToken);
+    const traffic = (raw as { trafficAccessToken?: unknown } | null)?.trafficAccessToken;
+    const trafficAccessToken = typeof traffic === "string" && traffic !== "" ? traffic : undefined;
+    if (trafficAccessToken) this.transport.secrets.addTransient(trafficAccessToken);
     return this.decode("/sandboxes", "POST", () => {
       const s = normalizeSandbox(this.n, raw, "created");
       return {
@@ -460,6 +489,8 @@ export class ControlClient {
         ...(s.domain ? { domain: s.domain } : {}),
         ...agent,
         ...(req.autoPause !== undefined ? { autoPause } : {}),
+        ...(req.autoResume !== undefined ? { autoResume } : {}),
+        ...(trafficAccessToken ? { trafficAccessToken } : {}),
         raw,
       };
     });
@@ -488,8 +519,8 @@ export class ControlClient {
       return await this.send(call);
     } catch (err) {
       if (err instanceof PlatformHttpError && err.status === 429 && this.o.onCreateRejected) {
-        const { reason, limit } = classifyCreateRejection(err.bodyExcerpt);
-        this.o.onCreateRejected(reason, limit);
+        const { reason, limit, ignoredLimit } = classifyCreateRejection(err.bodyExcerpt);
+        this.o.onCreateRejected(reason, limit, ignoredLimit);
       }
       throw err;
     }

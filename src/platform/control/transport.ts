@@ -105,6 +105,8 @@ export interface Call {
   reserve?: boolean;
   /** A 404 is the answer hoped for (a deletion confirmed): not counted as an error. */
   notFoundExpected?: boolean;
+  /** Extra attempts of this GET after a retryable failure; default the channel's `retries`. */
+  retries?: number;
 }
 
 /** A response: status, headers and the body, parsed when it is JSON, else its text. */
@@ -158,7 +160,7 @@ export class ControlTransport {
    * every caller only when several endpoints are held at once.
    */
   async send(call: Call, caller: Caller = "poll"): Promise<Reply> {
-    const attempts = call.method === "GET" ? 1 + Math.max(0, this.o.retries) : 1;
+    const attempts = call.method === "GET" ? 1 + Math.max(0, call.retries ?? this.o.retries) : 1;
     const backoff = {
       baseMs: BACKOFF_BASE_MS,
       capMs: BACKOFF_CAP_MS,

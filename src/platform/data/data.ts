@@ -18,6 +18,7 @@ import {
 import type { ProcessEvent } from "../types.js";
 import { basicUserHeader, envdUser } from "./envd-version.js";
 import { decodeEnvelopeStream, encodeJsonEnvelope, parseEnvelopeJson } from "./envelope.js";
+import { type PortAnswer, type PortRequest, sendPortRequest } from "./port-request.js";
 import {
   buildStartRequest,
   OutputCollector,
@@ -135,12 +136,34 @@ export class DataClient {
    * Origin of a sandbox's agent: {scheme}://{agentPort}-{id}.{domain} (routing `headers`:
    * {scheme}://sandbox.{domain}), with the proxy port unless dialling a node.
    */
-  origin(sb: SandboxRef): string {
+  origin(sb: SandboxRef, sandboxPort = this.o.agentPort): string {
     const port = this.o.proxyPortHttp && !this.o.proxyNodeIp ? `:${this.o.proxyPortHttp}` : "";
     const domain = sb.domain || this.o.sandboxDomain;
     const host =
-      this.o.routing === "headers" ? `sandbox.${domain}` : `${this.o.agentPort}-${sb.id}.${domain}`;
+      this.o.routing === "headers" ? `sandbox.${domain}` : `${sandboxPort}-${sb.id}.${domain}`;
     return `${this.o.proxyScheme}://${host}${port}`;
+  }
+
+  /**
+   * A request to a service on one of the sandbox's ports (not its agent), routed as the agent
+   * calls are; no agent token is sent, the traffic token only when given. Errors are scrubbed.
+   */
+  async requestPort(sb: SandboxRef, req: PortRequest): Promise<PortAnswer> {
+    if (req.trafficToken) this.secrets.addTransient(req.trafficToken);
+    const routingHeaders: Record<string, string> =
+      this.o.routing === "headers"
+        ? { [SANDBOX_ID_HEADER]: sb.id, [SANDBOX_PORT_HEADER]: String(req.port) }
+        : {};
+    try {
+      return await sendPortRequest(
+        this.dispatcher,
+        { url: `${this.origin(sb, req.port)}${req.path}`, routingHeaders },
+        req,
+        { timeoutMs: this.o.timeoutMs, monotonic: this.monotonic },
+      );
+    } catch (err) {
+      throw this.scrubbed(err);
+    }
   }
 
   /** Starts a process and yields its events as they arrive; the stream must end with end-of-stream. */

@@ -4,7 +4,12 @@
 // `event_data`): both are read. Kill reason and execution come from the orchestrator's eventData
 // (`kill_reason`, `execution.execution_time` in milliseconds).
 import { epochMs, parseIsoTime } from "../../util/time.js";
-import { KILL_REASONS, type KillReason, type LifecycleEvent } from "../events.js";
+import {
+  type ExecutionSpan,
+  KILL_REASONS,
+  type KillReason,
+  type LifecycleEvent,
+} from "../events.js";
 import type { InvalidValues } from "./invalid-values.js";
 import { isRecord, NormalizeError } from "./values.js";
 
@@ -14,6 +19,8 @@ const TYPE_PREFIX = "sandbox.lifecycle.";
 const RESOURCE = "event";
 /** Longest id or label value kept from an event; longer ones are not ids. */
 const MAX_ID_CHARS = 256;
+/** Metadata entries kept from one event at most (E2B's metadata is small). */
+const MAX_METADATA_KEYS = 64;
 
 const KNOWN_REASONS: ReadonlySet<string> = new Set(KILL_REASONS);
 
@@ -125,7 +132,58 @@ export function normalizeLifecycleEvent(raw: unknown, invalid?: InvalidValues): 
   if (type === "killed") event.killReason = killReasonOf(data, invalid);
   const seconds = executionSecondsOf(data, invalid);
   if (seconds !== undefined) event.executionSeconds = seconds;
+  const span = executionSpanOf(data, seconds, invalid);
+  if (span !== undefined) event.execution = span;
+  const metadata = metadataOf(data, invalid);
+  if (metadata !== undefined) event.metadata = metadata;
   return event;
+}
+
+/** A count (vCPUs, MB) as E2B writes it: a finite number >= 0. */
+function count(v: unknown): number | undefined {
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
+}
+
+/** `execution` whole: its start, resources and duration; a part missing or bad drops it, counted. */
+function executionSpanOf(
+  data: Json | undefined,
+  seconds: number | undefined,
+  invalid: InvalidValues | undefined,
+): ExecutionSpan | undefined {
+  const exec = data?.execution;
+  if (seconds === undefined || !isRecord(exec)) return undefined;
+  const startedAt = parseTimestamp(pick(exec, ["started_at", "startedAt"]));
+  const vcpuCount = count(pick(exec, ["vcpu_count", "vcpuCount"]));
+  const memoryMB = count(pick(exec, ["memory_mb", "memoryMB", "memoryMb"]));
+  if (startedAt === undefined || vcpuCount === undefined || memoryMB === undefined) {
+    invalid?.add(RESOURCE, "execution");
+    return undefined;
+  }
+  return { startedAt, vcpuCount, memoryMB, durationMs: seconds * 1000 };
+}
+
+/** `sandbox_metadata`: string values only, bounded in count and length; anything else counted. */
+function metadataOf(
+  data: Json | undefined,
+  invalid: InvalidValues | undefined,
+): Record<string, string> | undefined {
+  const raw = data === undefined ? undefined : pick(data, ["sandbox_metadata", "sandboxMetadata"]);
+  if (raw === undefined || raw === null) return undefined;
+  if (!isRecord(raw)) {
+    invalid?.add(RESOURCE, "sandbox_metadata");
+    return undefined;
+  }
+  const out: Record<string, string> = {};
+  let n = 0;
+  for (const [k, v] of Object.entries(raw)) {
+    if (typeof v !== "string" || k.length > MAX_ID_CHARS || v.length > MAX_ID_CHARS) {
+      invalid?.add(RESOURCE, "sandbox_metadata");
+      continue;
+    }
+    if (++n > MAX_METADATA_KEYS) break;
+    out[k] = v;
+  }
+  return out;
 }
 
 /** One page of GET /events/sandboxes: one slot per record received, undefined for a bad one. */

@@ -77,25 +77,42 @@ function drop(invalid: InvalidValues | undefined, field: string): undefined {
 export const CREATE_REJECT_REASONS = ["concurrency_limit", "rate_limit", "other"] as const;
 export type CreateRejectReason = (typeof CREATE_REJECT_REASONS)[number];
 
+/** Largest concurrency limit a 429's text is believed to name: far above any team's. */
+export const MAX_TEAM_CONCURRENCY_LIMIT = 1_000_000;
+/** Most characters of an out-of-range limit kept to report it. */
+const IGNORED_LIMIT_CHARS = 32;
+
 /**
  * E2B: "you have reached the maximum number of concurrent E2B sandboxes (20). If you need more,
  * ..." (packages/api/internal/orchestrator/create_instance.go).
  */
-const CONCURRENCY_TEXT = /maximum number of concurrent (?:e2b )?sandboxes(?: \((\d+)\))?/i;
+const CONCURRENCY_TEXT = /maximum number of concurrent (?:e2b )?sandboxes(?: \(([^)]*)\))?/i;
 /** E2B's per-team route limiter answers "Rate limit exceeded" (api/internal/middleware/ratelimit). */
 const RATE_TEXT = /rate[ -]?limit|too many requests/i;
 
-/** The reason of a create's 429 from its body text, and the limit it names, if any. */
-export function classifyCreateRejection(text: string): {
+/** Why a create got 429, the concurrency limit it names, or what it named that is no limit. */
+export interface CreateRejection {
   reason: CreateRejectReason;
+  /** An integer from 1 to MAX_TEAM_CONCURRENCY_LIMIT. */
   limit?: number;
-} {
+  /** What the text named in the limit's place that is not such an integer (cut short). */
+  ignoredLimit?: string;
+}
+
+/**
+ * The reason of a create's 429 from its body text, and the limit it names: an integer in
+ * [1, MAX_TEAM_CONCURRENCY_LIMIT], else `ignoredLimit` (a limit of 10^12 would be exported and
+ * silence the near-limit alert).
+ */
+export function classifyCreateRejection(text: string): CreateRejection {
   const c = CONCURRENCY_TEXT.exec(text);
   if (c) {
-    const limit = c[1] === undefined ? undefined : Number(c[1]);
-    return limit !== undefined && limit >= 1 && Number.isSafeInteger(limit)
+    const named = c[1]?.trim();
+    if (named === undefined) return { reason: "concurrency_limit" };
+    const limit = /^\d{1,7}$/.test(named) ? Number(named) : Number.NaN;
+    return limit >= 1 && limit <= MAX_TEAM_CONCURRENCY_LIMIT
       ? { reason: "concurrency_limit", limit }
-      : { reason: "concurrency_limit" };
+      : { reason: "concurrency_limit", ignoredLimit: named.slice(0, IGNORED_LIMIT_CHARS) };
   }
   return { reason: RATE_TEXT.test(text) ? "rate_limit" : "other" };
 }

@@ -1,0 +1,375 @@
+// Resource-seconds, spend and policy savings integrated on the platform's own times: a span starts
+// at the sandbox's startedAt (or its resume), and ends at the killed/paused event's execution
+// (started_at + execution_time) where events arrive, else at its endAt when it expired, else at
+// the midpoint between the last walk that saw it and the first that did not. Pure: times come
+// from the inputs, `now` only judges what is in the future. Nothing before `origin` is counted.
+// Inside, times are ms after `origin`. The tracks live in track-table.ts, the totals they feed in
+// spend-totals.ts, the policy's savings in policy-savings.ts.
+import type { ExecutionSpan, LifecycleEvent } from "../platform/events.js";
+import type { Clock } from "../util/clock.js";
+import type { CostSettings } from "./cost-settings.js";
+import { PolicySavings, type SavingMode, type SavingsTotal } from "./policy-savings.js";
+import { MIB_PER_GIB, SpendTotals, type TemplateTotals } from "./spend-totals.js";
+import { GONE, OTHER, PAUSED, type Phase, RUNNING, TrackTable } from "./track-table.js";
+
+/** Most vCPUs and MB of RAM one sandbox is believed to have; more is a bad record. */
+const MAX_VCPUS = 1024;
+const MAX_MEMORY_MB = 16 * 1024 * 1024;
+/** How far ahead of `now` a start or an event may lie (clock skew) before it is refused. */
+const FUTURE_SLACK_MS = 60_000;
+/** How long a gone sandbox is remembered for a late event (E2B stores events up to a minute late). */
+const GONE_MEMORY_MS = 15 * 60_000;
+/** An execution's started_at (whole seconds) matches a span start known to the ms within this. */
+const START_MATCH_MS = 1_000;
+
+/** Why an input was dropped; the `reason` label of the dropped-inputs counter. */
+export type DropReason =
+  | "bad_resources"
+  | "future_start"
+  | "future_event"
+  | "time_backwards"
+  | "unknown_sandbox";
+export const DROP_REASONS: readonly DropReason[] = [
+  "bad_resources",
+  "future_start",
+  "future_event",
+  "time_backwards",
+  "unknown_sandbox",
+];
+
+/** One sandbox of a walk, as the poller's list holds it. */
+export interface WalkRow {
+  id: string;
+  templateId: string;
+  state: string;
+  cpuCount: number | undefined;
+  memoryMB: number | undefined;
+  startedAt: number | undefined;
+  endAt: number | undefined;
+  metadata: Readonly<Record<string, string>> | undefined;
+}
+
+/** Settings of the accountant. */
+export interface CostAccountantOptions {
+  prices: CostSettings["prices"];
+  attributeBy: readonly string[];
+  runningStates: readonly string[];
+  pausedStates: readonly string[];
+  /** Epoch ms before which nothing is counted: the process start (a restart invents nothing). */
+  origin: number;
+  clock: Clock;
+}
+
+/** Integrates cost over sandbox spans; read by the cost families when scraped. */
+export class CostAccountant {
+  private readonly c: TrackTable;
+  private readonly policy = new PolicySavings();
+  private readonly spend: SpendTotals;
+  private readonly running: ReadonlySet<string>;
+  private readonly paused: ReadonlySet<string>;
+  private readonly drops = new Map<DropReason, number>();
+  private lastWalk = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly o: CostAccountantOptions) {
+    this.c = new TrackTable(o.attributeBy.length > 0);
+    this.running = new Set(o.runningStates);
+    this.paused = new Set(o.pausedStates);
+    this.spend = new SpendTotals(o.prices, o.attributeBy);
+  }
+
+  /**
+   * Accounts one walk taken at `at` (the cycle's start): every listed sandbox, then the gone.
+   * `rows`, the walk's length when known, sizes the columns once.
+   */
+  observeWalk(
+    walkAt: number,
+    forEach: (visit: (row: WalkRow) => void) => void,
+    rows?: number,
+  ): void {
+    const at = walkAt - this.o.origin;
+    if (!(at >= this.lastWalk)) {
+      this.drop("time_backwards");
+      return;
+    }
+    const previous = this.lastWalk;
+    this.lastWalk = at;
+    const now = this.o.clock.now() - this.o.origin;
+    if (rows !== undefined) this.c.reserve(rows);
+    forEach((row) => this.observeRow(row, at, now));
+    for (const [id, t] of this.c.slots) {
+      if ((this.c.phase[t] as Phase) === GONE) {
+        if (at - (this.c.seenAt[t] as number) > GONE_MEMORY_MS) this.c.remove(id, t);
+        continue;
+      }
+      if ((this.c.seenAt[t] as number) >= at) continue;
+      // Known from an event only, born after the walk before: this walk may have missed it.
+      if (Number.isNaN(this.c.seenAt[t] as number) && !((this.c.spanStart[t] as number) < previous))
+        continue;
+      // Listed before and not now: gone at its endAt when that passed in between, else midway.
+      const since = Number.isNaN(this.c.seenAt[t] as number) ? at : (this.c.seenAt[t] as number);
+      const end =
+        (this.c.endAt[t] as number) > since && (this.c.endAt[t] as number) <= at
+          ? (this.c.endAt[t] as number)
+          : (since + at) / 2;
+      this.close(t, end);
+      this.gone(t, end, at);
+    }
+    this.policy.accrueAll(at);
+  }
+
+  /** Accounts one lifecycle event (new ones only: the ledger de-duplicates). */
+  observeEvent(e: LifecycleEvent): void {
+    const origin = this.o.origin;
+    const ts = e.timestamp - origin;
+    if (ts > this.o.clock.now() - origin + FUTURE_SLACK_MS) {
+      this.drop("future_event");
+      return;
+    }
+    const exec = e.execution && { ...e.execution, startedAt: e.execution.startedAt - origin };
+    if (exec && !resourcesOk(exec.vcpuCount, exec.memoryMB)) {
+      this.drop("bad_resources");
+      return;
+    }
+    let t = this.c.slots.get(e.sandboxId);
+    switch (e.type) {
+      case "created":
+        if (t === undefined) this.newTrack(e.sandboxId, e.templateId, RUNNING, ts, e.metadata);
+        return;
+      case "resumed":
+        t ??= this.newTrack(e.sandboxId, e.templateId, PAUSED, ts, e.metadata);
+        if ((this.c.phase[t] as Phase) !== RUNNING) {
+          this.close(t, ts);
+          this.open(t, RUNNING, ts);
+        }
+        return;
+      case "paused":
+      case "killed": {
+        const next = e.type === "paused" ? PAUSED : GONE;
+        if (t === undefined) {
+          if (!exec) return;
+          t = this.newTrack(e.sandboxId, e.templateId, RUNNING, exec.startedAt, e.metadata);
+        }
+        if (exec) this.setResources(t, exec.vcpuCount, exec.memoryMB);
+        const end = exec ? this.spanEnd(t, exec) : ts;
+        if ((this.c.phase[t] as Phase) === RUNNING) this.close(t, end);
+        // A span closed at a guess, told late; a paused one's kill says nothing of its last run.
+        else if (
+          exec &&
+          ((this.c.phase[t] as Phase) === GONE || (this.c.phase[t] as Phase) === next)
+        )
+          this.correctClosed(t, exec, end);
+        if ((this.c.phase[t] as Phase) === next) return;
+        if ((this.c.phase[t] as Phase) !== RUNNING) this.close(t, ts);
+        if (next === GONE) this.gone(t, end, this.lastWalk);
+        else this.open(t, PAUSED, end);
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  /**
+   * A pause the policy made (`done`) or planned (`dry_run`) at `at`: the running cost it avoids
+   * from then until the sandbox runs again, is gone, or reaches its endAt.
+   */
+  policyPause(rule: string, sandboxId: string, mode: SavingMode, pausedAt: number): void {
+    const t = this.c.slots.get(sandboxId);
+    if (
+      t === undefined ||
+      (this.c.phase[t] as Phase) === GONE ||
+      Number.isNaN(this.c.cpu[t] as number) ||
+      Number.isNaN(this.c.memMB[t] as number)
+    ) {
+      this.drop("unknown_sandbox");
+      return;
+    }
+    const p = this.spend.pricesOf(this.c.template[t] as number);
+    const perMs =
+      ((this.c.cpu[t] as number) * p.vcpuSecond +
+        ((this.c.memMB[t] as number) / MIB_PER_GIB) * p.memoryGiBSecond) /
+      1000;
+    const endAt = this.c.endAt[t] as number;
+    const cap = Number.isNaN(endAt) ? Number.POSITIVE_INFINITY : endAt;
+    this.policy.start({ slot: t, sandboxId, rule, mode, at: pausedAt - this.o.origin, perMs, cap });
+  }
+
+  /**
+   * A policy run at `at` that still plans `(rule, sandbox)` for the pairs in `planned`: a
+   * dry-run saving whose pair is missing ends there (the sandbox stopped being idle).
+   */
+  policyRun(runAt: number, planned: (rule: string, sandboxId: string) => boolean): void {
+    this.policy.endUnplanned(runAt - this.o.origin, planned);
+  }
+
+  /** Registers a rule's savings series at 0 (so rates exist before its first pause). */
+  declareRule(rule: string, mode: SavingMode): void {
+    this.policy.declare(rule, mode);
+  }
+
+  /** Resource-seconds by template (read when scraped). */
+  usage(): Iterable<Readonly<TemplateTotals>> {
+    return this.spend.usage();
+  }
+
+  /** Savings by rule and mode. */
+  savings(): Iterable<Readonly<SavingsTotal>> {
+    return this.policy.totals();
+  }
+
+  /** Spend per value of the i-th attributeBy key, and what counted as other at once. */
+  attribution(i: number): { values: ReadonlyMap<string, number>; overflow: number } {
+    return this.spend.attribution(i);
+  }
+
+  /** Inputs dropped, by reason. */
+  dropped(): ReadonlyMap<DropReason, number> {
+    return this.drops;
+  }
+
+  /** Sandboxes tracked now (for the bench and tests). */
+  get size(): number {
+    return this.c.slots.size;
+  }
+
+  private observeRow(row: WalkRow, at: number, now: number): void {
+    const cpu = row.cpuCount ?? Number.NaN;
+    const mem = row.memoryMB ?? Number.NaN;
+    let t = this.c.slots.get(row.id);
+    // An absent count is unknown (the span waits for it); a present one must make sense.
+    if (!resourcesOk(Number.isNaN(cpu) ? 0 : cpu, Number.isNaN(mem) ? 0 : mem)) {
+      this.drop("bad_resources");
+      if (t !== undefined) this.c.seenAt[t] = at;
+      return;
+    }
+    const startedAt = row.startedAt === undefined ? undefined : row.startedAt - this.o.origin;
+    if (startedAt !== undefined && startedAt > now + FUTURE_SLACK_MS) {
+      this.drop("future_start");
+      if (t !== undefined) this.c.seenAt[t] = at;
+      return;
+    }
+    const phase: Phase = this.running.has(row.state)
+      ? RUNNING
+      : this.paused.has(row.state)
+        ? PAUSED
+        : OTHER;
+    if (t === undefined) {
+      // First seen: a running one began at its start; a paused one is counted from now on.
+      const start = phase === RUNNING ? Math.min(startedAt ?? at, at) : at;
+      t = this.newTrack(row.id, row.templateId, phase, start, row.metadata);
+    }
+    if (row.metadata !== undefined && this.o.attributeBy.length > 0)
+      this.c.attr[t] = this.spend.attrOf(row.metadata);
+    this.setResources(t, cpu, mem);
+    this.c.endAt[t] = row.endAt === undefined ? Number.NaN : row.endAt - this.o.origin;
+    // An event newer than this listing (the list was read before it) says more than the list.
+    if ((this.c.phase[t] as Phase) !== phase && (this.c.spanStart[t] as number) >= at) {
+      if ((this.c.phase[t] as Phase) !== GONE) this.c.seenAt[t] = at;
+      return;
+    }
+    if ((this.c.phase[t] as Phase) === GONE) this.open(t, phase, at);
+    else if ((this.c.phase[t] as Phase) !== phase) {
+      // Changed between two walks with no event to say when: midway.
+      const since = Number.isNaN(this.c.seenAt[t] as number) ? at : (this.c.seenAt[t] as number);
+      const switchAt = Math.max((since + at) / 2, this.c.spanStart[t] as number);
+      this.close(t, switchAt);
+      this.open(t, phase, switchAt);
+    }
+    this.c.seenAt[t] = at;
+    this.accrue(t, at);
+  }
+
+  private newTrack(
+    id: string,
+    templateId: string,
+    phase: Phase,
+    start: number,
+    metadata: Readonly<Record<string, string>> | undefined,
+  ): number {
+    const t = this.c.add(id, this.spend.templateOf(templateId));
+    if (metadata && this.o.attributeBy.length > 0) this.c.attr[t] = this.spend.attrOf(metadata);
+    this.c.phase[t] = phase;
+    this.c.spanStart[t] = start;
+    return t;
+  }
+
+  private setResources(t: number, cpu: number, memMB: number): void {
+    if (!Number.isNaN(cpu)) this.c.cpu[t] = cpu;
+    if (!Number.isNaN(memMB)) this.c.memMB[t] = memMB;
+  }
+
+  /** The end of the span an execution describes, on the best start known (E2B's is whole seconds). */
+  private spanEnd(t: number, exec: ExecutionSpan): number {
+    const closed = this.c.closedStart[t] as number;
+    const known = (this.c.phase[t] as Phase) === RUNNING ? (this.c.spanStart[t] as number) : closed;
+    const start =
+      known !== undefined && Math.abs(known - exec.startedAt) < START_MATCH_MS
+        ? known
+        : exec.startedAt;
+    return start + exec.durationMs;
+  }
+
+  /** A late event for a span already closed at a guess: adds what the guess left out. */
+  private correctClosed(t: number, exec: ExecutionSpan, end: number): void {
+    const start = this.c.closedStart[t] as number;
+    // NaN (none closed) fails the comparison too.
+    if (!(Math.abs(start - exec.startedAt) < START_MATCH_MS)) return;
+    const target = Math.max(0, end - Math.max(start, 0));
+    const counted = this.c.closedCounted[t] as number;
+    if (target > counted) {
+      this.add(t, RUNNING, target - counted);
+      this.c.closedCounted[t] = target;
+    }
+  }
+
+  /** Counts the current span up to `to`. */
+  private accrue(t: number, to: number): void {
+    if ((this.c.phase[t] as Phase) !== RUNNING && (this.c.phase[t] as Phase) !== PAUSED) return;
+    if (Number.isNaN(this.c.cpu[t] as number) || Number.isNaN(this.c.memMB[t] as number)) return;
+    const target = Math.max(0, to - Math.max(this.c.spanStart[t] as number, 0));
+    if (target > (this.c.counted[t] as number)) {
+      this.add(t, this.c.phase[t] as Phase, target - (this.c.counted[t] as number));
+      this.c.counted[t] = target;
+    }
+  }
+
+  private close(t: number, end: number): void {
+    this.accrue(t, end);
+    if ((this.c.phase[t] as Phase) === RUNNING) {
+      this.c.closedStart[t] = this.c.spanStart[t] as number;
+      this.c.closedCounted[t] = this.c.counted[t] as number;
+    }
+    if (this.policy.has(t)) {
+      const phase = this.c.phase[t] as Phase;
+      this.policy.endOnChange(t, phase === RUNNING, phase === PAUSED, end);
+    }
+  }
+
+  private open(t: number, phase: Phase, start: number): void {
+    this.c.phase[t] = phase;
+    this.c.spanStart[t] = start;
+    this.c.counted[t] = 0;
+  }
+
+  private gone(t: number, end: number, at: number): void {
+    this.policy.endAll(t, end);
+    this.c.phase[t] = GONE;
+    this.c.spanStart[t] = end;
+    this.c.seenAt[t] = Number.isFinite(at) ? at : end;
+  }
+
+  private add(t: number, phase: Phase, ms: number): void {
+    const c = this.c;
+    const cpu = c.cpu[t] as number;
+    const memMB = c.memMB[t] as number;
+    this.spend.add(c.template[t] as number, phase === RUNNING, cpu, memMB, ms, c.attr[t]);
+  }
+
+  private drop(reason: DropReason): void {
+    this.drops.set(reason, (this.drops.get(reason) ?? 0) + 1);
+  }
+}
+
+function resourcesOk(cpu: number, memMB: number): boolean {
+  return cpu >= 0 && cpu <= MAX_VCPUS && memMB >= 0 && memMB <= MAX_MEMORY_MB;
+}

@@ -1,0 +1,112 @@
+// The `cost:` section of the configuration: the price table, currency, attribution and budget.
+// The only place its defaults live; src/config/schema.ts includes the slice and settles it.
+import { z } from "zod";
+import { bool, int, list, text } from "../config/fields.js";
+
+/**
+ * E2B's published usage rates, USD per second while a sandbox runs, on allocated vCPU and RAM
+ * (e2b.dev/docs/faq/calculate-sandbox-price, e2b-dev/docs#330, read 2026-11-28: $0.000014 per
+ * vCPU-second, $0.0000045 per GiB-second; paused and killed sandboxes are not billed).
+ */
+export const E2B_PRICES: Readonly<CostPrices> = Object.freeze({
+  vcpuSecond: 0.000014,
+  memoryGiBSecond: 0.0000045,
+  pausedGiBSecond: 0,
+});
+
+/** Prices per second of one resource-unit, in `cost.currency`. */
+export interface CostPrices {
+  vcpuSecond: number;
+  memoryGiBSecond: number;
+  pausedGiBSecond: number;
+}
+
+const PRICE_TEXT = "a price: a finite number >= 0 (currency per unit-second)";
+const price = z
+  .number({ error: PRICE_TEXT })
+  .refine((n) => Number.isFinite(n) && n >= 0, { error: PRICE_TEXT });
+const budget = z
+  .number({ error: "a budget: a finite number >= 0" })
+  .refine((n) => Number.isFinite(n) && n >= 0, { error: "a budget: a finite number >= 0" });
+
+const PriceOverride = z.strictObject({
+  vcpuSecond: price.optional(),
+  memoryGiBSecond: price.optional(),
+  pausedGiBSecond: price.optional(),
+});
+
+/** The slice as the schema parses it; `settleCost` fills what depends on the platform. */
+export const CostSchema = z.strictObject({
+  /** Default: on for platform.flavor e2b (E2B's rates), else on once running prices are given. */
+  enabled: bool.optional(),
+  prices: z
+    .strictObject({
+      vcpuSecond: price.optional(),
+      memoryGiBSecond: price.optional(),
+      pausedGiBSecond: price.optional(),
+      /** Per template id (or alias), any of the three prices. */
+      templates: z
+        .record(text, PriceOverride, { error: "a mapping of template id to prices" })
+        .default({}),
+    })
+    .prefault({}),
+  currency: text.regex(/^[A-Za-z]{3}$/, { error: "an ISO 4217 code like USD" }).default("USD"),
+  /** Metadata keys whose values get their own spend series (customer, user, ...). */
+  attributeBy: list.default([]),
+  /** Values per key with their own series; the rest are summed as `other`. */
+  maxAttributedValues: int(1, 1000).default(20),
+  budget: z.strictObject({ daily: budget.optional() }).prefault({}),
+});
+
+/** The cost settings every other module receives. */
+export interface CostSettings {
+  enabled: boolean;
+  prices: CostPrices & { templates: Readonly<Record<string, Partial<CostPrices>>> };
+  currency: string;
+  attributeBy: readonly string[];
+  maxAttributedValues: number;
+  budget: { daily?: number };
+}
+
+/** An issue `settleCost` reports (added to the schema's issues by the caller). */
+export interface CostIssue {
+  path: string[];
+  message: string;
+}
+
+/**
+ * Fills the flavor's defaults: E2B's rates on e2b; a self-hosted platform has no price list, so
+ * cost stays off until its running prices are given, and turning it on without them is refused.
+ */
+export function settleCost(
+  c: z.output<typeof CostSchema>,
+  flavor: string,
+  report: (issue: CostIssue) => void,
+): CostSettings {
+  const p = c.prices;
+  const given = p.vcpuSecond !== undefined || p.memoryGiBSecond !== undefined;
+  const base: CostPrices | undefined = flavor === "e2b" ? E2B_PRICES : given ? ZERO : undefined;
+  if (c.enabled === true && base === undefined)
+    report({
+      path: ["cost", "prices", "vcpuSecond"],
+      message:
+        "prices for a self-hosted platform (cost.prices.vcpuSecond, cost.prices.memoryGiBSecond): it has no price list",
+    });
+  const resolved = base ?? ZERO;
+  return {
+    enabled: c.enabled ?? base !== undefined,
+    prices: {
+      vcpuSecond: p.vcpuSecond ?? resolved.vcpuSecond,
+      memoryGiBSecond: p.memoryGiBSecond ?? resolved.memoryGiBSecond,
+      pausedGiBSecond: p.pausedGiBSecond ?? resolved.pausedGiBSecond,
+      templates: p.templates,
+    },
+    currency: c.currency.toUpperCase(),
+    attributeBy: c.attributeBy,
+    maxAttributedValues: c.maxAttributedValues,
+    budget: c.budget.daily === undefined ? {} : { daily: c.budget.daily },
+  };
+}
+
+/** A self-hosted platform's unset prices: only what was given is charged. */
+const ZERO: Readonly<CostPrices> = { vcpuSecond: 0, memoryGiBSecond: 0, pausedGiBSecond: 0 };

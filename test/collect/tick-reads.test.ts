@@ -1,0 +1,174 @@
+// Each tick collector fails on its own: a read has a deadline of one interval, the tick publishes
+// what ended without waiting for what did not, a read still running is never started twice, and
+// what it brings when it ends is carried into a later snapshot. Collectors here are stubs whose
+// reads the test ends (gates), over a fake clock; the deadline and the tick's wait are real time.
+import { describe, expect, it } from "vitest";
+import type { PlatformReader, TickCollector } from "../../src/collect/collector.js";
+import type { Snapshot, TickName } from "../../src/collect/snapshot.js";
+import { FakeClock } from "../../src/util/clock.js";
+import { testPoller } from "../helpers/poller.js";
+
+const T0 = 1_790_000_000_000;
+/** Real milliseconds: a tick waits half of it for its reads; a read's deadline is all of it. */
+const INTERVAL = 300;
+
+/** A reader with an empty sandbox list: the walk ends at once. */
+const EMPTY: PlatformReader = {
+  listSandboxPage: async () => ({ size: 0, items: () => [] }),
+} as unknown as PlatformReader;
+
+/** A read the test ends: `release(value)` resolves the oldest read still waiting. */
+class Gate {
+  reads = 0;
+  private readonly waiting: Array<(v: unknown) => void> = [];
+  private onRead: (() => void) | undefined;
+  read = (): Promise<unknown> => {
+    this.reads++;
+    this.onRead?.();
+    return new Promise((resolve) => this.waiting.push(resolve));
+  };
+  /** Resolves once `n` reads have started. */
+  started(n: number): Promise<void> {
+    if (this.reads >= n) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.onRead = () => {
+        if (this.reads >= n) resolve();
+      };
+    });
+  }
+  release(value: unknown): void {
+    const next = this.waiting.shift();
+    if (!next) throw new Error("no read is waiting");
+    next(value);
+  }
+}
+
+/** A collector named `name` (reusing a registry name) whose read is `read`. */
+function stub(name: TickName, read: () => Promise<unknown>, after?: TickName): TickCollector {
+  return {
+    name,
+    optional: false,
+    ...(after ? { after } : {}),
+    runs: () => true,
+    read: async () => ({ value: (await read()) as never, requests: 1 }),
+  };
+}
+
+/** A poller over `collectors`; `next(pred)` resolves at the first snapshot published from now on that passes. */
+function poller(collectors: TickCollector[]) {
+  const clock = new FakeClock(T0);
+  const watchers: Array<{ pred: (s: Snapshot) => boolean; resolve: (s: Snapshot) => void }> = [];
+  const p = testPoller({
+    reader: EMPTY,
+    clock,
+    intervalMs: INTERVAL,
+    collectors,
+    onSnapshot: (s) => {
+      for (const w of watchers.splice(0)) {
+        if (w.pred(s)) w.resolve(s);
+        else watchers.push(w);
+      }
+    },
+  });
+  const next = (pred: (s: Snapshot) => boolean) =>
+    new Promise<Snapshot>((resolve) => watchers.push({ pred, resolve }));
+  return { p, clock, next };
+}
+
+/** Real ms `f` took. */
+async function timed(f: () => Promise<unknown>): Promise<number> {
+  const t = performance.now();
+  await f();
+  return performance.now() - t;
+}
+
+describe("a tick collector's own deadline", () => {
+  it("publishes the collectors that ended without waiting for one that hangs", async () => {
+    let healthReads = 0;
+    const health = stub("health", async () => {
+      healthReads++;
+      return { status: "healthy", up: true };
+    });
+    const templates = new Gate();
+    const { p, clock, next } = poller([health, stub("templates", templates.read)]);
+    // The tick returns after half an interval, not when the hung read ends.
+    expect(await timed(() => p.tick())).toBeLessThan(INTERVAL);
+    const first = p.latest as Snapshot;
+    expect(first.refreshed).toEqual(expect.arrayContaining(["health", "sandboxes"]));
+    expect(first.refreshed).not.toContain("templates");
+    expect(first.collectors.health).toMatchObject({ success: true, stale: false });
+    expect(first.startedAt).toBe(T0);
+    // At its deadline the hung read is a failure, published on its own.
+    const failed = await next((s) => s.refreshed.includes("templates"));
+    expect(failed.collectors.templates).toMatchObject({
+      success: false,
+      stale: true,
+      error: { code: "ERR_COLLECTOR_DEADLINE" },
+    });
+    // Ticks go on: health every tick, and no second read of the one still running.
+    for (let i = 1; i <= 3; i++) {
+      clock.advance(INTERVAL);
+      expect(await timed(() => p.tick())).toBeLessThan(INTERVAL);
+      const s = p.latest as Snapshot;
+      expect(s.collectors.health).toMatchObject({ success: true, stale: false });
+      expect(s.collectors.health.lastSuccessAt).toBe(T0 + i * INTERVAL);
+      expect(s.startedAt).toBe(T0 + i * INTERVAL);
+    }
+    expect(healthReads).toBe(4);
+    expect(templates.reads).toBe(1);
+    // It ends at last: its data is carried into the next snapshot, its outcome still failed.
+    const landed = next((s) => s.refreshed.includes("templates"));
+    templates.release([{ id: "late" }]);
+    const late = await landed;
+    expect(late.templates).toEqual([{ id: "late" }]);
+    expect(late.collectors.templates).toMatchObject({ success: false, stale: true });
+    expect(late.collectors.templates.error?.message).toMatch(/past its deadline of 300ms/);
+    // The next tick reads it again; in time, it succeeds.
+    clock.advance(INTERVAL);
+    const tick = p.tick();
+    await templates.started(2);
+    templates.release([{ id: "fresh" }]);
+    await tick;
+    await p.walkDone();
+    const s = p.latest as Snapshot;
+    expect(s.templates).toEqual([{ id: "fresh" }]);
+    expect(s.collectors.templates).toMatchObject({ success: true, stale: false });
+  });
+
+  it("starts a collector with `after` once the other's read ends, or at its deadline", async () => {
+    const order: string[] = [];
+    const events = new Gate();
+    const team = stub(
+      "teamMetrics",
+      async () => {
+        order.push("teamMetrics");
+        return { teamId: "t" };
+      },
+      "events",
+    );
+    const ev = stub("events", () => {
+      order.push("events");
+      return events.read();
+    });
+    const { p, clock, next } = poller([team, ev]);
+    // In time: the team read waits for the events read of the same tick.
+    const tick = p.tick();
+    await events.started(1);
+    expect(order).toEqual(["events"]);
+    events.release({ cursor: 1 });
+    await tick;
+    await p.walkDone();
+    expect(order).toEqual(["events", "teamMetrics"]);
+    expect((p.latest as Snapshot).collectors.teamMetrics).toMatchObject({ success: true });
+    // The events read hangs: the team read starts at the events' deadline, not at its end.
+    clock.advance(INTERVAL);
+    const teamRead = next((s) => s.refreshed.includes("teamMetrics"));
+    await p.tick();
+    const s = await teamRead;
+    expect(order).toEqual(["events", "teamMetrics", "events", "teamMetrics"]);
+    expect(s.collectors.events.error?.code).toBe("ERR_COLLECTOR_DEADLINE");
+    expect(s.collectors.teamMetrics).toMatchObject({ success: true, stale: false });
+    events.release({ cursor: 2 });
+    await p.walkDone();
+  });
+});

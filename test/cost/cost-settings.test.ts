@@ -1,0 +1,62 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError } from "../../src/config/errors.js";
+import { helpText } from "../../src/config/flags.js";
+import { loadConfig } from "../../src/config/load.js";
+import { E2B_PRICES } from "../../src/cost/cost-settings.js";
+
+const load = (argv: string[], env: Record<string, string> = {}) =>
+  loadConfig({ argv: ["--api-url", "http://127.0.0.1:1", ...argv], env }).config;
+
+function problems(argv: string[], env: Record<string, string> = {}): string {
+  try {
+    load(argv, env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.message;
+    throw err;
+  }
+  return "";
+}
+
+describe("cost settings", () => {
+  it("are on with E2B's published rates for --flavor e2b", () => {
+    const c = load(["--flavor", "e2b"]).cost;
+    expect(c.enabled).toBe(true);
+    expect(c.prices).toMatchObject(E2B_PRICES);
+    expect(c.prices).toMatchObject({ vcpuSecond: 0.000014, memoryGiBSecond: 0.0000045 });
+    expect(c.currency).toBe("USD");
+  });
+
+  it("are off for a self-hosted platform until prices are given", () => {
+    expect(load([]).cost.enabled).toBe(false);
+    const c = load(["--cost-vcpu-second", "0.00002", "--cost-memory-gib-second", "0.000001"]).cost;
+    expect(c).toMatchObject({ enabled: true, prices: { vcpuSecond: 0.00002, pausedGiBSecond: 0 } });
+  });
+
+  it("refuse --cost on a self-hosted platform without prices, naming the setting", () => {
+    expect(problems(["--cost"])).toContain("cost.prices.vcpuSecond");
+  });
+
+  it("refuse a negative or non-numeric price at start, naming the setting", () => {
+    expect(problems(["--flavor", "e2b", "--cost-vcpu-second=-0.1"])).toMatch(
+      /cost\.prices\.vcpuSecond.*price/s,
+    );
+    expect(problems([], { SANDBOX_EXPORTER_COST_MEMORY_GIB_SECOND: "cheap" })).toMatch(
+      /cost\.prices\.memoryGiBSecond.*price/s,
+    );
+  });
+
+  it("turn off with --no-cost and take --cost-attribute-by more than once", () => {
+    expect(load(["--flavor", "e2b", "--no-cost"]).cost.enabled).toBe(false);
+    const c = load([
+      "--flavor",
+      "e2b",
+      "--cost-attribute-by",
+      "customer",
+      "--cost-attribute-by",
+      "user",
+    ]);
+    expect(c.cost.attributeBy).toEqual(["customer", "user"]);
+    expect(helpText()).toContain("--cost[=BOOL]");
+    expect(helpText()).toContain("(also --no-cost)");
+  });
+});
