@@ -53,7 +53,7 @@ export interface CostFigures {
   arms: Record<Arm, CostArm>;
   /** Per round, (arm - off) / off of the cycle's CPU, percent: on is the cost, control the noise. */
   extraCpuPercent: { on: Spread; control: Spread };
-  /** arm - off of the median memory sample, MB. */
+  /** arm - off of the median memory sample, MB; retained: heapUsed + arrayBuffers. */
   extraMemoryMB: { on: Memory; control: Memory };
   /** One accounting pass over `sandboxes` rows in this process (startCost's onSnapshot). */
   accountingPass: { ms: Spread; percentOfOnCycleCpu: number };
@@ -120,10 +120,14 @@ export async function costCase(exporter: ExporterChild, sandboxes: number): Prom
           (r, k) => (100 * (r.cpuMs - (runs.off[k]?.cpuMs ?? NaN))) / (runs.off[k]?.cpuMs ?? NaN),
         ),
       );
-    const extraMemory = (a: Arm): Memory =>
-      Object.fromEntries(
+    // Retained (heap used + array buffers) is what the child keeps; RSS also holds what the
+    // allocator and V8 kept of past garbage, which the control's RSS shows to be noisy.
+    const extraMemory = (a: Arm): Memory => {
+      const d = Object.fromEntries(
         MEMORY_FIELDS.map((f) => [f, arms[a].memoryMB[f].median - arms.off.memoryMB[f].median]),
       );
+      return { ...d, retained: (d.heapUsed ?? NaN) + (d.arrayBuffers ?? NaN) };
+    };
     const pass = accountingPass(sandboxes);
     return {
       sandboxes,

@@ -1,5 +1,6 @@
 // Wires config -> platform client -> poller -> metrics and policy -> server.
 import { readFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { Agent, type Dispatcher } from "undici";
 import { Poller } from "./collect/poller.js";
@@ -34,6 +35,11 @@ import { VERSION } from "./version.js";
 
 /** How long past the events look-back an event id is remembered (webhook retries, late reads). */
 const EVENT_ID_MARGIN_MS = 3_600_000;
+/**
+ * How long stop() waits for poll reads still in flight (the poller gave up on them; they may hang
+ * up to their own timeouts, page after page) before their requests are cut.
+ */
+const STOP_READS_GRACE_MS = 1_000;
 
 /** Effects the exporter needs from outside. */
 export interface AppDeps {
@@ -366,6 +372,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     ...(e2bWebhook ? { onUnauthorized: (path: string) => e2bWebhook.onUnauthorized(path) } : {}),
     ready: () => hasGoodData(poller.latest),
     logger: logger.child({ component: "server" }),
+    clock,
     ...listener,
   });
   if (!deps.manual) void schedule.trigger();
@@ -392,12 +399,18 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
       // The probe goes first: its sandbox is terminated before the process exits.
       await prober?.stop();
       await schedule.stop();
-      await poller.walkDone();
+      // Reads still in flight get a short grace, then the dispatcher cuts them.
+      const grace = new AbortController();
+      const drained = await Promise.race([
+        poller.walkDone().then(() => true),
+        sleep(STOP_READS_GRACE_MS, false, { signal: grace.signal }).catch(() => false),
+      ]);
+      grace.abort();
       await policyLoop?.idle();
       // Deliveries still queued or hanging are given up: a webhook must not hold the shutdown.
       await webhookAgent?.destroy();
       await server.close();
-      await control.close();
+      await control.close(!drained);
     },
   };
 }

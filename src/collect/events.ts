@@ -59,7 +59,7 @@ export interface EventCursor {
   accepted: number;
   /** Events dropped, in total, for being stamped before `start` out of their place in the list. */
   misplaced: number;
-  /** Ids of events met out of place (counted or dropped once). */
+  /** Ids of events met out of place, or stamped too far ahead (counted or dropped once). */
   misplacedIds: readonly string[];
 }
 
@@ -111,6 +111,8 @@ type Feed = NonNullable<TickContext["events"]>;
 class EventsRead {
   private readonly pages: PageReader;
   private readonly now: number;
+  /** Events stamped after this (the clock plus the skew allowed) are out of place: never ordered. */
+  private readonly latest: number;
   private readonly known: Map<string, number>;
   private readonly misplacedIds: Set<string>;
   private misplaced: number;
@@ -123,11 +125,8 @@ class EventsRead {
     private readonly cur: EventCursor,
   ) {
     this.now = ctx.clock.now();
-    this.pages = new PageReader(
-      ctx.reader,
-      Math.max(1, feed.maxPages),
-      this.now + EVENTS_MAX_SKEW_MS,
-    );
+    this.latest = this.now + EVENTS_MAX_SKEW_MS;
+    this.pages = new PageReader(ctx.reader, Math.max(1, feed.maxPages), this.latest);
     this.known = new Map(cur.recent);
     this.misplacedIds = new Set(cur.misplacedIds);
     this.misplaced = cur.misplaced;
@@ -264,7 +263,9 @@ class EventsRead {
     if (page === undefined) return undefined;
     const out = new Set(page.misplaced);
     for (const r of page.all) {
-      if (out.has(r)) this.outOfPlace(r.e);
+      // Stamped too far ahead, an event stays on top of the list until the clock catches up: it
+      // is remembered with the misplaced (a bounded list), not among the ids `recent` keeps.
+      if (out.has(r) || r.e.timestamp > this.latest) this.outOfPlace(r.e);
       else if (r.e.timestamp >= this.cur.settled) this.pass(r.e);
     }
     return page;
@@ -273,22 +274,25 @@ class EventsRead {
   /** An event out of place is counted once if within the look-back, else dropped and counted. */
   private outOfPlace(e: LifecycleEvent): void {
     if (this.misplacedIds.has(e.id)) return;
-    this.misplacedIds.add(e.id);
     if (e.timestamp >= this.cur.start) this.pass(e);
     else this.misplaced++;
+    this.misplacedIds.add(e.id);
   }
 
   private pass(e: LifecycleEvent): void {
-    if (this.known.has(e.id)) return;
+    if (this.known.has(e.id) || this.misplacedIds.has(e.id)) return;
     this.known.set(e.id, e.timestamp);
     this.read++;
     if (this.feed.sink.accept(e, "poll")) this.accepted++;
   }
 
-  /** The ids to remember: stamped at or after `settled`, at most MAX_RECENT (the newest). */
+  /**
+   * The ids to remember: stamped at or after `settled` and not ahead of `latest` (the newest first
+   * under the cap would keep those for good), at most MAX_RECENT (the newest).
+   */
   private recent(settled: number): ReadEvent[] {
     const out: ReadEvent[] = [];
-    for (const [id, ts] of this.known) if (ts >= settled) out.push([id, ts]);
+    for (const [id, ts] of this.known) if (ts >= settled && ts <= this.latest) out.push([id, ts]);
     if (out.length <= MAX_RECENT) return out;
     return out.sort((a, b) => b[1] - a[1]).slice(0, MAX_RECENT);
   }

@@ -26,8 +26,8 @@ export { describeError } from "./collector.js";
 export { smallerPageLimit } from "./sandbox-walk.js";
 
 /**
- * How long a tick waits for its collectors' reads, then for its walk, before publishing what ended,
- * in intervals (each): a tick never lasts longer than one interval.
+ * How long a tick waits for its collectors' reads and its walk (one wait for all) before publishing
+ * what ended, in intervals: a tick lasts about half an interval plus its publish at most.
  */
 const PUBLISH_WAIT_INTERVALS = 0.5;
 /** How long one tick collector's read may take before it fails, in intervals. */
@@ -153,7 +153,7 @@ export class Poller {
   /**
    * One scheduled tick: starts a walk when none is running and none is backing off, starts a read
    * of each tick collector not still reading, and publishes a snapshot of what ended in time (half
-   * an interval for the reads, then half an interval more for the walk). Whatever ends later (or
+   * an interval, for the reads and the walk together). Whatever ends later (or
    * reaches its deadline) publishes its own snapshot. Returns whether a walk was already in flight.
    */
   async tick(): Promise<{ walkBusy: boolean }> {
@@ -173,9 +173,9 @@ export class Poller {
         started.set(c.name, this.reads.start(c, before));
       }
       // One snapshot per tick when every read keeps up; what does not publishes on its own later.
-      const waitMs = intervalMs * PUBLISH_WAIT_INTERVALS;
-      await atMost(waitMs, [...started.values()]);
-      await atMost(waitMs, [this.walkInFlight]);
+      // One wait for reads and walk together: two in a row would stretch a tick past the
+      // schedule's next trigger when both are slow, and that trigger would be skipped.
+      await atMost(intervalMs * PUBLISH_WAIT_INTERVALS, [...started.values(), this.walkInFlight]);
       await this.publish();
     } finally {
       this.ticking = false;

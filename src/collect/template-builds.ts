@@ -40,9 +40,15 @@ export interface UnreadReason {
   waitTicks: number;
 }
 
+/** One reading: every template's latest build, and whether build status was ever read here. */
+export type TemplateBuilds = readonly TemplateBuild[] & {
+  /** A status read has succeeded: from then on a 404, 403 or 405 is about one build, not the route. */
+  readonly statusServed?: boolean;
+};
+
 declare module "./snapshot.js" {
   interface TickData {
-    templateBuilds: readonly TemplateBuild[];
+    templateBuilds: TemplateBuilds;
   }
 }
 
@@ -87,24 +93,32 @@ export const templateBuildsCollector: TickCollector<"templateBuilds"> = {
     });
     due.sort(byQueue);
     const chosen = due.slice(0, templateBuildsMaxReads ?? due.length);
+    let served = previous?.statusServed === true;
     let stopped: unknown;
+    let asked = 0;
     await mapLimit(chosen, STATUS_CONCURRENCY, async (build) => {
-      if (stopped !== undefined) return;
+      if (stopped !== undefined && !served) return;
+      asked++;
       try {
         // A failed build without a reason is remembered too, or it would be asked every tick.
         const status = await reader.templateBuildStatus(build.templateId, build.buildId ?? "");
         build.failure = status.reason ?? { message: "" };
         delete build.unread;
+        served = true;
       } catch (err) {
-        // An answer saying the route is not served decides the collector's capability; any
-        // other failure costs only this build its reason, asked again after its backoff.
-        if (notServed(err)) stopped = err;
+        // An answer saying the route is not served, before any read succeeded, decides the
+        // collector's capability; once one did, it is about this build (deleted since, say), and
+        // like any other failure costs only this build its reason, asked again after its backoff.
+        if (notServed(err)) stopped ??= err;
         const failures = (build.unread?.failures ?? 0) + 1;
         build.unread = { queuedAt: now, failures, waitTicks: backoffTicks(failures) };
       }
     });
-    if (stopped !== undefined) throw stopped;
-    return { value, requests: 1 + chosen.length };
+    if (stopped !== undefined && !served) throw stopped;
+    return {
+      value: served ? Object.assign(value, { statusServed: true }) : value,
+      requests: 1 + asked,
+    };
   },
 };
 

@@ -23,7 +23,7 @@ export interface TickReadsOptions {
   deadlineMs: number;
   /** An outcome was recorded (a read ended, or ran past its deadline): a snapshot should carry it. */
   onOutcome: () => Promise<void>;
-  /** `onOutcome` failed. */
+  /** `onOutcome` failed, or something a read calls when it ends did (a capability hook). */
   onError?: (err: unknown) => void;
 }
 
@@ -104,15 +104,22 @@ export class TickReads {
         },
         { once: true },
       );
-      const outcome = await attempt(clock, () => c.read(ctx, this.data[c.name]));
-      limit.clear();
-      if (c.optional) this.o.capabilities.learn(c.name, outcome);
-      this.flights.delete(c.name);
-      this.record(c.name, late ? pastDeadline(c.name, outcome, deadlineMs) : outcome);
-      settle();
+      // Whatever throws here (a capability hook, say), the collector is free for the next tick.
+      try {
+        const outcome = await attempt(clock, () => c.read(ctx, this.data[c.name]));
+        this.record(c.name, late ? pastDeadline(c.name, outcome, deadlineMs) : outcome);
+        if (c.optional) this.o.capabilities.learn(c.name, outcome);
+      } finally {
+        limit.clear();
+        this.flights.delete(c.name);
+        settle();
+      }
       await this.handOn();
     };
-    this.flights.set(c.name, run());
+    this.flights.set(
+      c.name,
+      run().catch((err: unknown) => this.o.onError?.(err)),
+    );
     return settled;
   }
 

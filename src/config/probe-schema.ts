@@ -121,32 +121,25 @@ const regexp = text.refine(
 /**
  * The http and autoresume steps: a service the probe starts in the sandbox and requests through
  * the platform's proxy at {port}-{id}.{domain}{path}. Names follow blackbox_exporter's http prober.
+ * The fields without defaults: a module's section gives only what it changes.
  */
-const HttpSchema = z.strictObject({
+const httpFields = {
   /** Sandbox port the service listens on (not the agent's). */
-  port: int(1, 65_535).default(8000),
+  port: int(1, 65_535),
   /** Path requested; the nonce file is written at `directory` + this path. */
-  path: text
-    .regex(/^\/[^\s]*$/, { error: "a path starting with /" })
-    .default("/sandbox-exporter-probe.txt"),
-  method: oneOf(HTTP_METHODS).default("GET"),
+  path: text.regex(/^\/[^\s]*$/, { error: "a path starting with /" }),
+  method: oneOf(HTTP_METHODS),
   /**
    * Started in the background through the agent's Start call; `{port}` and `{dir}` are filled in.
    * The default serves `directory` with the base template's Python.
    */
-  command: text
-    .min(1, { error: "a command" })
-    .default("python3 -m http.server {port} --directory {dir}"),
+  command: text.min(1, { error: "a command" }),
   /** Directory the service serves; the nonce file is written below it. */
-  directory: text
-    .regex(/^\/\S*$/, { error: "an absolute directory" })
-    .default("/tmp/sandbox-exporter-http"),
+  directory: text.regex(/^\/\S*$/, { error: "an absolute directory" }),
   /** Accepted statuses; empty: any 2xx (blackbox's default). */
-  validStatusCodes: z.array(int(100, 599), { error: "a list of HTTP status codes" }).default([]),
+  validStatusCodes: z.array(int(100, 599), { error: "a list of HTTP status codes" }),
   /** Each must match the body, besides the nonce, which always must be in it. */
-  failIfBodyNotMatchesRegexp: z
-    .array(regexp, { error: "a list of regular expressions" })
-    .default([]),
+  failIfBodyNotMatchesRegexp: z.array(regexp, { error: "a list of regular expressions" }),
   headers: z
     .record(text, text, { error: "a mapping of header name to value" })
     .superRefine((m, ctx) => {
@@ -158,14 +151,29 @@ const HttpSchema = z.strictObject({
             message: `a header name other than ${[...RESERVED_HEADERS].join(", ")}`,
             input: name,
           });
-    })
-    .default({}),
+    }),
   /**
    * false: the sandbox is created with network.allowPublicTraffic false; the probe sends the
    * traffic token and checks that a request without it is refused.
    */
-  allowPublicTraffic: bool.default(true),
+  allowPublicTraffic: bool,
+};
+
+/** The top-level `http` section, where its defaults live. */
+const HttpSchema = z.strictObject({
+  port: httpFields.port.default(8000),
+  path: httpFields.path.default("/sandbox-exporter-probe.txt"),
+  method: httpFields.method.default("GET"),
+  command: httpFields.command.default("python3 -m http.server {port} --directory {dir}"),
+  directory: httpFields.directory.default("/tmp/sandbox-exporter-http"),
+  validStatusCodes: httpFields.validStatusCodes.default([]),
+  failIfBodyNotMatchesRegexp: httpFields.failIfBodyNotMatchesRegexp.default([]),
+  headers: httpFields.headers.default({}),
+  allowPublicTraffic: httpFields.allowPublicTraffic.default(true),
 });
+
+/** A module's `http` section: each field it gives replaces the top-level one (headers by name). */
+const ModuleHttpSchema = z.strictObject(httpFields).partial();
 
 /** Settings of the http and autoresume steps, filled in. */
 export type ProbeHttpConfig = z.output<typeof HttpSchema>;
@@ -185,8 +193,8 @@ const ModuleSchema = z.strictObject({
   phaseTimeouts: phaseTimeouts.optional(),
   lifecycleRounds: int(1, 10).optional(),
   autoPauseTimeoutMs: autoPauseTimeout.optional(),
-  /** The http and autoresume steps' service and request. */
-  http: HttpSchema.optional(),
+  /** The http and autoresume steps' service and request, over the top-level section. */
+  http: ModuleHttpSchema.optional(),
   /** Extra labels on every series of this module. */
   labels: labels.optional(),
 });
@@ -293,7 +301,22 @@ function probeModules(p: z.output<typeof ProbeFields>): ProbeModuleConfig[] {
   return p.modules.map((m) => {
     const out: ProbeModuleConfig = { ...base, name: m.name };
     for (const [k, v] of Object.entries(m)) if (v !== undefined) Object.assign(out, { [k]: v });
+    // These two refine the top-level sections key by key instead of replacing them.
     out.phaseTimeouts = { ...p.phaseTimeouts, ...m.phaseTimeouts };
+    out.http = { ...p.http };
+    for (const [k, v] of Object.entries(m.http ?? {}))
+      if (v !== undefined) Object.assign(out.http, { [k]: v });
+    out.http.headers = mergeHeaders(p.http.headers, m.http?.headers ?? {});
     return out;
   });
+}
+
+/** `over`'s headers and those of `base` it does not name (header names ignore case). */
+function mergeHeaders(
+  base: Readonly<Record<string, string>>,
+  over: Readonly<Record<string, string>>,
+): Record<string, string> {
+  const named = new Set(Object.keys(over).map((k) => k.toLowerCase()));
+  const kept = Object.entries(base).filter(([k]) => !named.has(k.toLowerCase()));
+  return { ...Object.fromEntries(kept), ...over };
 }

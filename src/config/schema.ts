@@ -204,8 +204,9 @@ const PollSchema = z.strictObject({
   /**
    * Pages of 100 events read per tick at most (the settle pass first, then the fresh one). Every
    * event is read at most once per pass, so the rate carried is about (pages - 2) x 100 a tick.
+   * At least 3: the top page, and two for a cut read to find where it goes on (with fewer it may never).
    */
-  eventsMaxPages: int(1, 1_000).default(10),
+  eventsMaxPages: int(3, 1_000).default(10),
   /** Read the team's capacity (E2B's GET /teams/{teamID}/metrics and /metrics/max) every tick. */
   teamMetrics: bool.default(false),
   /** Window of the team metrics' maxima (read at most once a minute). */

@@ -57,6 +57,11 @@ export interface CostAccountantOptions {
   pausedStates: readonly string[];
   /** Epoch ms before which nothing is counted: the process start (a restart invents nothing). */
   origin: number;
+  /**
+   * Whether lifecycle events may come from the start (default true): each sandbox's last closed
+   * span is kept for a late event's correction. Off, expectEvents turns it on when a source is wired.
+   */
+  events?: boolean;
   clock: Clock;
 }
 
@@ -72,6 +77,7 @@ export class CostAccountant {
 
   constructor(private readonly o: CostAccountantOptions) {
     this.c = new TrackTable(o.attributeBy.length > 0);
+    if (o.events !== false) this.c.keepClosedSpans();
     this.running = new Set(o.runningStates);
     this.paused = new Set(o.pausedStates);
     this.spend = new SpendTotals(o.prices, o.attributeBy);
@@ -96,29 +102,40 @@ export class CostAccountant {
     const now = this.o.clock.now() - this.o.origin;
     if (rows !== undefined) this.c.reserve(rows);
     forEach((row) => this.observeRow(row, at, now));
-    for (const [id, t] of this.c.slots) {
-      if ((this.c.phase[t] as Phase) === GONE) {
-        if (at - (this.c.seenAt[t] as number) > GONE_MEMORY_MS) this.c.remove(id, t);
-        continue;
-      }
-      if ((this.c.seenAt[t] as number) >= at) continue;
-      // Known from an event only, born after the walk before: this walk may have missed it.
-      if (Number.isNaN(this.c.seenAt[t] as number) && !((this.c.spanStart[t] as number) < previous))
-        continue;
-      // Listed before and not now: gone at its endAt when that passed in between, else midway.
-      const since = Number.isNaN(this.c.seenAt[t] as number) ? at : (this.c.seenAt[t] as number);
-      const end =
-        (this.c.endAt[t] as number) > since && (this.c.endAt[t] as number) <= at
-          ? (this.c.endAt[t] as number)
-          : (since + at) / 2;
-      this.close(t, end);
-      this.gone(t, end, at);
-    }
+    // forEach, not for-of over entries: no [id, slot] pair allocated per sandbox.
+    this.c.slots.forEach((t, id) => {
+      this.afterWalk(id, t, at, previous);
+    });
     this.policy.accrueAll(at);
+  }
+
+  /** Lifecycle events will come from now on: keep each sandbox's last closed span for them. */
+  expectEvents(): void {
+    this.c.keepClosedSpans();
+  }
+
+  /** A track after the walk at `at`: forgotten when long gone, closed when the walk missed it. */
+  private afterWalk(id: string, t: number, at: number, previous: number): void {
+    const c = this.c;
+    const seenAt = c.seenAt[t] as number;
+    if ((c.phase[t] as Phase) === GONE) {
+      if (at - seenAt > GONE_MEMORY_MS) c.remove(id, t);
+      return;
+    }
+    if (seenAt >= at) return;
+    // Known from an event only, born after the walk before: this walk may have missed it.
+    if (Number.isNaN(seenAt) && !((c.spanStart[t] as number) < previous)) return;
+    // Listed before and not now: gone at its endAt when that passed in between, else midway.
+    const since = Number.isNaN(seenAt) ? at : seenAt;
+    const endAt = c.endAt[t] as number;
+    const end = endAt > since && endAt <= at ? endAt : (since + at) / 2;
+    this.close(t, end);
+    this.gone(t, end, at);
   }
 
   /** Accounts one lifecycle event (new ones only: the ledger de-duplicates). */
   observeEvent(e: LifecycleEvent): void {
+    this.c.keepClosedSpans();
     const origin = this.o.origin;
     const ts = e.timestamp - origin;
     if (ts > this.o.clock.now() - origin + FUTURE_SLACK_MS) {
@@ -336,8 +353,7 @@ export class CostAccountant {
   private close(t: number, end: number): void {
     this.accrue(t, end);
     if ((this.c.phase[t] as Phase) === RUNNING) {
-      this.c.closedStart[t] = this.c.spanStart[t] as number;
-      this.c.closedCounted[t] = this.c.counted[t] as number;
+      this.c.closeSpan(t, this.c.spanStart[t] as number, this.c.counted[t] as number);
     }
     if (this.policy.has(t)) {
       const phase = this.c.phase[t] as Phase;

@@ -58,6 +58,8 @@ export function startCost(d: CostModuleDeps): CostModule | undefined {
     // Time before the process started is not counted: a restart is a counter reset, not a guess.
     origin: d.clock.now(),
     clock: d.clock,
+    // Late-event corrections cost 16 bytes a sandbox: kept once an event source is wired.
+    events: false,
   });
   const guard = new ValueGuard(d.maxLabelValueLength, d.scrub);
   registerCostFamilies(accountant, {
@@ -77,6 +79,7 @@ export function startCost(d: CostModuleDeps): CostModule | undefined {
       accountant.observeWalk(snapshot.startedAt, (visit) => visitRows(list, visit), list.length);
     },
     events<S extends LifecycleEventSink>(ledger: S): S {
+      accountant.expectEvents();
       const accept: LifecycleEventSink["accept"] = (event, via) => {
         const fresh = ledger.accept(event, via);
         if (fresh && own(event)) accountant.observeEvent(event);

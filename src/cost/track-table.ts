@@ -46,12 +46,31 @@ export class TrackTable {
   endAt = new Float64Array(0);
   /** The last walk that listed it (NaN: none yet); when it went, for a gone one. */
   seenAt = new Float64Array(0);
-  /** The last running span closed (start NaN: none), for a late event's correction. */
+  /**
+   * The last running span closed (start NaN: none), for a late event's correction; empty (reads
+   * undefined) until keepClosedSpans, as no event can come before an event source is wired.
+   */
   closedStart = new Float64Array(0);
   closedCounted = new Float64Array(0);
+  private keepsClosed = false;
 
   /** @param attributed whether any attributeBy key is set (else `attr` stays empty). */
   constructor(private readonly attributed: boolean) {}
+
+  /** From now on the last closed running span of each slot is kept (16 bytes a slot). */
+  keepClosedSpans(): void {
+    if (this.keepsClosed) return;
+    this.keepsClosed = true;
+    this.closedStart = new Float64Array(this.phase.length).fill(Number.NaN);
+    this.closedCounted = new Float64Array(this.phase.length);
+  }
+
+  /** Records that slot `t`'s running span from `start` closed with `counted` ms counted. */
+  closeSpan(t: number, start: number, counted: number): void {
+    if (!this.keepsClosed) return;
+    this.closedStart[t] = start;
+    this.closedCounted[t] = counted;
+  }
 
   /** Room for `n` sandboxes at once (a walk's length), so the first walk allocates once. */
   reserve(n: number): void {
@@ -74,8 +93,7 @@ export class TrackTable {
     this.counted[t] = 0;
     this.endAt[t] = Number.NaN;
     this.seenAt[t] = Number.NaN;
-    this.closedStart[t] = Number.NaN;
-    this.closedCounted[t] = 0;
+    this.closeSpan(t, Number.NaN, 0);
     return t;
   }
 
@@ -95,6 +113,7 @@ export class TrackTable {
     this.counted = widened(this.counted, n);
     this.endAt = widened(this.endAt, n);
     this.seenAt = widened(this.seenAt, n);
+    if (!this.keepsClosed) return;
     this.closedStart = widened(this.closedStart, n);
     this.closedCounted = widened(this.closedCounted, n);
   }

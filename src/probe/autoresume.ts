@@ -1,7 +1,8 @@
 // The autoresume step: a sandbox created with auto-resume (E2B's `autoResume: {enabled: true}`) is
 // paused, then woken by a request to its service's port alone, never by connect or resume (infra
 // #1862; #2196 fixed traffic reaching a sandbox still pausing). Phases autoresume_pause,
-// autoresume_wake (the waking request, its time the wake histogram's) and autoresume_check.
+// autoresume_wake (the waking request; its time is the wake histogram's once the service answered)
+// and autoresume_check.
 import { DataPlaneError, PlatformTimeoutError } from "../platform/http-errors.js";
 import { autoPauseWaitPhase } from "./autopause.js";
 import { expectCleanExit, runCommand } from "./exec.js";
@@ -60,7 +61,7 @@ export const autoResumeWakePhase: PhaseFn = async (run, signal, budgetMs) => {
       );
     throw err;
   }
-  run.wakeSeconds = (run.monotonic() - begin) / 1000;
+  const wakeSeconds = (run.monotonic() - begin) / 1000;
   const proxy = proxyAnswer(a, id, h.port);
   if (proxy === "not_found" || proxy === "paused" || proxy === "transitioning")
     throw new ProbeCheckError(
@@ -79,6 +80,8 @@ export const autoResumeWakePhase: PhaseFn = async (run, signal, budgetMs) => {
     if (err instanceof ProbeCheckError) await expectServedFile(run, signal);
     throw err;
   }
+  // Only a wake the service answered is a wake: the proxy's refusals come back in milliseconds.
+  run.wakeSeconds = wakeSeconds;
 };
 
 /**

@@ -226,18 +226,26 @@ export const httpWaitReadyPhase: PhaseFn = async (run, signal, budgetMs) => {
 
 /**
  * The request users make: its answer must be the service's, with the nonce. A restricted sandbox
- * (allowPublicTraffic false) is asked again without the traffic token, which the proxy must refuse.
+ * (allowPublicTraffic false) must have come with a traffic token, and is asked again without it,
+ * which the proxy must refuse: else not_restricted.
  */
 export const httpRequestPhase: PhaseFn = async (run, signal, budgetMs) => {
   const deadline = run.monotonic() + budgetMs;
+  const h = httpSettings(run);
   const a = await requestService(run, signal, budgetMs);
   run.http = { firstByte: a.firstByteMs / 1000, total: a.totalMs / 1000 };
-  checkServiceAnswer(run, a, `${httpSettings(run).method} ${httpSettings(run).path}`);
-  if (httpSettings(run).allowPublicTraffic || run.trafficToken === undefined) return;
-  const bare = await requestService(run, signal, deadline - run.monotonic(), { noToken: true });
-  if (proxyAnswer(bare, probeSandbox(run).id, httpSettings(run).port) !== "token_refused")
+  checkServiceAnswer(run, a, `${h.method} ${h.path}`);
+  if (h.allowPublicTraffic) return;
+  // Without a token the request above went out bare and was served: the port is public.
+  if (run.trafficToken === undefined)
     throw new ProbeCheckError(
-      "bad_status",
+      "not_restricted",
+      `asked for a sandbox without public traffic (allowPublicTraffic false), but create returned no traffic access token and port ${h.port} answered without one`,
+    );
+  const bare = await requestService(run, signal, deadline - run.monotonic(), { noToken: true });
+  if (proxyAnswer(bare, probeSandbox(run).id, h.port) !== "token_refused")
+    throw new ProbeCheckError(
+      "not_restricted",
       `a request without the traffic token was not refused by the proxy (${describeAnswer(bare)})`,
     );
 };

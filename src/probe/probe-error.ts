@@ -34,8 +34,13 @@ export type FailureReason =
   | "not_found"
   /** The proxy's closed-port answer: the sandbox runs, nothing listens on the port. */
   | "port_closed"
-  /** The service answered a status outside validStatusCodes (or a refusal was not refused). */
+  /** The service answered a status outside validStatusCodes. */
   | "bad_status"
+  /**
+   * allowPublicTraffic false, yet the port is public: create returned no traffic token, or the
+   * proxy served a request without it.
+   */
+  | "not_restricted"
   /** The answer lacks the nonce or fails a failIfBodyNotMatchesRegexp. */
   | "body_mismatch"
   /** Traffic to the paused sandbox got the proxy's paused (or not-found) answer instead of a wake. */

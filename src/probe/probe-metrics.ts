@@ -33,6 +33,7 @@ const FAILURE_REASONS = [
   "port_closed",
   "bad_status",
   "body_mismatch",
+  "not_restricted",
   "not_auto_resumed",
   "wake_timeout",
   "file_lost",

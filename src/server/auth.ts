@@ -37,11 +37,16 @@ const COMPARE_THREADS = 1;
  */
 const MAX_WAITING_COMPARES = 8;
 /**
- * Compares one user name may have running or waiting: a flood of guesses at one name leaves places
- * for the other users' logins. By the name as sent, known or not, so a refusal tells no one which
- * users exist.
+ * Compares one configured user name may have running or waiting: a flood of guesses at one name
+ * leaves places for the other users' logins.
  */
 const MAX_COMPARES_PER_USER = 3;
+/**
+ * Compares all unknown user names have running or waiting together: a flood with a new made-up
+ * name each time takes these places only, and the configured users keep the rest. Its refusal is
+ * the same 503 as a configured user's, so the answer tells no one which names exist.
+ */
+const MAX_UNKNOWN_COMPARES = 3;
 /** One warning line a minute about refused logins, with the count of the others. */
 const WARN_INTERVAL_MS = 60_000;
 /** What a 503 asks the client to wait before it tries again. */
@@ -52,6 +57,8 @@ const RETRY_AFTER_SECONDS = 1;
  * against it costs what a real user costs, so timing does not tell which users exist.
  */
 const UNKNOWN_USER_HASH = "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi";
+/** The budget key of every unknown user name (a symbol: no configured name can equal it). */
+const UNKNOWN: unique symbol = Symbol("unknown user");
 
 function sameSecret(a: string, b: string): boolean {
   const ha = createHash("sha256").update(a).digest();
@@ -75,8 +82,10 @@ export interface LoginVerifierOptions {
   threads?: number;
   /** Compares waiting at most (default MAX_WAITING_COMPARES). */
   maxWaiting?: number;
-  /** Compares of one user name running or waiting at most (default MAX_COMPARES_PER_USER). */
+  /** Compares of one configured user name running or waiting at most (default MAX_COMPARES_PER_USER). */
   maxPerUser?: number;
+  /** Compares of all unknown user names together at most (default MAX_UNKNOWN_COMPARES). */
+  maxUnknown?: number;
   /** Where refused logins are warned about, once a minute. */
   logger?: WarnLogger;
   clock?: Clock;
@@ -93,7 +102,8 @@ interface Remembered {
  * remembered (keyed by a SHA-256 of user, password and hash, so the password itself is not kept):
  * bcrypt gives the same answer for the same three, so a scrape pays bcrypt once and the same wrong
  * password is compared once. Compares run `threads` at a time with at most `maxWaiting` waiting,
- * and `maxPerUser` of one user; past that a login is refused at once rather than queued behind a flood.
+ * `maxPerUser` of one configured user and `maxUnknown` of all unknown names together; past that a
+ * login is refused at once rather than queued behind a flood.
  */
 export class LoginVerifier {
   readonly #compare: PasswordCompare;
@@ -101,8 +111,9 @@ export class LoginVerifier {
   readonly #threads: number;
   readonly #maxWaiting: number;
   readonly #maxPerUser: number;
-  /** Compares running or waiting by user name. */
-  readonly #byUser = new Map<string, number>();
+  readonly #maxUnknown: number;
+  /** Compares running or waiting by configured user name, and of every unknown name under UNKNOWN. */
+  readonly #byUser = new Map<string | typeof UNKNOWN, number>();
   readonly #verified = new Map<string, Remembered>();
   readonly #refused = new Map<string, Remembered>();
   readonly #pending = new Map<string, Promise<boolean>>();
@@ -115,6 +126,7 @@ export class LoginVerifier {
     this.#threads = o.threads ?? COMPARE_THREADS;
     this.#maxWaiting = o.maxWaiting ?? MAX_WAITING_COMPARES;
     this.#maxPerUser = o.maxPerUser ?? MAX_COMPARES_PER_USER;
+    this.#maxUnknown = o.maxUnknown ?? MAX_UNKNOWN_COMPARES;
     if (o.compare) this.#compare = o.compare;
     else {
       const pool = new BcryptPool(this.#threads);
@@ -143,9 +155,12 @@ export class LoginVerifier {
     // Concurrent requests with the same credential share one compare.
     let pending = this.#pending.get(key);
     if (!pending) {
-      const mine = this.#byUser.get(user) ?? 0;
+      // Unknown names are all compared against the stand-in, and share one budget.
+      const unknown = hash === UNKNOWN_USER_HASH;
+      const budget = unknown ? UNKNOWN : user;
+      const mine = this.#byUser.get(budget) ?? 0;
       const full = this.#running >= this.#threads && this.#waiting.length >= this.#maxWaiting;
-      if (full || mine >= this.#maxPerUser) {
+      if (full || mine >= (unknown ? this.#maxUnknown : this.#maxPerUser)) {
         this.#warnings.warn(
           this.#logger,
           "busy",
@@ -154,11 +169,11 @@ export class LoginVerifier {
         );
         return "busy";
       }
-      this.#byUser.set(user, mine + 1);
+      this.#byUser.set(budget, mine + 1);
       const done = (): void => {
-        const left = (this.#byUser.get(user) ?? 1) - 1;
-        if (left > 0) this.#byUser.set(user, left);
-        else this.#byUser.delete(user);
+        const left = (this.#byUser.get(budget) ?? 1) - 1;
+        if (left > 0) this.#byUser.set(budget, left);
+        else this.#byUser.delete(budget);
       };
       pending = this.#run(password, hash, done).then(
         (ok) => {

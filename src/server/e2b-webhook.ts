@@ -3,8 +3,10 @@
 // followed by the raw body, base64url without padding (e2b-dev/docs lifecycle-events-webhooks.mdx).
 // It is checked over the raw bytes before anything is parsed; each event goes to the shared sink,
 // which de-duplicates on the event id with the events collector. Anyone who reaches the route can
-// post to it, so the deliveries in flight are bounded in number and bytes as a whole (503 past
-// either, at once), and each kind of refusal is logged at most once a minute.
+// post to it, so the deliveries in flight are bounded in number and bytes as a whole, and each
+// kind of refusal is logged at most once a minute. At either bound the delivery read longest is
+// answered 503 and gives its place to the new one: senders that hold a body back cannot keep E2B's
+// prompt deliveries out.
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Counter, Gauge, type Registry } from "prom-client";
@@ -40,6 +42,17 @@ export const DELIVERY_RESULTS = [
   "unauthorized_listener",
 ] as const;
 export type DeliveryResult = (typeof DELIVERY_RESULTS)[number];
+
+/** Every `reason` of the dropped-events counter, exported at 0 from the start. */
+export const DROP_REASONS = ["invalid", "stale"] as const;
+
+/** The bound a delivery was refused at: too many deliveries in flight, or too many bytes. */
+type Bound = "deliveries" | "bytes";
+
+/** A delivery being read; `evict` ends its read as refused at `bound` and gives its budget back. */
+interface Reading {
+  evict(bound: Bound): void;
+}
 
 /** What one delivery and all of them together may hold (the webhooks settings). */
 export interface WebhookLimits {
@@ -97,12 +110,14 @@ export function e2bWebhookRoute(o: E2bWebhookOptions): E2bWebhookRoute {
   for (const r of DELIVERY_RESULTS) deliveries.labels(r).inc(0);
   const dropped = new Counter({
     name: `${o.namespace}_webhook_events_dropped_total`,
-    help: `Events of a list delivered to POST ${E2B_WEBHOOK_PATH} that were not lifecycle events: left out, the rest of the list taken.`,
+    help: `Events of a list delivered to POST ${E2B_WEBHOOK_PATH} left out while the rest of the list was taken, by reason (invalid: not a lifecycle event; stale: older than the event ids remembered, a replay).`,
+    labelNames: ["reason"],
     registers: [o.registry],
   });
+  for (const r of DROP_REASONS) dropped.labels(r).inc(0);
   new Gauge({
     name: `${o.namespace}_webhook_inflight_bytes`,
-    help: `Body bytes held by the deliveries to POST ${E2B_WEBHOOK_PATH} being read (a declared length counts on arrival); at most webhooks.maxInFlightBytes.`,
+    help: `Body bytes held by the deliveries to POST ${E2B_WEBHOOK_PATH} being read, counted as they arrive; at most webhooks.maxInFlightBytes.`,
     registers: [o.registry],
     collect() {
       this.set(budget.bytes);
@@ -117,7 +132,9 @@ export function e2bWebhookRoute(o: E2bWebhookOptions): E2bWebhookRoute {
     },
   });
 
-  const busy = (req: IncomingMessage, res: ServerResponse, ids: object, bound: string): void => {
+  // The deliveries being read, oldest first (a Set keeps insertion order).
+  const reading = new Set<Reading>();
+  const busy = (req: IncomingMessage, res: ServerResponse, ids: object, bound: Bound): void => {
     deliveries.labels("busy").inc();
     warn(
       "busy",
@@ -135,13 +152,18 @@ export function e2bWebhookRoute(o: E2bWebhookOptions): E2bWebhookRoute {
       return send(res, 405, "text/plain; charset=utf-8", "method not allowed\n");
     }
     const ids = deliveryIds(req);
-    const ticket = budget.enter();
+    let ticket = budget.enter();
+    if (!ticket) {
+      // The delivery read longest (a prompt one ends in milliseconds) makes way for this one.
+      reading.values().next().value?.evict("deliveries");
+      ticket = budget.enter();
+    }
     if (!ticket) return busy(req, res, ids, "deliveries");
     try {
-      const body = await readCapped(req, limits, ticket);
+      const body = await readCapped(req, limits, ticket, reading);
       // The sender went away mid-body: nobody is left to answer.
       if (body === "aborted") return;
-      if (body === "busy") return busy(req, res, ids, "bytes");
+      if (body === "deliveries" || body === "bytes") return busy(req, res, ids, body);
       if (body === "too_large") {
         deliveries.labels("too_large").inc();
         const { maxBodyBytes } = limits;
@@ -182,7 +204,7 @@ export function e2bWebhookRoute(o: E2bWebhookOptions): E2bWebhookRoute {
     const { problems } = parsed;
     if (problems.length > 0) {
       // One bad event of a list costs only itself: the others are taken, the answer says which.
-      dropped.inc(problems.length);
+      dropped.labels("invalid").inc(problems.length);
       warn(
         "dropped",
         { ...ids, problems: problems.slice(0, 5).map(scrub), dropped: problems.length },
@@ -203,6 +225,15 @@ export function e2bWebhookRoute(o: E2bWebhookOptions): E2bWebhookRoute {
       );
       send(res, 422, "text/plain; charset=utf-8", `events older than ${since}\n`);
       return;
+    }
+    if (stale > 0) {
+      // A replayed event inside a fresh delivery costs only itself, counted like the invalid ones.
+      dropped.labels("stale").inc(stale);
+      warn(
+        "stale",
+        { ...ids, horizon: new Date(horizon).toISOString(), stale },
+        "E2B webhook delivery: events older than the event ids remembered left out (a replay)",
+      );
     }
     let accepted = 0;
     for (const e of events) if (o.sink.accept(e, "webhook")) accepted++;
@@ -280,27 +311,35 @@ function parseDelivery(
 
 /**
  * The whole body, or "too_large" as soon as it is longer than `maxBodyBytes` (a declared
- * Content-Length is believed first; reading stops there), "busy" when its bytes would take the
- * deliveries in flight past their bound (a declared length is counted before any byte is read),
- * "timeout" when it has not all arrived within `bodyTimeoutMs`, or "aborted" when the connection
- * broke first. Whatever it refuses, it keeps no chunk.
+ * Content-Length is believed first; reading stops there), "timeout" when it has not all arrived
+ * within `bodyTimeoutMs`, "aborted" when the connection broke first, or the bound it was refused
+ * at: evicted by a newer delivery, or its own bytes not fitting once every older one is gone.
+ * Bytes are counted against the ticket as they arrive, making room by evicting the oldest of
+ * `reading`; a declared length takes nothing, so an idle sender holds a place but no bytes.
+ * Whatever it refuses, it keeps no chunk.
  */
 function readCapped(
   req: IncomingMessage,
   limits: WebhookLimits,
   ticket: InflightTicket,
-): Promise<Buffer | "too_large" | "busy" | "timeout" | "aborted"> {
+  reading: Set<Reading>,
+): Promise<Buffer | "too_large" | "timeout" | "aborted" | Bound> {
   const max = limits.maxBodyBytes;
   const declared = Number(req.headers["content-length"]);
   const known = req.headers["content-length"] !== undefined && Number.isFinite(declared);
   if (known && declared > max) return Promise.resolve("too_large");
-  if (known && !ticket.take(declared)) return Promise.resolve("busy");
-  let reserved = known ? declared : 0;
   return new Promise((resolve) => {
     let chunks: Buffer[] = [];
     let size = 0;
     const limit = deadline(limits.bodyTimeoutMs);
-    const stop = (outcome: "too_large" | "busy" | "timeout"): void => {
+    const self: Reading = {
+      evict: (bound) => {
+        stop(bound);
+        ticket.release();
+      },
+    };
+    reading.add(self);
+    const stop = (outcome: "too_large" | "timeout" | Bound): void => {
       done();
       chunks = [];
       req.pause();
@@ -309,6 +348,7 @@ function readCapped(
     const onTimeout = (): void => stop("timeout");
     limit.signal.addEventListener("abort", onTimeout, { once: true });
     const done = (): void => {
+      reading.delete(self);
       limit.clear();
       limit.signal.removeEventListener("abort", onTimeout);
       req.off("data", onData);
@@ -318,11 +358,20 @@ function readCapped(
     };
     const onData = (chunk: Buffer): void => {
       size += chunk.byteLength;
-      if (size > max) stop("too_large");
-      else if (size <= reserved || ticket.take(size - reserved)) {
-        reserved = Math.max(reserved, size);
-        chunks.push(chunk);
-      } else stop("busy");
+      if (size > max) {
+        stop("too_large");
+        return;
+      }
+      // No room: the oldest delivery goes, this one when it is the oldest.
+      while (!ticket.take(chunk.byteLength)) {
+        const oldest = reading.values().next().value;
+        if (oldest === undefined || oldest === self) {
+          stop("bytes");
+          return;
+        }
+        oldest.evict("bytes");
+      }
+      chunks.push(chunk);
     };
     const onEnd = (): void => {
       done();

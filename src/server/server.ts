@@ -7,6 +7,7 @@ import {
 import { createServer as createHttpsServer, Server as HttpsServer } from "node:https";
 import { type AddressInfo, isIPv4 } from "node:net";
 import type { TLSSocket } from "node:tls";
+import type { Clock } from "../util/clock.js";
 import {
   ListenerAuth,
   LoginVerifier,
@@ -62,6 +63,8 @@ export interface ServerDeps {
   /** Told of every request the listener's auth refused (401), by path (the webhook counts its own). */
   onUnauthorized?(path: string): void;
   logger: { warn(obj: object, msg: string): void };
+  /** Paces the listener's rate-limited warnings (refused logins). */
+  clock: Clock;
 }
 
 /** What guards the listener now; replaced whole when the web config file is reloaded. */
@@ -110,6 +113,7 @@ export async function startServer(listen: string, deps: ServerDeps): Promise<Run
   const verifier = new LoginVerifier({
     ...(deps.passwordCompare ? { compare: deps.passwordCompare } : {}),
     logger: deps.logger,
+    clock: deps.clock,
   });
   const securityOf = (web: WebConfig | undefined): ListenerSecurity => {
     const users = web && Object.keys(web.users).length > 0 ? { basicUsers: web.users } : undefined;

@@ -102,6 +102,12 @@ export class SimFaults {
   healthDown = false;
   /** Pause and resume knobs. */
   lifecycle: LifecycleFaults = {};
+  /**
+   * Create takes `network.allowPublicTraffic: false` and the sandbox stays public anyway:
+   * "no_token" answers without a traffic token (an API that drops `network`), "not_enforced"
+   * hands one out that the proxy never asks for.
+   */
+  publicTraffic: "no_token" | "not_enforced" | undefined = undefined;
 
   private readonly routes = new Map<string, RouteFault>();
   private rng: Prng;
@@ -127,6 +133,7 @@ export class SimFaults {
     this.deleteFails = undefined;
     this.healthDown = false;
     this.lifecycle = {};
+    this.publicTraffic = undefined;
     this.rng = new Prng(deriveSeed(this.seed, "faults"));
   }
 

@@ -194,14 +194,19 @@ function create(
   const sandbox = ctx.state.addSandbox(createInit(ctx, template.templateID, body));
   sandbox.autoPause = ctx.flavor === "e2b" && body.autoPause === true;
   sandbox.autoResume = ctx.flavor === "e2b" && body.autoResume;
-  if (ctx.flavor === "e2b" && body.restricted) sandbox.trafficToken = ctx.createRng.chars(32);
+  const fault = ctx.faults.publicTraffic;
+  const token =
+    ctx.flavor === "e2b" && body.restricted && fault !== "no_token"
+      ? ctx.createRng.chars(32)
+      : undefined;
+  if (fault === undefined) sandbox.trafficToken = token;
   sandbox.fileClock = ctx.clock;
   template.spawnCount++;
   const node = ctx.state.node(sandbox.nodeID);
   if (node) node.createSuccesses++;
   sendJson(res, 201, {
     ...renderNewSandbox(sandbox, ctx.domain),
-    ...(sandbox.trafficToken !== undefined ? { trafficAccessToken: sandbox.trafficToken } : {}),
+    ...(token !== undefined ? { trafficAccessToken: token } : {}),
   });
 }
 

@@ -277,12 +277,48 @@ describe("events collector against a hostile events endpoint", () => {
     expect(cursor?.settled ?? T0 - LOOKBACK).toBe(T0 - LOOKBACK);
   });
 
-  it("fails with ERR_EVENTS_NO_PROGRESS when its pages can never get past the top of the list", async () => {
+  it("fails with ERR_EVENTS_NO_PROGRESS, tick after tick, while arrivals outrun its 3 pages", async () => {
     add(1_500, T0 - 4 * MIN, T0);
-    // One page a tick: the top page, and nothing left for the cut read below it.
-    const first = await tick(undefined, 1);
+    const first = await tick(undefined, 3);
     expect(first.value.pending).toBeDefined();
-    clock.advance(INTERVAL);
-    await expect(tick(first.value, 1)).rejects.toMatchObject({ code: "ERR_EVENTS_NO_PROGRESS" });
+    let cursor = first.value;
+    // More than a page arrives between any two requests: the cut read never gets anywhere.
+    platform.afterPage = () => add(120, clock.now() - 1_000, clock.now());
+    const codes: string[] = [];
+    for (let n = 0; n < 6; n++) {
+      clock.advance(INTERVAL);
+      try {
+        cursor = (await tick(cursor, 3)).value;
+        codes.push("ok");
+      } catch (err) {
+        codes.push((err as { code: string }).code);
+      }
+    }
+    expect(codes.slice(-3)).toEqual(Array(3).fill("ERR_EVENTS_NO_PROGRESS"));
+  });
+
+  it("refuses poll.eventsMaxPages below 3, naming the setting", () => {
+    for (const pages of ["1", "2"]) {
+      expect(() =>
+        loadConfig({
+          argv: ["--listen", "127.0.0.1:0", "--poll-events", "--poll-events-max-pages", pages],
+          env: { SANDBOX_API_URL: url, SANDBOX_API_KEY: "" },
+        }),
+      ).toThrow(/poll\.eventsMaxPages.*an integer from 3 to 1000/);
+    }
+  });
+
+  it("counts an event stamped a year ahead once, and keeps its id out of the remembered ids", async () => {
+    add(50, T0 - MIN, T0);
+    // Stamped a year ahead: on top of the list, met every tick until the clock catches up.
+    const [ahead] = add(1, T0 + 365 * 24 * 60 * MIN, T0 + 365 * 24 * 60 * MIN + 1);
+    let cursor: EventCursor | undefined;
+    for (let n = 0; n < 4; n++) {
+      cursor = (await tick(cursor)).value;
+      expect(cursor.recent.map(([id]) => id)).not.toContain(ahead?.id);
+      add(5, clock.now(), clock.now() + 100);
+      clock.advance(INTERVAL);
+    }
+    expect(await counted()).toEqual({ created: platform.events.length - 5, dupPoll: 0 });
   });
 });

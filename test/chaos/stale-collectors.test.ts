@@ -106,12 +106,22 @@ interface EventsStats {
   requests: number;
   inFlight: number;
   maxInFlight: number;
+  /** Resolves when the first request's connection closes (answered, or cut by either side). */
+  firstClosed: Promise<void>;
 }
 
 /** The hostile upstream, plus GET /events/sandboxes answering as `mode` says; the rest is its own. */
 async function upstreamWithEvents(mode: EventsMode): Promise<{ up: Upstream; stats: EventsStats }> {
   const up = new Upstream({ apiKey: API_KEY, fleet: makeFleet(50) });
-  const stats: EventsStats = { requests: 0, inFlight: 0, maxInFlight: 0 };
+  let firstClosed = (): void => undefined;
+  const stats: EventsStats = {
+    requests: 0,
+    inFlight: 0,
+    maxInFlight: 0,
+    firstClosed: new Promise((resolve) => {
+      firstClosed = resolve;
+    }),
+  };
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://upstream");
     if (url.pathname !== `${PREFIX}/events/sandboxes`) {
@@ -121,7 +131,10 @@ async function upstreamWithEvents(mode: EventsMode): Promise<{ up: Upstream; sta
     stats.requests++;
     stats.inFlight++;
     stats.maxInFlight = Math.max(stats.maxInFlight, stats.inFlight);
-    res.on("close", () => stats.inFlight--);
+    res.on("close", () => {
+      stats.inFlight--;
+      firstClosed();
+    });
     if (mode.kind === "hang") return;
     // Newest first, a second apart, all within the look-back: every page is full.
     const offset = Number(url.searchParams.get("offset") ?? 0);
@@ -202,5 +215,23 @@ describe("chaos: only GET /events/sandboxes is slow", () => {
         { timeout: 5_000, interval: 50 },
       );
     }
+  });
+});
+
+describe("chaos: stopping while GET /events/sandboxes hangs", () => {
+  it("stop() cuts the read the poller gave up on instead of waiting out its 60 s timeout", async () => {
+    const { up, stats } = await upstreamWithEvents({ kind: "hang" });
+    const clock = new FakeClock(T0);
+    const config = configFor(up, ["--poll-schedule", "1s", "--poll-events", "--timeout", "60s"]);
+    const logger = createLogger(config.log.level, "json", new LogSink());
+    const e = await startExporter(config, { logger, clock, manual: true });
+    await e.poller.tick();
+    expect(stats.inFlight, "events requests hanging").toBe(1);
+    // The upstream stays up: only the exporter can end that request. Without a bound, stop()
+    // waits for it (60 s, past the test's 30 s timeout).
+    await e.stop();
+    await stats.firstClosed;
+    expect(stats.inFlight).toBe(0);
+    expect(stats.requests).toBe(1);
   });
 });

@@ -29,6 +29,8 @@ interface Platform {
   templates: string[];
   /** What the build-status route answers: the reason, or this status. */
   statusAnswer: "reason" | number;
+  /** Template ids whose build the status route no longer knows: 404 for those alone. */
+  gone: Set<string>;
   /** Status reads per template id. */
   reads: Map<string, number>;
   /** Every request, by route. */
@@ -55,6 +57,7 @@ function route(url: URL): [number, unknown] {
   const id = decodeURIComponent(m[1] as string);
   up.statusReads++;
   up.reads.set(id, (up.reads.get(id) ?? 0) + 1);
+  if (up.gone.has(id)) return [404, { code: 404, message: "build not found" }];
   if (up.statusAnswer !== "reason")
     return [up.statusAnswer, { code: up.statusAnswer, message: "build status unavailable" }];
   return [
@@ -91,7 +94,14 @@ beforeAll(async () => {
   });
 });
 beforeEach(() => {
-  up = { templates: [], statusAnswer: "reason", reads: new Map(), lists: 0, statusReads: 0 };
+  up = {
+    templates: [],
+    statusAnswer: "reason",
+    gone: new Set(),
+    reads: new Map(),
+    lists: 0,
+    statusReads: 0,
+  };
 });
 afterAll(async () => {
   await control.close();
@@ -226,5 +236,27 @@ describe("template builds at scale, against a hostile platform", () => {
     expect(last?.templateBuilds?.every((b) => b.failure?.message.startsWith("build of"))).toBe(
       true,
     );
+  });
+
+  it("a 404 on one build's status once others were read: that build backs off, the collector keeps succeeding", async () => {
+    up.templates = ids(3);
+    const p = poller(20);
+    const first = await cycle(p);
+    expect(first.s.collectors.templateBuilds).toMatchObject({ success: true });
+    expect(unread(first.s)).toBe(0);
+    // A new failed build whose status the platform no longer knows (deleted since, say).
+    up.templates = [...up.templates, "t-gone"];
+    up.gone.add("t-gone");
+    const ticks: number[] = [];
+    for (let tick = 1; tick <= 6; tick++) {
+      const before = up.reads.get("t-gone") ?? 0;
+      const { s } = await cycle(p);
+      expect(s.collectors.templateBuilds.success, `tick ${tick}`).toBe(true);
+      expect(s.collectors.templateBuilds.unsupported ?? false, `tick ${tick}`).toBe(false);
+      expect(s.templateBuilds?.filter((b) => b.failure !== undefined)).toHaveLength(3);
+      if ((up.reads.get("t-gone") ?? 0) > before) ticks.push(tick);
+    }
+    // Read on ticks 1, 3 and 6 (waiting 1, then 2 ticks), not on every tick.
+    expect(ticks).toEqual([1, 3, 6]);
   });
 });

@@ -51,7 +51,6 @@ describe("chaos: a flood of unsigned webhook deliveries", () => {
     const scrape = async () => samples(await (await fetch(`${r.e.server.url}/metrics`)).text());
     const bound = r.config.webhooks.maxInFlightBytes;
     const FLOOD = 100;
-    const held = Math.floor(bound / BODY);
     const statuses: number[] = [];
     const sent = await Promise.all(
       Array.from({ length: FLOOD }, () =>
@@ -59,12 +58,23 @@ describe("chaos: a flood of unsigned webhook deliveries", () => {
       ),
     );
     for (const s of sent) void s.status.then((st) => statuses.push(st));
-    expect(await until(() => statuses.length === FLOOD - held)).toBe(true);
-    expect(statuses.every((s) => s === 503)).toBe(true);
+    // Settled: every delivery answered or holding all it sent (bytes count as they arrive).
     let m = await scrape();
-    expect(sampleOf(m, "sandbox_webhook_inflight_bytes", {})).toBe(held * BODY);
+    const held = () => sampleOf(m, "sandbox_webhook_inflight_deliveries", {}) ?? Number.NaN;
+    expect(
+      await until(async () => {
+        m = await scrape();
+        const bytes = sampleOf(m, "sandbox_webhook_inflight_bytes", {});
+        return statuses.length + held() === FLOOD && bytes === held() * (BODY - 1);
+      }),
+    ).toBe(true);
+    expect(held()).toBeGreaterThan(0);
+    expect(held()).toBeLessThanOrEqual(Math.floor(bound / (BODY - 1)));
+    expect(statuses.every((s) => s === 503)).toBe(true);
     expect(sampleOf(m, "sandbox_webhook_inflight_bytes", {})).toBeLessThanOrEqual(bound);
-    expect(sampleOf(m, "sandbox_webhook_deliveries_total", { result: "busy" })).toBe(FLOOD - held);
+    expect(sampleOf(m, "sandbox_webhook_deliveries_total", { result: "busy" })).toBe(
+      FLOOD - held(),
+    );
 
     // 1,000 posts declaring 10 GB: each 413, one warning line.
     for (let i = 0; i < 1_000; i += 50)
@@ -104,5 +114,56 @@ describe("chaos: a flood of unsigned webhook deliveries", () => {
       body,
     });
     expect(res.status).toBe(200);
+  });
+
+  it("lets a signed delivery in past 16, then 64, idle posts that declare a full body and send nothing", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "chaos-webhook-"));
+    const secretFile = join(dir, "secret");
+    writeFileSync(secretFile, `${SECRET}\n`);
+    rig = await startRig({ argv: ["--e2b-webhook-secret-file", secretFile] });
+    const r = rig;
+    const url = new URL(r.e.server.url);
+    const { maxInFlight, maxInFlightBytes } = r.config.webhooks;
+    const inflight = async () =>
+      sampleOf(
+        samples(await (await fetch(`${r.e.server.url}/metrics`)).text()),
+        "sandbox_webhook_inflight_deliveries",
+        {},
+      );
+    const idle: Array<Awaited<ReturnType<typeof post>>> = [];
+    const open = async (n: number) => {
+      for (let i = 0; i < n; i++) idle.push(await post(url, `content-length: ${BODY}\r\n`));
+      expect(await until(async () => (await inflight()) === idle.length)).toBe(true);
+    };
+    const signed = async (id: string) => {
+      const body = JSON.stringify({
+        id,
+        type: "sandbox.lifecycle.created",
+        sandboxId: "sbx-1",
+        sandboxTemplateId: "tpl-1",
+        timestamp: new Date().toISOString(),
+      });
+      const signature = createHash("sha256").update(SECRET).update(body).digest("base64url");
+      const res = await fetch(`${r.e.server.url}/webhooks/e2b`, {
+        method: "POST",
+        headers: { "e2b-signature-version": "v1", "e2b-signature": signature },
+        body,
+      });
+      return res.status;
+    };
+    try {
+      // Declared bodies enough for the whole byte bound (4 MiB / 256 KiB): they hold no bytes.
+      await open(maxInFlightBytes / BODY);
+      expect(await signed("chaos-idle-ev-1")).toBe(200);
+      // Every place taken: one idle post gives way and is answered 503.
+      await open(maxInFlight - idle.length);
+      expect(await signed("chaos-idle-ev-2")).toBe(200);
+      const answered: number[] = [];
+      for (const s of idle) void s.status.then((st) => answered.push(st));
+      expect(await until(() => answered.length > 0, 2_000)).toBe(true);
+      expect(answered).toEqual([503]);
+    } finally {
+      for (const s of idle) s.socket.destroy();
+    }
   });
 });

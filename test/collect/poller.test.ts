@@ -72,8 +72,8 @@ describe("Poller", () => {
   });
 
   it("refreshes the small collectors while a walk hangs, and marks old walk data stale", async () => {
-    // A short interval: a tick waits half of one (real time) for its reads, then half of one
-    // for its walk, before publishing; a read has one interval (real time) before its deadline.
+    // A short interval: a tick waits half of one (real time) for its reads and its walk
+    // together, before publishing; a read has one interval (real time) before its deadline.
     const interval = 400;
     const { p, published } = poller({ pageLimit: 100, intervalMs: interval });
     await cycle(p);

@@ -4,7 +4,9 @@
 // reads the test ends (gates), over a fake clock; the deadline and the tick's wait are real time.
 import { describe, expect, it } from "vitest";
 import type { PlatformReader, TickCollector } from "../../src/collect/collector.js";
+import type { PollerOptions } from "../../src/collect/poller.js";
 import type { Snapshot, TickName } from "../../src/collect/snapshot.js";
+import { PlatformNotFoundError } from "../../src/platform/http-errors.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { testPoller } from "../helpers/poller.js";
 
@@ -54,8 +56,11 @@ function stub(name: TickName, read: () => Promise<unknown>, after?: TickName): T
   };
 }
 
-/** A poller over `collectors`; `next(pred)` resolves at the first snapshot published from now on that passes. */
-function poller(collectors: TickCollector[]) {
+/**
+ * A poller over `collectors` (`over` winning); `next(pred)` resolves at the first snapshot
+ * published from now on that passes.
+ */
+function poller(collectors: TickCollector[], over: Partial<PollerOptions> = {}) {
   const clock = new FakeClock(T0);
   const watchers: Array<{ pred: (s: Snapshot) => boolean; resolve: (s: Snapshot) => void }> = [];
   const p = testPoller({
@@ -63,6 +68,7 @@ function poller(collectors: TickCollector[]) {
     clock,
     intervalMs: INTERVAL,
     collectors,
+    ...over,
     onSnapshot: (s) => {
       for (const w of watchers.splice(0)) {
         if (w.pred(s)) w.resolve(s);
@@ -170,5 +176,64 @@ describe("a tick collector's own deadline", () => {
     expect(s.collectors.teamMetrics).toMatchObject({ success: true, stale: false });
     events.release({ cursor: 2 });
     await p.walkDone();
+  });
+});
+
+describe("a tick when reads and the walk are both slow", () => {
+  it("publishes at half an interval with the walk still running, not after a second wait for it", async () => {
+    // The walk takes three quarters of an interval (a timer, so it ends after the tick's half
+    // interval and before a second half would): a tick that waits for reads, then for the walk,
+    // would carry it, and last most of an interval; the schedule would skip its next trigger.
+    const slowWalk = {
+      listSandboxPage: () =>
+        new Promise((resolve) =>
+          setTimeout(() => resolve({ size: 0, items: () => [] }), INTERVAL * 0.75),
+        ),
+    } as unknown as PlatformReader;
+    const events = new Gate();
+    const { p, next } = poller([stub("events", events.read)], { reader: slowWalk });
+    const walked = next((s) => s.walked);
+    await p.tick();
+    const own = p.latest as Snapshot;
+    expect(own.walked, "the tick's snapshot carries the walk").toBe(false);
+    expect(own.refreshed).not.toContain("events");
+    // The walk publishes its own snapshot when it ends.
+    expect((await walked).sandboxesComplete).toBe(true);
+    events.release({ cursor: 1 });
+    await p.walkDone();
+  });
+});
+
+describe("a read whose bookkeeping throws", () => {
+  it("frees the collector: an onSupport hook that throws once does not keep it busy for good", async () => {
+    let reads = 0;
+    const overview: TickCollector = {
+      name: "overview",
+      optional: true,
+      runs: () => true,
+      read: async () => {
+        reads++;
+        throw new PlatformNotFoundError("/cluster/overview", "GET");
+      },
+    };
+    let throws = 1;
+    const errors: unknown[] = [];
+    const { p, clock } = poller([overview], {
+      capabilityRecheckMs: INTERVAL,
+      onSupport: () => {
+        if (throws-- > 0) throw new Error("hook failed");
+      },
+      onError: (err) => errors.push(err),
+    });
+    await p.tick();
+    await p.walkDone();
+    expect(reads).toBe(1);
+    expect((p.latest as Snapshot).collectors.overview).toMatchObject({ unsupported: true });
+    // Past the capability re-check: read again.
+    clock.advance(2 * INTERVAL);
+    await p.tick();
+    await p.walkDone();
+    expect(reads).toBe(2);
+    expect(errors).toEqual([expect.objectContaining({ message: "hook failed" })]);
   });
 });

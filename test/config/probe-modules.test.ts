@@ -94,6 +94,49 @@ describe("probe.modules", () => {
     });
   });
 
+  it("lays a module's http section over the top-level one, field by field", () => {
+    const yaml = [
+      "probe:",
+      "  http:",
+      "    port: 9000",
+      "    headers: {X-Team: sre, Accept: text/plain}",
+      "    allowPublicTraffic: false",
+      "    validStatusCodes: [200]",
+      "  modules:",
+      "    - name: inherits",
+      "    - name: other-path",
+      "      http: {path: /health, headers: {accept: application/json}, validStatusCodes: [204]}",
+      "",
+    ].join("\n");
+    const [inherits, otherPath] = load(yaml).probe.modules;
+    expect(inherits?.http).toMatchObject({ port: 9000, path: "/sandbox-exporter-probe.txt" });
+    expect(otherPath?.http).toEqual({
+      port: 9000,
+      path: "/health",
+      method: "GET",
+      command: "python3 -m http.server {port} --directory {dir}",
+      directory: "/tmp/sandbox-exporter-http",
+      validStatusCodes: [204],
+      failIfBodyNotMatchesRegexp: [],
+      headers: { "X-Team": "sre", accept: "application/json" },
+      allowPublicTraffic: false,
+    });
+  });
+
+  it("checks a module's http fields as the top-level ones", () => {
+    const yaml = [
+      "probe:",
+      "  modules:",
+      "    - name: a",
+      "      http: {port: 0, headers: {Host: x}, retries: 1}",
+      "",
+    ].join("\n");
+    const text = problems(yaml).join("\n");
+    expect(text).toContain("probe.modules.0.http.port");
+    expect(text).toContain("probe.modules.0.http.headers.Host");
+    expect(text).toContain("probe.modules.0.http.retries");
+  });
+
   it("names the module field that is wrong", () => {
     const yaml = [
       "probe:",

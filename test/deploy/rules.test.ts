@@ -103,7 +103,7 @@ describe("Prometheus rules", () => {
     const r = promtool("test", "rules", ...testFiles);
     expect(r.status, r.out).toBe(0);
     expect(r.out).not.toContain("FAILED");
-  }, 120_000);
+  }, 300_000);
 
   it("give every alert a duration, a severity and summary, description and runbook text", () => {
     expect(alerts.length).toBeGreaterThanOrEqual(12);

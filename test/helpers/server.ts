@@ -1,6 +1,7 @@
 // The parts of ServerDeps a listener test does not look at: a fixed body, the text format, an
-// empty status, always ready, a silent logger. Each test adds what it is about.
+// empty status, always ready, a silent logger, the system clock. Each test adds what it is about.
 import type { ServerDeps } from "../../src/server/server.js";
+import { systemClock } from "../../src/util/clock.js";
 
 /** Stub ServerDeps with `over` on top. */
 export function stubServerDeps(over: Partial<ServerDeps> = {}): ServerDeps {
@@ -10,6 +11,7 @@ export function stubServerDeps(over: Partial<ServerDeps> = {}): ServerDeps {
     status: () => ({}),
     ready: () => true,
     logger: { warn: () => {} },
+    clock: systemClock,
     ...over,
   };
 }

@@ -13,7 +13,7 @@ import type {
 import { ProbeFamilies, ProbeMetrics } from "../../src/probe/probe-metrics.js";
 import { type ProbeResult, runProbe } from "../../src/probe/runner.js";
 import { ProbeTrace } from "../../src/probe/trace.js";
-import { Secrets } from "../../src/util/secrets.js";
+import type { SimSandbox } from "../../src/simulator/model.js";
 import { INSTANCE, type ProbeBed, probeBed, probeSandboxes, seriesValue } from "./setup.js";
 
 const NONCE = "0123456789abcdef";
@@ -25,8 +25,13 @@ function httpDefaults(over: Partial<ProbeHttpSettings> = {}): ProbeHttpSettings 
 }
 
 let bed: ProbeBed;
+/** Every sandbox the simulator created, kept after terminate removes it (its traffic token). */
+const created: SimSandbox[] = [];
 beforeAll(async () => {
   bed = await probeBed({ flavor: "e2b" });
+  bed.sim.state.onLifecycle((e) => {
+    if (e.type === "created") created.push(e.sandbox);
+  });
 });
 afterEach(() => {
   bed.sim.faults.clear();
@@ -45,7 +50,6 @@ async function probe(
     http?: Partial<ProbeHttpSettings>;
     phaseTimeouts?: Partial<Record<ProbePhase, number>>;
     trace?: ProbeTrace;
-    secrets?: Secrets;
   },
 ): Promise<Probed> {
   const order: ProbePhase[] = [];
@@ -76,7 +80,6 @@ async function probe(
         signal.throwIfAborted();
         b.clock.advance(ms);
       },
-      ...(o.secrets ? { secrets: o.secrets } : {}),
     },
     settings,
     {
@@ -90,6 +93,16 @@ async function probe(
 
 const failures = (r: ProbeResult) => r.failures.map((f) => [f.phase, f.reason]);
 const hits = (route: string): number => bed.sim.counters.get(route);
+
+/** The wakes `r` adds to sandbox_probe_wake_seconds, recorded as the exporter records a run. */
+async function wakesObserved(r: ProbeResult): Promise<number> {
+  const registry = new Registry();
+  const families = new ProbeFamilies(registry, { namespace: "sandbox" });
+  new ProbeMetrics(families, families.idOf("ports", bed.template)).record(r);
+  return (
+    (await seriesValue(registry, "sandbox_probe_wake_seconds_count", { module: "ports" })) ?? 0
+  );
+}
 
 describe("the http step", () => {
   it("starts the default service, waits for its port and gets the nonce through the proxy", async () => {
@@ -119,24 +132,38 @@ describe("the http step", () => {
   });
 
   it("sends the traffic token of a restricted sandbox and sees a request without it refused", async () => {
-    const secrets = new Secrets();
     const trace = new ProbeTrace(() => performance.now());
-    const r = await probe(bed, {
-      steps: ["http"],
-      http: { allowPublicTraffic: false },
-      trace,
-      secrets,
-    });
+    const from = created.length;
+    const r = await probe(bed, { steps: ["http"], http: { allowPublicTraffic: false }, trace });
     expect(failures(r)).toEqual([]);
-    const text = secrets.scrub(trace.render("m", r));
+    // The trace as rendered, unscrubbed: its own header redaction keeps the token out.
+    const text = trace.render("m", r);
     // Each request and answer is in the trace; the token never is.
     expect(text).toMatch(
       /data\.requestPort\(\{id: "[^"]+"\}, GET :8000\/sandbox-exporter-probe\.txt \{e2b-traffic-access-token: \[REDACTED\]\}/,
     );
     expect(text).toMatch(/-> HTTP 200 \{.*\} 17 bytes "0123456789abcdef"/);
     expect(text).toMatch(/-> HTTP 403 .*Token header 'e2b-traffic-access-token' is missing/);
-    for (const s of bed.sim.state.sandboxes.values())
-      if (s.trafficToken) expect(text).not.toContain(s.trafficToken);
+    const tokens = created.slice(from).flatMap((s) => (s.trafficToken ? [s.trafficToken] : []));
+    expect(tokens).toHaveLength(1);
+    for (const token of tokens) expect(text).not.toContain(token);
+  });
+
+  it("fails http_request with not_restricted when create returns no traffic token", async () => {
+    bed.sim.faults.publicTraffic = "no_token";
+    const r = await probe(bed, { steps: ["http"], http: { allowPublicTraffic: false } });
+    expect(failures(r)).toEqual([["http_request", "not_restricted"]]);
+    expect(r.failures[0]?.message).toContain("create returned no traffic access token");
+    expect(probeSandboxes(bed.sim)).toEqual([]);
+  });
+
+  it("fails http_request with not_restricted when the proxy serves a request without the token", async () => {
+    bed.sim.faults.publicTraffic = "not_enforced";
+    const r = await probe(bed, { steps: ["http"], http: { allowPublicTraffic: false } });
+    expect(failures(r)).toEqual([["http_request", "not_restricted"]]);
+    expect(r.failures[0]?.message).toContain("without the traffic token was not refused");
+    expect(r.failures[0]?.message).toContain("HTTP 200");
+    expect(probeSandboxes(bed.sim)).toEqual([]);
   });
 });
 
@@ -177,6 +204,9 @@ describe("the autoresume step", () => {
     const r = await probe(bed, { steps: ["http", "autoresume"] });
     expect(failures(r)).toEqual([["autoresume_wake", "not_auto_resumed"]]);
     expect(r.failures[0]?.message).toContain("The sandbox was not found");
+    // The proxy's refusal comes back in milliseconds: it is no wake.
+    expect(r.wakeSeconds).toBeUndefined();
+    expect(await wakesObserved(r)).toBe(0);
     expect(probeSandboxes(bed.sim)).toEqual([]);
   });
 
@@ -194,6 +224,7 @@ describe("the autoresume step", () => {
     bed.sim.faults.lifecycle = { loseProcessesOnResume: true };
     const r = await probe(bed, { steps: ["http", "autoresume"] });
     expect(failures(r)).toEqual([["autoresume_wake", "process_lost"]]);
+    expect(await wakesObserved(r)).toBe(0);
     expect(probeSandboxes(bed.sim)).toEqual([]);
   });
 
@@ -201,18 +232,17 @@ describe("the autoresume step", () => {
     bed.sim.faults.lifecycle = { loseFilesOnResume: true };
     const r = await probe(bed, { steps: ["http", "autoresume"] });
     expect(failures(r)).toEqual([["autoresume_wake", "file_lost"]]);
+    expect(await wakesObserved(r)).toBe(0);
     expect(probeSandboxes(bed.sim)).toEqual([]);
   });
 
   it("observes the wake in sandbox_probe_wake_seconds with the sandbox as exemplar", async () => {
     const r = await probe(bed, { steps: ["http", "autoresume"] });
+    expect(await wakesObserved(r)).toBe(1);
     const registry = new Registry();
     const families = new ProbeFamilies(registry, { namespace: "sandbox" });
     const id = families.idOf("ports", bed.template);
     new ProbeMetrics(families, id).record(r, ["http", "autoresume"]);
-    expect(
-      await seriesValue(registry, "sandbox_probe_wake_seconds_count", { module: "ports" }),
-    ).toBe(1);
     expect(
       await seriesValue(registry, "sandbox_probe_step_supported", { step: "autoresume" }),
     ).toBe(1);

@@ -209,8 +209,11 @@ describe("the lifecycle on this platform's management API", () => {
   it("gives up with not_paused and not_resumed on states that never come, or cannot", async () => {
     const stuck = await platform(stateful(["running"]));
     expect(await phase(pausePhase, runOn(control(stuck.url)))).toBe("not_paused");
-    // One read every 100 ms of a 2 s budget, and none whose wait would cross its end.
-    expect(calls(stuck.seen).filter((c) => c.startsWith("GET"))).toHaveLength(BUDGET_MS / POLL_MS);
+    // One read every 100 ms of a 2 s budget, and none whose wait would cross its end: at most 20
+    // (a busy machine answers slower, so fewer reads fit; it keeps reading until the budget ends).
+    const reads = calls(stuck.seen).filter((c) => c.startsWith("GET")).length;
+    expect(reads).toBeLessThanOrEqual(BUDGET_MS / POLL_MS);
+    expect(reads).toBeGreaterThan(BUDGET_MS / POLL_MS / 4);
     const killed = await platform(stateful(["paused", "killed"]));
     expect(await phase(resumePhase, runOn(control(killed.url)))).toBe("not_resumed");
     // A sandbox reported killed is not waited for.

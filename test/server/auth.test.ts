@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PasswordCompare } from "../../src/server/auth.js";
 import { type RunningServer, type ServerDeps, startServer } from "../../src/server/server.js";
 import type { WebConfig } from "../../src/server/web-config.js";
+import { FakeClock, systemClock } from "../../src/util/clock.js";
 import { stubServerDeps } from "../helpers/server.js";
 
 let server: RunningServer;
@@ -19,6 +20,7 @@ beforeAll(async () => {
     status: () => ({ ok: true }),
     ready: () => true,
     logger: { warn: () => {} },
+    clock: systemClock,
     auth: { bearerToken: "tok-1", basicUsers: { alice: ALICE_HASH } },
   });
 });
@@ -275,6 +277,122 @@ describe("bcrypt basic auth under a flood of wrong passwords", () => {
       expect((await fetch(`${s.url}/metrics`, as("alice", guessed))).status).toBe(401);
       expect(calls).toBe(1 + admitted + 1);
     } finally {
+      await s.close();
+    }
+  });
+
+  it("gives a made-up user name per request only the unknown names' places: a configured user's first login still gets a compare and 200", async () => {
+    const BOB_HASH = bcrypt.hashSync("pw2", 4);
+    // Guesses are held until the test lets them go; every compare is recorded with its hash.
+    const held: Array<() => void> = [];
+    const compared: string[] = [];
+    let holding = true;
+    const compare: PasswordCompare = (password, hash) => {
+      compared.push(hash);
+      if (password.startsWith("pw") || !holding) return bcrypt.compare(password, hash);
+      return new Promise((resolve) => held.push(() => resolve(false)));
+    };
+    const web: WebConfig = {
+      file: "/etc/web.yml",
+      headers: {},
+      users: { alice: ALICE_HASH, bob: BOB_HASH },
+      http2: true,
+    };
+    const s = await startServer(
+      "127.0.0.1:0",
+      stubServerDeps({ webConfig: web, passwordCompare: compare }),
+    );
+    const as = (user: string, password: string) => ({
+      headers: { authorization: `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}` },
+    });
+    const FLOOD = 200;
+    const answers: number[] = [];
+    try {
+      // A new unknown name each time, and varying wrong passwords for alice, all at once.
+      const flood = [
+        ...Array.from({ length: FLOOD }, (_, i) => as(`nobody-${i}`, `guess-${i}`)),
+        ...Array.from({ length: FLOOD }, (_, i) => as("alice", `wrong-${i}`)),
+      ].map((init) => fetch(`${s.url}/metrics`, init).then((r) => answers.push(r.status)));
+      // Three places for every unknown name together, three for alice: the rest 503 at once.
+      const admitted = 6;
+      // At most 1 running and 8 waiting: wait for those answers, then for the flood to settle.
+      expect(await until(() => answers.length >= 2 * FLOOD - 9)).toBe(true);
+      await until(() => answers.length === 2 * FLOOD - admitted, 500);
+      // Bob's first login takes a free place rather than a 503 at once (the flood's answer)...
+      let bob: number | undefined;
+      const first = fetch(`${s.url}/metrics`, as("bob", "pw2")).then((r) => {
+        bob = r.status;
+      });
+      await until(() => bob !== undefined, 500);
+      expect(bob).toBeUndefined();
+      // ...and gets a compare against his hash once the six ahead of him end.
+      for (let i = 0; i < admitted && bob === undefined; i++) {
+        await until(() => held.length > 0 || bob !== undefined);
+        held.shift()?.();
+      }
+      await first;
+      expect(bob).toBe(200);
+      expect(compared.filter((h) => h === BOB_HASH)).toHaveLength(1);
+      expect(answers.filter((st) => st === 503)).toHaveLength(2 * FLOOD - admitted);
+      while (answers.length < 2 * FLOOD && (await until(() => held.length > 0, 1_000)))
+        held.shift()?.();
+      await Promise.all(flood);
+      // Refused the same way whether the name exists or not: 401 after a compare, or 503.
+      expect(answers.filter((st) => st === 401)).toHaveLength(admitted);
+    } finally {
+      holding = false;
+      for (const release of held.splice(0)) release();
+      // Answered connections go idle, so close does not wait out their keep-alive.
+      await until(() => answers.length === 2 * FLOOD, 3_000);
+      await s.close();
+    }
+  });
+
+  it("writes one refused-login warning a minute on the clock it is given, the next with the count held back", async () => {
+    const clock = new FakeClock(1_000_000);
+    const warnings: Array<{ obj: object; msg: string }> = [];
+    const held: Array<() => void> = [];
+    let holding = true;
+    const web: WebConfig = {
+      file: "/etc/web.yml",
+      headers: {},
+      users: { alice: ALICE_HASH },
+      http2: true,
+    };
+    const s = await startServer(
+      "127.0.0.1:0",
+      stubServerDeps({
+        webConfig: web,
+        clock,
+        logger: { warn: (obj, msg) => warnings.push({ obj, msg }) },
+        passwordCompare: async () =>
+          holding && new Promise((resolve) => held.push(() => resolve(false))),
+      }),
+    );
+    const as = (password: string) => ({
+      headers: { authorization: `Basic ${Buffer.from(`alice:${password}`).toString("base64")}` },
+    });
+    const answers: number[] = [];
+    const guess = (password: string) =>
+      fetch(`${s.url}/metrics`, as(password)).then((r) => answers.push(r.status));
+    const refusals = () => warnings.filter((w) => w.msg.startsWith("listener login refused (503)"));
+    try {
+      // Three of alice's guesses get places; the other seven are refused, with one line.
+      const flood = Array.from({ length: 10 }, (_, i) => guess(`wrong-${i}`));
+      expect(await until(() => answers.length === 7)).toBe(true);
+      expect(refusals()).toHaveLength(1);
+      clock.advance(60_000);
+      await guess("wrong-10");
+      expect(answers.at(-1)).toBe(503);
+      expect(refusals()).toHaveLength(2);
+      expect(refusals()[1]?.obj).toMatchObject({ suppressed: 6 });
+      while (answers.length < 11 && (await until(() => held.length > 0, 1_000))) held.shift()?.();
+      await Promise.all(flood);
+    } finally {
+      holding = false;
+      for (const release of held.splice(0)) release();
+      // Answered connections go idle, so close does not wait out their keep-alive.
+      await until(() => answers.length === 11, 3_000);
       await s.close();
     }
   });

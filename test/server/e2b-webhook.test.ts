@@ -14,6 +14,7 @@ import type { LifecycleEvent } from "../../src/platform/events.js";
 import { normalizeLifecycleEvent } from "../../src/platform/normalize/events.js";
 import {
   DELIVERY_RESULTS,
+  DROP_REASONS,
   E2B_WEBHOOK_PATH,
   type E2bWebhookOptions,
   e2bWebhookRoute,
@@ -339,7 +340,9 @@ describe("POST /webhooks/e2b", () => {
     expect(r.accepted.map((a) => a.event.id)).toEqual(["ev-y"]);
     expect(await r.count("accepted")).toBe(1);
     expect(await r.count("bad_body")).toBe(0);
-    expect(await r.registry.metrics()).toContain("sandbox_webhook_events_dropped_total 1");
+    expect(await r.registry.metrics()).toContain(
+      'sandbox_webhook_events_dropped_total{reason="invalid"} 1',
+    );
   });
 
   it("answers 405 with Allow: POST to any other method", async () => {
@@ -355,6 +358,8 @@ describe("POST /webhooks/e2b", () => {
     const text = await r.registry.metrics();
     for (const result of DELIVERY_RESULTS)
       expect(text).toContain(`sandbox_webhook_deliveries_total{result="${result}"} 0`);
+    for (const reason of DROP_REASONS)
+      expect(text).toContain(`sandbox_webhook_events_dropped_total{reason="${reason}"} 0`);
   });
 });
 
@@ -736,12 +741,13 @@ describe("POST /webhooks/e2b under a flood of held-back unsigned deliveries", ()
       ),
     );
     for (const s of sent) void s.answer.then((a) => a && answered.push(a));
-    const held = Math.floor(bound / 4000);
+    // Bytes count as they arrive: each holds the 3,999 it sent.
+    const held = Math.floor(bound / 3999);
     // The excess is answered while the admitted ones still wait for their last byte.
     expect(await until(() => answered.length === FLOOD - held && budget.count === held)).toBe(true);
     expect(answered.every((a) => a.status === 503 && a.headers["retry-after"] === "1")).toBe(true);
     expect(await r.count("busy")).toBe(FLOOD - held);
-    expect(await gauge(r.registry, "sandbox_webhook_inflight_bytes")).toBe(held * 4000);
+    expect(await gauge(r.registry, "sandbox_webhook_inflight_bytes")).toBe(held * 3999);
     expect(budget.peakBytes).toBeLessThanOrEqual(bound);
     // The held ones hang up: their bytes come back, and a signed delivery gets through.
     for (const s of sent) s.socket.destroy();
@@ -772,7 +778,7 @@ describe("POST /webhooks/e2b under a flood of held-back unsigned deliveries", ()
     expect(budget.bytes).toBe(0);
   });
 
-  it("counts a chunked body's bytes as they come, and refuses it once they would pass the bound", async () => {
+  it("counts a chunked body's bytes as they come, and makes room at the bound by refusing the delivery read longest", async () => {
     const budget = new InflightBudget(64, 4096);
     const limits = { ...LIMITS, maxBodyBytes: 4096, bodyTimeoutMs: 60_000, maxInFlightBytes: 4096 };
     const r = await receiver(undefined, undefined, undefined, { limits, budget });
@@ -787,10 +793,50 @@ describe("POST /webhooks/e2b under a flood of held-back unsigned deliveries", ()
       { "transfer-encoding": "chunked" },
       `bb8\r\n${"y".repeat(3000)}\r\n`,
     );
-    expect((await second.answer)?.status).toBe(503);
+    // Both do not fit: the first, read longer, is answered 503 and its bytes go to the second.
+    let firstStatus: number | undefined;
+    void first.answer.then((a) => {
+      firstStatus = a?.status;
+    });
+    expect(await until(() => firstStatus === 503)).toBe(true);
+    expect(await until(() => budget.count === 1 && budget.bytes === 3000)).toBe(true);
+    expect(await r.count("busy")).toBe(1);
     expect(budget.peakBytes).toBeLessThanOrEqual(4096);
     first.socket.destroy();
     second.socket.destroy();
+    expect(await until(() => budget.count === 0 && budget.bytes === 0)).toBe(true);
+  });
+
+  it("lets E2B's delivery in past idle senders that declare a full body and send nothing: they hold no bytes, and the oldest gives way", async () => {
+    // The defaults: 64 deliveries, 4 MiB, 256 KiB a body.
+    const budget = new InflightBudget(LIMITS.maxInFlight, LIMITS.maxInFlightBytes);
+    const limits = { ...LIMITS, bodyTimeoutMs: 60_000 };
+    const r = await receiver(undefined, undefined, undefined, { limits, budget });
+    const idle: Array<Awaited<ReturnType<typeof rawPost>>> = [];
+    const open = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        idle.push(await rawPost(r.url, { "content-length": LIMITS.maxBodyBytes }, ""));
+        // One at a time, so the order they are read in is the order they were opened.
+        expect(await until(() => budget.count === idle.length)).toBe(true);
+      }
+    };
+    try {
+      // Enough declared bytes for the whole byte bound: nothing is held for them.
+      await open(LIMITS.maxInFlightBytes / LIMITS.maxBodyBytes);
+      expect((await deliver(r.url, event("ev-past-16-idle"))).status).toBe(200);
+      expect(budget.bytes).toBe(0);
+      // Every place taken: the one waiting longest is answered 503, the delivery gets its place.
+      await open(LIMITS.maxInFlight - idle.length);
+      expect(budget.count).toBe(LIMITS.maxInFlight);
+      expect((await deliver(r.url, event("ev-past-64-idle"))).status).toBe(200);
+      expect((await idle[0]?.answer)?.status).toBe(503);
+      expect(await r.count("busy")).toBe(1);
+      expect(r.accepted.map((a) => a.event.id)).toEqual(["ev-past-16-idle", "ev-past-64-idle"]);
+      expect(budget.count).toBe(LIMITS.maxInFlight - 1);
+      expect(budget.peakCount).toBe(LIMITS.maxInFlight);
+    } finally {
+      for (const s of idle) s.socket.destroy();
+    }
     expect(await until(() => budget.count === 0 && budget.bytes === 0)).toBe(true);
   });
 
@@ -864,6 +910,23 @@ describe("POST /webhooks/e2b and replays", () => {
     expect(await counted()).toBe(10);
     expect(await r.count("stale")).toBe(1);
     expect(r.logs.some((l) => l.includes("a replay"))).toBe(true);
+  });
+
+  it("counts the stale events of a delivery that also carries fresh ones, and takes only the fresh", async () => {
+    const { r, clock, counted, at } = await ledgerReceiver(1_000);
+    clock.advance(60 * MIN);
+    const old = at("ev-old", clock.now() - 11 * MIN);
+    const res = await deliver(r.url, `[${old},${at("ev-new", clock.now() - MIN)}]`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ accepted: 1, duplicates: 0, stale: 1 });
+    expect(await counted()).toBe(1);
+    expect(await r.count("accepted")).toBe(1);
+    const text = await r.registry.metrics();
+    expect(text).toContain('sandbox_webhook_events_dropped_total{reason="stale"} 1');
+    expect(text).toContain('sandbox_webhook_events_dropped_total{reason="invalid"} 0');
+    expect(
+      r.logs.filter((l) => l.includes('"level":"warn"') && l.includes("a replay")),
+    ).toHaveLength(1);
   });
 
   it("refuses a signed event older than the look-back the ids are kept for, and takes a new one", async () => {

@@ -508,9 +508,12 @@ export class ControlClient {
     return out;
   }
 
-  /** Closes the dispatcher when this client made it (not a withOwnNormalizer client, not an injected one). */
-  async close(): Promise<void> {
-    if (this.ownsTransport) await this.transport.close();
+  /**
+   * Closes the dispatcher when this client made it (not a withOwnNormalizer client, not an injected
+   * one); `abandon`: requests still in flight are cut, not waited for.
+   */
+  async close(abandon = false): Promise<void> {
+    if (this.ownsTransport) await this.transport.close(abandon);
   }
 
   /** A create; a 429 is reported to onCreateRejected, classified by its text, then rethrown. */

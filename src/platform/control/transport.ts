@@ -193,9 +193,13 @@ export class ControlTransport {
     }
   }
 
-  /** Closes the dispatcher when the transport made it; an injected one belongs to the caller. */
-  async close(): Promise<void> {
-    if (this.ownsDispatcher) await this.dispatcher.close();
+  /**
+   * Closes the dispatcher when the transport made it; an injected one belongs to the caller.
+   * `abandon`: requests still in flight are cut (destroyed), not waited for.
+   */
+  async close(abandon = false): Promise<void> {
+    if (!this.ownsDispatcher) return;
+    await (abandon ? this.dispatcher.destroy() : this.dispatcher.close());
   }
 
   private async once(call: Call): Promise<Reply> {
