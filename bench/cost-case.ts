@@ -173,6 +173,7 @@ function accountingPass(n: number): Spread {
     shard: { index: 0, total: 1 },
     states: { running: ["running"], paused: ["paused"] },
     maxLabelValueLength: 128,
+    maxTemplates: 200,
     scrub: (text) => text,
   });
   if (!cost) throw new Error("cost did not start");

@@ -123,6 +123,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     shard: config.shard,
     states: config.states,
     maxLabelValueLength: config.metrics.maxLabelValueLength,
+    maxTemplates: config.metrics.maxEventTemplates,
     scrub: (text) => secrets.scrub(text),
     rules: initialSpec?.rules.map((r) => ({ name: r.name, dryRun: r.dryRun })) ?? [],
   });
@@ -378,7 +379,12 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   if (!deps.manual) void schedule.trigger();
   if (prober && !deps.manual) await prober.start();
   logger.info(
-    { url: server.url, schedule: config.poll.schedule.text, shard: config.shard },
+    {
+      url: server.url,
+      schedule: config.poll.schedule.text,
+      // One scalar: pretty logs print it on one line.
+      shard: `${config.shard.index}/${config.shard.total}`,
+    },
     "sandbox-exporter listening",
   );
   return {

@@ -87,6 +87,7 @@ export function startupSummary(config: Config): Record<string, unknown> {
     policy: policy.enabled
       ? `${policy.file ?? "inline rules"}${policy.dryRun ? " (dry-run)" : ""}`
       : "off",
+    cost: config.cost.enabled ? config.cost.currency : "off",
   };
 }
 

@@ -5,6 +5,7 @@
 // from the inputs, `now` only judges what is in the future. Nothing before `origin` is counted.
 // Inside, times are ms after `origin`. The tracks live in track-table.ts, the totals they feed in
 // spend-totals.ts, the policy's savings in policy-savings.ts.
+import { EVENTS_SETTLE_MS } from "../collect/events.js";
 import type { ExecutionSpan, LifecycleEvent } from "../platform/events.js";
 import type { Clock } from "../util/clock.js";
 import type { CostSettings } from "./cost-settings.js";
@@ -21,16 +22,24 @@ const FUTURE_SLACK_MS = 60_000;
 const GONE_MEMORY_MS = 15 * 60_000;
 /** An execution's started_at (whole seconds) matches a span start known to the ms within this. */
 const START_MATCH_MS = 1_000;
+/** Longest one execution (one run, create or resume to pause or kill) is believed to last. */
+const MAX_EXECUTION_MS = 7 * 24 * 3_600_000;
+/** Walk intervals after EVENTS_SETTLE_MS a guessed end waits for its event before it is taken. */
+const SETTLE_WALKS = 2;
 
 /** Why an input was dropped; the `reason` label of the dropped-inputs counter. */
 export type DropReason =
+  | "bad_execution"
   | "bad_resources"
+  | "missing_resources"
   | "future_start"
   | "future_event"
   | "time_backwards"
   | "unknown_sandbox";
 export const DROP_REASONS: readonly DropReason[] = [
+  "bad_execution",
   "bad_resources",
+  "missing_resources",
   "future_start",
   "future_event",
   "time_backwards",
@@ -74,6 +83,8 @@ export class CostAccountant {
   private readonly paused: ReadonlySet<string>;
   private readonly drops = new Map<DropReason, number>();
   private lastWalk = Number.NEGATIVE_INFINITY;
+  /** The interval between the last two walks (0 before the second). */
+  private gap = 0;
 
   constructor(private readonly o: CostAccountantOptions) {
     this.c = new TrackTable(o.attributeBy.length > 0);
@@ -99,6 +110,7 @@ export class CostAccountant {
     }
     const previous = this.lastWalk;
     this.lastWalk = at;
+    if (Number.isFinite(previous)) this.gap = at - previous;
     const now = this.o.clock.now() - this.o.origin;
     if (rows !== undefined) this.c.reserve(rows);
     forEach((row) => this.observeRow(row, at, now));
@@ -118,6 +130,9 @@ export class CostAccountant {
   private afterWalk(id: string, t: number, at: number, previous: number): void {
     const c = this.c;
     const seenAt = c.seenAt[t] as number;
+    // No event came for a guessed end in time: the guess stands.
+    if (at - (c.pendingEnd[t] as number) > EVENTS_SETTLE_MS + SETTLE_WALKS * this.gap)
+      this.settle(t, c.pendingEnd[t] as number);
     if ((c.phase[t] as Phase) === GONE) {
       if (at - seenAt > GONE_MEMORY_MS) c.remove(id, t);
       return;
@@ -129,7 +144,7 @@ export class CostAccountant {
     const since = Number.isNaN(seenAt) ? at : seenAt;
     const endAt = c.endAt[t] as number;
     const end = endAt > since && endAt <= at ? endAt : (since + at) / 2;
-    this.close(t, end);
+    this.close(t, end, Number.isNaN(seenAt) ? (c.spanStart[t] as number) : since);
     this.gone(t, end, at);
   }
 
@@ -145,6 +160,10 @@ export class CostAccountant {
     const exec = e.execution && { ...e.execution, startedAt: e.execution.startedAt - origin };
     if (exec && !resourcesOk(exec.vcpuCount, exec.memoryMB)) {
       this.drop("bad_resources");
+      return;
+    }
+    if (exec && !executionOk(exec, ts)) {
+      this.drop("bad_execution");
       return;
     }
     let t = this.c.slots.get(e.sandboxId);
@@ -167,14 +186,19 @@ export class CostAccountant {
           t = this.newTrack(e.sandboxId, e.templateId, RUNNING, exec.startedAt, e.metadata);
         }
         if (exec) this.setResources(t, exec.vcpuCount, exec.memoryMB);
+        const phase = this.c.phase[t] as Phase;
+        // Told late of a span a walk already closed, while a newer one runs: that one goes on.
+        if (phase === RUNNING && exec && this.ofClosedSpan(t, exec)) {
+          this.correctClosed(t, exec, (this.c.closedStart[t] as number) + exec.durationMs);
+          return;
+        }
         const end = exec ? this.spanEnd(t, exec) : ts;
-        if ((this.c.phase[t] as Phase) === RUNNING) this.close(t, end);
+        if (phase === RUNNING) this.close(t, end);
         // A span closed at a guess, told late; a paused one's kill says nothing of its last run.
-        else if (
-          exec &&
-          ((this.c.phase[t] as Phase) === GONE || (this.c.phase[t] as Phase) === next)
-        )
-          this.correctClosed(t, exec, end);
+        else if (phase === GONE || phase === next) {
+          if (exec) this.correctClosed(t, exec, end);
+          else if (!Number.isNaN(this.c.pendingEnd[t] as number)) this.settle(t, ts);
+        }
         if ((this.c.phase[t] as Phase) === next) return;
         if ((this.c.phase[t] as Phase) !== RUNNING) this.close(t, ts);
         if (next === GONE) this.gone(t, end, this.lastWalk);
@@ -270,6 +294,7 @@ export class CostAccountant {
       : this.paused.has(row.state)
         ? PAUSED
         : OTHER;
+    const firstListed = t === undefined || Number.isNaN(this.c.seenAt[t] as number);
     if (t === undefined) {
       // First seen: a running one began at its start; a paused one is counted from now on.
       const start = phase === RUNNING ? Math.min(startedAt ?? at, at) : at;
@@ -278,6 +303,12 @@ export class CostAccountant {
     if (row.metadata !== undefined && this.o.attributeBy.length > 0)
       this.c.attr[t] = this.spend.attrOf(row.metadata);
     this.setResources(t, cpu, mem);
+    // Without both counts its spend stays 0 until they come: said once per sandbox.
+    if (
+      firstListed &&
+      (Number.isNaN(this.c.cpu[t] as number) || Number.isNaN(this.c.memMB[t] as number))
+    )
+      this.drop("missing_resources");
     this.c.endAt[t] = row.endAt === undefined ? Number.NaN : row.endAt - this.o.origin;
     // An event newer than this listing (the list was read before it) says more than the list.
     if ((this.c.phase[t] as Phase) !== phase && (this.c.spanStart[t] as number) >= at) {
@@ -289,7 +320,7 @@ export class CostAccountant {
       // Changed between two walks with no event to say when: midway.
       const since = Number.isNaN(this.c.seenAt[t] as number) ? at : (this.c.seenAt[t] as number);
       const switchAt = Math.max((since + at) / 2, this.c.spanStart[t] as number);
-      this.close(t, switchAt);
+      this.close(t, switchAt, since);
       this.open(t, phase, switchAt);
     }
     this.c.seenAt[t] = at;
@@ -326,17 +357,41 @@ export class CostAccountant {
     return start + exec.durationMs;
   }
 
-  /** A late event for a span already closed at a guess: adds what the guess left out. */
+  /** Whether `exec` describes the last closed span, ended at a guess, rather than the current one. */
+  private ofClosedSpan(t: number, exec: ExecutionSpan): boolean {
+    const closed = this.c.closedStart[t] as number;
+    return (
+      !Number.isNaN(this.c.pendingEnd[t] as number) &&
+      Math.abs(closed - exec.startedAt) < START_MATCH_MS &&
+      !(Math.abs((this.c.spanStart[t] as number) - exec.startedAt) < START_MATCH_MS)
+    );
+  }
+
+  /** A late event for a span already closed at a guess: counts it to its exact end. */
   private correctClosed(t: number, exec: ExecutionSpan, end: number): void {
-    const start = this.c.closedStart[t] as number;
+    // Only a guessed end is corrected: a kill's execution of a paused sandbox spans the pause too.
+    if (Number.isNaN(this.c.pendingEnd[t] as number)) return;
     // NaN (none closed) fails the comparison too.
-    if (!(Math.abs(start - exec.startedAt) < START_MATCH_MS)) return;
+    if (!(Math.abs((this.c.closedStart[t] as number) - exec.startedAt) < START_MATCH_MS)) return;
+    this.settle(t, end);
+  }
+
+  /**
+   * Settles the last closed span's guessed end at `end` (its event's, or the guess when none
+   * came): adds what is missing. Counted only to a walk that saw it running, it never overshoots.
+   */
+  private settle(t: number, end: number): void {
+    const c = this.c;
+    const start = c.closedStart[t];
+    // Nothing closed (NaN), no column (undefined), or nothing pending (end NaN).
+    if (start === undefined || Number.isNaN(start) || Number.isNaN(end)) return;
     const target = Math.max(0, end - Math.max(start, 0));
-    const counted = this.c.closedCounted[t] as number;
+    const counted = c.closedCounted[t] as number;
     if (target > counted) {
       this.add(t, RUNNING, target - counted);
-      this.c.closedCounted[t] = target;
+      c.closedCounted[t] = target;
     }
+    c.pendingEnd[t] = Number.NaN;
   }
 
   /** Counts the current span up to `to`. */
@@ -350,10 +405,19 @@ export class CostAccountant {
     }
   }
 
-  private close(t: number, end: number): void {
-    this.accrue(t, end);
-    if ((this.c.phase[t] as Phase) === RUNNING) {
-      this.c.closeSpan(t, this.c.spanStart[t] as number, this.c.counted[t] as number);
+  /**
+   * Closes the current span at `end`. A running one ended at a guess (`sure` before `end`, the
+   * last walk that saw it) is counted to `sure` while its event may still come to say when.
+   */
+  private close(t: number, end: number, sure = end): void {
+    const c = this.c;
+    const running = (c.phase[t] as Phase) === RUNNING;
+    const provisional = running && c.keepsClosed && sure < end;
+    if (running) this.settle(t, c.pendingEnd[t] as number);
+    this.accrue(t, provisional ? sure : end);
+    if (running) {
+      const pending = provisional ? end : Number.NaN;
+      c.closeSpan(t, c.spanStart[t] as number, c.counted[t] as number, pending);
     }
     if (this.policy.has(t)) {
       const phase = this.c.phase[t] as Phase;
@@ -384,6 +448,16 @@ export class CostAccountant {
   private drop(reason: DropReason): void {
     this.drops.set(reason, (this.drops.get(reason) ?? 0) + 1);
   }
+}
+
+/** An execution that ends at its event (E2B writes both at once) and lasts no longer than a run can. */
+function executionOk(exec: ExecutionSpan, ts: number): boolean {
+  const end = exec.startedAt + exec.durationMs;
+  return (
+    Math.abs(end - ts) <= FUTURE_SLACK_MS &&
+    exec.durationMs >= 0 &&
+    exec.durationMs <= MAX_EXECUTION_MS
+  );
 }
 
 function resourcesOk(cpu: number, memMB: number): boolean {

@@ -3,6 +3,7 @@ import { Counter, Gauge, type Registry } from "prom-client";
 import type { CostAccountant } from "./cost-accountant.js";
 import { DROP_REASONS } from "./cost-accountant.js";
 import type { CostSettings } from "./cost-settings.js";
+import type { TemplateUsage } from "./spend-totals.js";
 
 /** What the families need besides the accountant. */
 export interface CostFamiliesOptions {
@@ -11,10 +12,56 @@ export interface CostFamiliesOptions {
   settings: CostSettings;
   /** Guards a platform value before it becomes a label (cut, scrubbed). */
   label: (value: string) => string;
+  /** Templates with series of their own (metrics.maxEventTemplates); the rest count as `other`. */
+  maxTemplates: number;
 }
 
-/** Label value of the spend of attribution values past the top N. */
+/** Label value of the spend of attribution values past the top N, and of templates past the cap. */
 export const OTHER_VALUE = "other";
+
+/** Usage summed under one template label. */
+interface LabelledUsage {
+  running: TemplateUsage;
+  paused: TemplateUsage;
+  /** Spend running and paused, each template at its own prices. */
+  runningCost: number;
+  pausedCost: number;
+}
+
+/**
+ * The accountant's totals by template label: the first `max` templates seen keep their own, the
+ * rest are summed as `other` (the order never changes, so no series ever goes back).
+ */
+function byTemplate(
+  a: CostAccountant,
+  max: number,
+  label: (value: string) => string,
+): Map<string, LabelledUsage> {
+  const out = new Map<string, LabelledUsage>();
+  let i = 0;
+  for (const t of a.usage()) {
+    const key = i++ < max ? label(t.template) : OTHER_VALUE;
+    let u = out.get(key);
+    if (!u) {
+      u = {
+        running: { vcpuSeconds: 0, gibSeconds: 0 },
+        paused: { vcpuSeconds: 0, gibSeconds: 0 },
+        runningCost: 0,
+        pausedCost: 0,
+      };
+      out.set(key, u);
+    }
+    const p = t.prices;
+    u.running.vcpuSeconds += t.running.vcpuSeconds;
+    u.running.gibSeconds += t.running.gibSeconds;
+    u.paused.vcpuSeconds += t.paused.vcpuSeconds;
+    u.paused.gibSeconds += t.paused.gibSeconds;
+    u.runningCost +=
+      t.running.vcpuSeconds * p.vcpuSecond + t.running.gibSeconds * p.memoryGiBSecond;
+    u.pausedCost += t.paused.gibSeconds * p.pausedGiBSecond;
+  }
+  return out;
+}
 
 /**
  * Registers the resource-second, spend, attribution, savings, price and budget families. Every
@@ -31,9 +78,9 @@ export function registerCostFamilies(a: CostAccountant, o: CostFamiliesOptions):
     registers,
     collect() {
       this.reset();
-      for (const t of a.usage()) {
-        this.inc({ template: label(t.template), state: "running" }, t.running.vcpuSeconds);
-        this.inc({ template: label(t.template), state: "paused" }, t.paused.vcpuSeconds);
+      for (const [template, u] of byTemplate(a, o.maxTemplates, label)) {
+        this.inc({ template, state: "running" }, u.running.vcpuSeconds);
+        this.inc({ template, state: "paused" }, u.paused.vcpuSeconds);
       }
     },
   });
@@ -44,9 +91,9 @@ export function registerCostFamilies(a: CostAccountant, o: CostFamiliesOptions):
     registers,
     collect() {
       this.reset();
-      for (const t of a.usage()) {
-        this.inc({ template: label(t.template), state: "running" }, t.running.gibSeconds);
-        this.inc({ template: label(t.template), state: "paused" }, t.paused.gibSeconds);
+      for (const [template, u] of byTemplate(a, o.maxTemplates, label)) {
+        this.inc({ template, state: "running" }, u.running.gibSeconds);
+        this.inc({ template, state: "paused" }, u.paused.gibSeconds);
       }
     },
   });
@@ -57,12 +104,9 @@ export function registerCostFamilies(a: CostAccountant, o: CostFamiliesOptions):
     registers,
     collect() {
       this.reset();
-      for (const t of a.usage()) {
-        const p = t.prices;
-        const template = label(t.template);
-        const run = t.running.vcpuSeconds * p.vcpuSecond + t.running.gibSeconds * p.memoryGiBSecond;
-        this.inc({ template, state: "running", currency }, run);
-        this.inc({ template, state: "paused", currency }, t.paused.gibSeconds * p.pausedGiBSecond);
+      for (const [template, u] of byTemplate(a, o.maxTemplates, label)) {
+        this.inc({ template, state: "running", currency }, u.runningCost);
+        this.inc({ template, state: "paused", currency }, u.pausedCost);
       }
     },
   });
@@ -106,7 +150,7 @@ export function registerCostFamilies(a: CostAccountant, o: CostFamiliesOptions):
   });
   new Counter({
     name: `${ns}_cost_inputs_dropped_total`,
-    help: "Inputs the cost accounting left out, by reason: bad_resources (negative or absurd cpuCount/memoryMB), future_start, future_event, time_backwards (a walk older than the last), unknown_sandbox (a policy action on a sandbox not tracked).",
+    help: "Inputs the cost accounting left out, by reason: bad_execution (a lifecycle event's execution that does not end at the event or lasts longer than a run can: clock skew, a zero time), bad_resources (negative or absurd cpuCount/memoryMB), missing_resources (a sandbox listed without cpuCount or memoryMB: no spend until they come; once per sandbox), future_start, future_event, time_backwards (a walk older than the last), unknown_sandbox (a policy action on a sandbox not tracked).",
     labelNames: ["reason"],
     registers,
     collect() {

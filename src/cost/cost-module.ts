@@ -28,6 +28,8 @@ export interface CostModuleDeps {
   shard: { index: number; total: number };
   states: { running: readonly string[]; paused: readonly string[] };
   maxLabelValueLength: number;
+  /** Templates with cost series of their own (metrics.maxEventTemplates); the rest are `other`. */
+  maxTemplates: number;
   scrub: (text: string) => string;
   /** The policy's rules at start: their savings series exist at 0 from the first scrape. */
   rules?: readonly { name: string; dryRun: boolean }[];
@@ -58,7 +60,7 @@ export function startCost(d: CostModuleDeps): CostModule | undefined {
     // Time before the process started is not counted: a restart is a counter reset, not a guess.
     origin: d.clock.now(),
     clock: d.clock,
-    // Late-event corrections cost 16 bytes a sandbox: kept once an event source is wired.
+    // Late-event corrections cost 24 bytes a sandbox: kept once an event source is wired.
     events: false,
   });
   const guard = new ValueGuard(d.maxLabelValueLength, d.scrub);
@@ -67,6 +69,7 @@ export function startCost(d: CostModuleDeps): CostModule | undefined {
     ns: d.namespace,
     settings: d.settings,
     label: (v) => guard.label(v),
+    maxTemplates: d.maxTemplates,
   });
   for (const r of d.rules ?? []) accountant.declareRule(r.name, r.dryRun ? "dry_run" : "done");
   const own = (e: LifecycleEvent): boolean => inShard(e.sandboxId, d.shard.index, d.shard.total);

@@ -52,24 +52,34 @@ export class TrackTable {
    */
   closedStart = new Float64Array(0);
   closedCounted = new Float64Array(0);
-  private keepsClosed = false;
+  /**
+   * The guessed end of the last closed span while its event may still come (NaN: settled): the
+   * span is counted only to the last walk that saw it running until the event or the grace ends.
+   */
+  pendingEnd = new Float64Array(0);
+  keepsClosed = false;
 
   /** @param attributed whether any attributeBy key is set (else `attr` stays empty). */
   constructor(private readonly attributed: boolean) {}
 
-  /** From now on the last closed running span of each slot is kept (16 bytes a slot). */
+  /** From now on the last closed running span of each slot is kept (24 bytes a slot). */
   keepClosedSpans(): void {
     if (this.keepsClosed) return;
     this.keepsClosed = true;
     this.closedStart = new Float64Array(this.phase.length).fill(Number.NaN);
     this.closedCounted = new Float64Array(this.phase.length);
+    this.pendingEnd = new Float64Array(this.phase.length).fill(Number.NaN);
   }
 
-  /** Records that slot `t`'s running span from `start` closed with `counted` ms counted. */
-  closeSpan(t: number, start: number, counted: number): void {
+  /**
+   * Records that slot `t`'s running span from `start` closed with `counted` ms counted, and the
+   * end guessed for it while its event may still come (NaN: none, the end is known).
+   */
+  closeSpan(t: number, start: number, counted: number, pending = Number.NaN): void {
     if (!this.keepsClosed) return;
     this.closedStart[t] = start;
     this.closedCounted[t] = counted;
+    this.pendingEnd[t] = pending;
   }
 
   /** Room for `n` sandboxes at once (a walk's length), so the first walk allocates once. */
@@ -116,5 +126,6 @@ export class TrackTable {
     if (!this.keepsClosed) return;
     this.closedStart = widened(this.closedStart, n);
     this.closedCounted = widened(this.closedCounted, n);
+    this.pendingEnd = widened(this.pendingEnd, n);
   }
 }

@@ -6,6 +6,8 @@ import type { SimLifecycleEvent, SimState } from "./state.js";
 
 /** The test-only route of the truth. */
 export const COST_TRUTH_PATH = "/_sim/cost";
+/** How long (simulator clock) the spans of a killed sandbox are kept: the demo runs for days. */
+export const TRUTH_HORIZON_MS = 3_600_000;
 
 /** One span of one sandbox in one state; `to` undefined while it lasts. */
 export interface TruthSpan {
@@ -26,11 +28,20 @@ export interface TruthTotal {
   gibSeconds: number;
 }
 
-/** Spans of every sandbox the lifecycle observers saw, kept for the simulator's life. */
+/**
+ * Spans of every sandbox the lifecycle observers saw; a killed one's are dropped `horizonMs` after
+ * its kill, so windows of the truth are exact only when they end within that of now.
+ */
 export class CostTruth {
   private readonly spansById = new Map<string, TruthSpan[]>();
+  /** Kills, oldest first, from `head` on: the sandboxes to forget once past the horizon. */
+  private kills: { id: string; at: number }[] = [];
+  private head = 0;
 
-  constructor(private readonly state: SimState) {
+  constructor(
+    private readonly state: SimState,
+    private readonly horizonMs = TRUTH_HORIZON_MS,
+  ) {
     state.onLifecycle((e) => this.record(e));
   }
 
@@ -114,9 +125,27 @@ export class CostTruth {
       }
       case "killed":
         if (open) open.to = e.at;
+        this.kills.push({ id: s.sandboxID, at: e.at });
+        this.prune(e.at);
         return;
       default:
         return;
+    }
+  }
+
+  /** Forgets the sandboxes killed more than the horizon before `now` (unless running again). */
+  private prune(now: number): void {
+    while (this.head < this.kills.length) {
+      const k = this.kills[this.head] as { id: string; at: number };
+      if (k.at >= now - this.horizonMs) break;
+      this.head++;
+      const last = this.spansById.get(k.id)?.at(-1);
+      if (last !== undefined && last.to !== undefined && last.to <= k.at)
+        this.spansById.delete(k.id);
+    }
+    if (this.head > 1024 && this.head * 2 > this.kills.length) {
+      this.kills = this.kills.slice(this.head);
+      this.head = 0;
     }
   }
 

@@ -39,6 +39,23 @@ const walk = (a: CostAccountant, at: number, rows: WalkRow[]): void =>
     for (const r of rows) visit(r);
   });
 
+/** Empty walks every 15 s from `from` for two minutes: past the wait for a guessed end's event. */
+function walksWithoutEvents(a: CostAccountant, from: number): void {
+  for (let s = 15_000; s <= 120_000; s += 15_000) walk(a, from + s, []);
+}
+
+/** E2B's killed event of a run from `startedAt` that lasted `durationMs`. */
+function killed(id: string, startedAt: number, durationMs: number) {
+  return {
+    id: `kill-${id}`,
+    type: "killed" as const,
+    sandboxId: id,
+    templateId: "tpl",
+    timestamp: startedAt + durationMs,
+    execution: { startedAt, vcpuCount: 2, memoryMB: 512, durationMs },
+  };
+}
+
 function running(a: CostAccountant): { vcpu: number; gib: number } {
   let vcpu = 0;
   let gib = 0;
@@ -67,6 +84,7 @@ describe("the cost accountant", () => {
     const a = accountant();
     walk(a, T0 + 10_000, [row("a", { startedAt: T0 + 4_000, endAt: T0 + 17_000 })]);
     walk(a, T0 + 25_000, []);
+    walksWithoutEvents(a, T0 + 25_000);
     expect(running(a).vcpu).toBeCloseTo(2 * 13, 9);
   });
 
@@ -82,7 +100,71 @@ describe("the cost accountant", () => {
     const a = accountant();
     walk(a, T0 + 10_000, [row("a")]);
     walk(a, T0 + 20_000, []);
+    walksWithoutEvents(a, T0 + 20_000);
     expect(running(a).vcpu).toBeCloseTo(2 * 15, 9);
+  });
+
+  it("settles a run a walk missed on its event's end when the event comes after that walk", () => {
+    const clock = new FakeClock(T0 + 25_000);
+    const a = accountant(clock);
+    walk(a, T0 + 10_000, [row("a")]);
+    walk(a, T0 + 25_000, []);
+    // Killed at +11 s: until its event says so, only the 10 s a walk saw are counted.
+    expect(running(a).vcpu).toBeCloseTo(2 * 10, 9);
+    clock.set(T0 + 40_000);
+    a.observeEvent(killed("a", T0, 11_000));
+    expect(running(a).vcpu).toBeCloseTo(2 * 11, 9);
+    walksWithoutEvents(a, T0 + 25_000);
+    expect(running(a).vcpu).toBeCloseTo(2 * 11, 9);
+  });
+
+  it("takes the guessed end only once the event's settle margin and two walks have passed", () => {
+    const a = accountant();
+    walk(a, T0 + 10_000, [row("a")]);
+    walk(a, T0 + 25_000, []);
+    // Midway is +17.5 s; it stands after 60 s and two 15 s intervals with no event.
+    for (let at = 40_000; at <= 105_000; at += 15_000) walk(a, T0 + at, []);
+    expect(running(a).vcpu).toBeCloseTo(2 * 10, 9);
+    walk(a, T0 + 120_000, []);
+    expect(running(a).vcpu).toBeCloseTo(2 * 17.5, 9);
+  });
+
+  it("corrects a pause a walk guessed from the late event, and the run after it goes on", () => {
+    const clock = new FakeClock(T0 + 60_000);
+    const a = accountant(clock);
+    walk(a, T0 + 10_000, [row("a")]);
+    walk(a, T0 + 25_000, [row("a", { state: "paused" })]);
+    walk(a, T0 + 40_000, [row("a")]);
+    // Paused at +12 s, resumed at +30 s (guessed +32.5 s); both events come after the walks.
+    a.observeEvent({ ...killed("a", T0, 12_000), id: "p", type: "paused" });
+    expect(running(a).vcpu).toBeCloseTo(2 * (12 + 7.5), 9);
+    walk(a, T0 + 55_000, [row("a")]);
+    expect(running(a).vcpu).toBeCloseTo(2 * (12 + 22.5), 9);
+  });
+
+  it("drops an execution that does not end at its event: an hour of clock skew, a zero time", () => {
+    const clock = new FakeClock(T0 + 20_000);
+    const a = accountant(clock);
+    walk(a, T0 + 10_000, [row("a"), row("b")]);
+    const skewed = killed("a", T0 + 3_600_000, 11_000);
+    a.observeEvent({ ...skewed, timestamp: T0 + 11_000 });
+    // Go's zero time, 0001-01-01: execution_time is then the whole era up to the event.
+    const zero = Date.parse("0001-01-01T00:00:00Z");
+    a.observeEvent({ ...killed("b", zero, T0 + 12_000 - zero), id: "kill-b0" });
+    expect(Object.fromEntries(a.dropped())).toMatchObject({ bad_execution: 2 });
+    walk(a, T0 + 20_000, [row("a"), row("b")]);
+    expect(running(a).vcpu).toBeCloseTo(2 * 2 * 20, 9);
+  });
+
+  it("counts a sandbox listed without cpuCount or memoryMB once as missing_resources", () => {
+    const a = accountant();
+    for (const s of [10, 20, 30])
+      walk(a, T0 + s * 1000, [
+        row("a", { cpuCount: undefined }),
+        row("b", { memoryMB: undefined }),
+      ]);
+    expect(a.dropped().get("missing_resources")).toBe(2);
+    expect(running(a).vcpu).toBe(0);
   });
 
   it("counts nothing before its origin (the process start)", () => {

@@ -1,10 +1,13 @@
 // A churning simulated E2B fleet on an injected clock, read by a real exporter over loopback:
 // creates, kills, pauses, resumes and expiries between walks, lifetimes from 1 s to hours.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { pino } from "pino";
 import { type Exporter, startExporter } from "../../src/app.js";
 import { ConfigSchema } from "../../src/config/schema.js";
 import { E2B_PRICES } from "../../src/cost/cost-settings.js";
 import type { TruthSpan, TruthTotal } from "../../src/simulator/cost-truth.js";
+import { parseEventQuery } from "../../src/simulator/events.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { Prng } from "../../src/simulator/prng.js";
 import { FakeClock } from "../../src/util/clock.js";
@@ -46,6 +49,8 @@ export interface FleetOptions {
   shards?: number;
   /** Before the walk of this step, every exporter is stopped and started again. */
   restartAt?: number;
+  /** Events are served only this long after their timestamp (E2B stores them late). */
+  eventLagMs?: number;
 }
 
 /** Running price per ms of a span. */
@@ -53,9 +58,9 @@ export function perMs(s: { cpu: number; memoryMB: number }): number {
   return (s.cpu * E2B_PRICES.vcpuSecond + (s.memoryMB / 1024) * E2B_PRICES.memoryGiBSecond) / 1000;
 }
 
-function configFor(sim: Simulator, events: boolean, index: number, total: number) {
+function configFor(apiUrl: string, events: boolean, index: number, total: number) {
   return ConfigSchema.parse({
-    platform: { apiUrl: sim.apiUrl, flavor: "e2b", retries: 0 },
+    platform: { apiUrl, flavor: "e2b", retries: 0 },
     server: { listen: "127.0.0.1:0" },
     poll: { events, eventsLookbackMs: 3_600_000 },
     shard: { index, total },
@@ -86,10 +91,10 @@ function configFor(sim: Simulator, events: boolean, index: number, total: number
   });
 }
 
-function start(sim: Simulator, clock: FakeClock, events: boolean, shards: number) {
+function start(apiUrl: string, clock: FakeClock, events: boolean, shards: number) {
   return Promise.all(
     Array.from({ length: shards }, (_, i) =>
-      startExporter(configFor(sim, events, i, shards), {
+      startExporter(configFor(apiUrl, events, i, shards), {
         logger: pino({ level: "silent" }),
         clock,
         manual: true,
@@ -118,7 +123,9 @@ export async function runFleet(o: FleetOptions): Promise<FleetRun> {
     expireSandboxes: true,
   });
   const shards = o.shards ?? 1;
-  let exporters = await start(sim, clock, o.events, shards);
+  const lagged = o.eventLagMs === undefined ? undefined : await lagEvents(sim, clock, o.eventLagMs);
+  const apiUrl = lagged?.url ?? sim.apiUrl;
+  let exporters = await start(apiUrl, clock, o.events, shards);
   const rng = new Prng(o.seed ?? 7);
   const endAts = new Map<string, { at: number; endAt: number }[]>();
   const walks: number[] = [];
@@ -154,7 +161,7 @@ export async function runFleet(o: FleetOptions): Promise<FleetRun> {
     }
     if (o.restartAt === step) {
       for (const e of exporters) await e.stop();
-      exporters = await start(sim, clock, o.events, shards);
+      exporters = await start(apiUrl, clock, o.events, shards);
     }
     walks.push(clock.now());
     for (const e of exporters) await e.runCycle();
@@ -169,8 +176,59 @@ export async function runFleet(o: FleetOptions): Promise<FleetRun> {
     flash,
     async stop() {
       for (const e of exporters) await e.stop();
+      await lagged?.close();
       await sim.close();
     },
+  };
+}
+
+/**
+ * A proxy in front of the simulator over loopback whose events lists leave out the events stamped
+ * less than `lagMs` ago, as E2B's store shows them late; every other request passes through.
+ */
+async function lagEvents(
+  sim: Simulator,
+  clock: FakeClock,
+  lagMs: number,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    void proxy(req, res).catch(() => res.destroy());
+  });
+  const proxy = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? "/", sim.apiUrl);
+    const m = /^\/events\/sandboxes(?:\/([^/]+))?$/.exec(url.pathname);
+    if (req.method === "GET" && m) {
+      const q = parseEventQuery(url, m[1]);
+      if (typeof q === "string") throw new Error(q);
+      const shown = sim.events
+        .page({ ...q, offset: 0, limit: Number.MAX_SAFE_INTEGER })
+        .filter((e) => Date.parse(e.timestamp) <= clock.now() - lagMs)
+        .slice(q.offset, q.offset + q.limit);
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(shown));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(req.headers))
+      if (typeof v === "string" && k !== "host" && k !== "content-length") headers.set(k, v);
+    const up = await fetch(url, {
+      method: req.method ?? "GET",
+      headers,
+      ...(chunks.length > 0 && { body: Buffer.concat(chunks) }),
+    });
+    const out: Record<string, string> = {};
+    up.headers.forEach((v, k) => {
+      if (k !== "content-length" && k !== "content-encoding" && k !== "transfer-encoding")
+        out[k] = v;
+    });
+    res.writeHead(up.status, out).end(Buffer.from(await up.arrayBuffer()));
+  };
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
 
