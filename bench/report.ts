@@ -498,14 +498,14 @@ export function printEvents(e: EventsBench): void {
     c.tickMs.median,
     c.tickMs.max,
     `${c.tickMs.n} ticks`,
-    "the collector's durationMs",
+    "the whole cycle's wall time (no sandboxes: the events read)",
   );
   row(
     "after: requests per tick with no new event",
     c.steady.requests.join(", "),
     undefined,
     `${c.steady.requests.length} ticks`,
-    `the settle margin read again; ms ${c.steady.ms.join(", ")}`,
+    `the settle margin read again; ms ${c.steady.ms.map((m) => m.toFixed(1)).join(", ")}`,
   );
 }
 
