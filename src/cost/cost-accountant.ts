@@ -26,6 +26,8 @@ const START_MATCH_MS = 1_000;
 const MAX_EXECUTION_MS = 7 * 24 * 3_600_000;
 /** Walk intervals after EVENTS_SETTLE_MS a guessed end waits for its event before it is taken. */
 const SETTLE_WALKS = 2;
+/** State names whose phase is remembered; a platform has a handful. */
+const MAX_CACHED_STATES = 16;
 
 /** Why an input was dropped; the `reason` label of the dropped-inputs counter. */
 export type DropReason =
@@ -58,6 +60,18 @@ export interface WalkRow {
   metadata: Readonly<Record<string, string>> | undefined;
 }
 
+/** One sandbox of a walk as arguments (WalkRow's fields in order). */
+export type WalkRowVisitor = (
+  id: string,
+  templateId: string,
+  state: string,
+  cpuCount: number | undefined,
+  memoryMB: number | undefined,
+  startedAt: number | undefined,
+  endAt: number | undefined,
+  metadata: Readonly<Record<string, string>> | undefined,
+) => void;
+
 /** Settings of the accountant. */
 export interface CostAccountantOptions {
   prices: CostSettings["prices"];
@@ -83,6 +97,13 @@ export class CostAccountant {
   private readonly paused: ReadonlySet<string>;
   private readonly drops = new Map<DropReason, number>();
   private lastWalk = Number.NEGATIVE_INFINITY;
+  /** The clock during the walk being accounted. */
+  private now = 0;
+  /** Phase by state name, for the few names a platform uses (two Set lookups a row otherwise). */
+  private readonly stateNames: string[] = [];
+  private readonly statePhases: Phase[] = [];
+  private readonly visit: WalkRowVisitor = (id, tpl, state, cpu, mem, startedAt, endAt, meta) =>
+    this.observeRow(id, tpl, state, cpu, mem, startedAt, endAt, meta);
   /** The interval between the last two walks (0 before the second). */
   private gap = 0;
 
@@ -103,6 +124,27 @@ export class CostAccountant {
     forEach: (visit: (row: WalkRow) => void) => void,
     rows?: number,
   ): void {
+    this.observeRows(
+      walkAt,
+      (visit) =>
+        forEach((r) =>
+          visit(
+            r.id,
+            r.templateId,
+            r.state,
+            r.cpuCount,
+            r.memoryMB,
+            r.startedAt,
+            r.endAt,
+            r.metadata,
+          ),
+        ),
+      rows,
+    );
+  }
+
+  /** observeWalk with each row as arguments: a table's walk makes no object per row. */
+  observeRows(walkAt: number, forEach: (visit: WalkRowVisitor) => void, rows?: number): void {
     const at = walkAt - this.o.origin;
     if (!(at >= this.lastWalk)) {
       this.drop("time_backwards");
@@ -111,9 +153,9 @@ export class CostAccountant {
     const previous = this.lastWalk;
     this.lastWalk = at;
     if (Number.isFinite(previous)) this.gap = at - previous;
-    const now = this.o.clock.now() - this.o.origin;
+    this.now = this.o.clock.now() - this.o.origin;
     if (rows !== undefined) this.c.reserve(rows);
-    forEach((row) => this.observeRow(row, at, now));
+    forEach(this.visit);
     // forEach, not for-of over entries: no [id, slot] pair allocated per sandbox.
     this.c.slots.forEach((t, id) => {
       this.afterWalk(id, t, at, previous);
@@ -273,58 +315,87 @@ export class CostAccountant {
     return this.c.slots.size;
   }
 
-  private observeRow(row: WalkRow, at: number, now: number): void {
-    const cpu = row.cpuCount ?? Number.NaN;
-    const mem = row.memoryMB ?? Number.NaN;
-    let t = this.c.slots.get(row.id);
+  private observeRow(
+    id: string,
+    templateId: string,
+    state: string,
+    cpuCount: number | undefined,
+    memoryMB: number | undefined,
+    rowStartedAt: number | undefined,
+    rowEndAt: number | undefined,
+    metadata: Readonly<Record<string, string>> | undefined,
+  ): void {
+    const c = this.c;
+    const at = this.lastWalk;
+    const cpu = cpuCount ?? Number.NaN;
+    const mem = memoryMB ?? Number.NaN;
+    let t = c.slots.get(id);
     // An absent count is unknown (the span waits for it); a present one must make sense.
     if (!resourcesOk(Number.isNaN(cpu) ? 0 : cpu, Number.isNaN(mem) ? 0 : mem)) {
       this.drop("bad_resources");
-      if (t !== undefined) this.c.seenAt[t] = at;
+      if (t !== undefined) c.seenAt[t] = at;
       return;
     }
-    const startedAt = row.startedAt === undefined ? undefined : row.startedAt - this.o.origin;
-    if (startedAt !== undefined && startedAt > now + FUTURE_SLACK_MS) {
+    const startedAt = rowStartedAt === undefined ? undefined : rowStartedAt - this.o.origin;
+    if (startedAt !== undefined && startedAt > this.now + FUTURE_SLACK_MS) {
       this.drop("future_start");
-      if (t !== undefined) this.c.seenAt[t] = at;
+      if (t !== undefined) c.seenAt[t] = at;
       return;
     }
-    const phase: Phase = this.running.has(row.state)
-      ? RUNNING
-      : this.paused.has(row.state)
-        ? PAUSED
-        : OTHER;
-    const firstListed = t === undefined || Number.isNaN(this.c.seenAt[t] as number);
+    const phase = this.phaseOf(state);
+    let firstListed: boolean;
     if (t === undefined) {
+      firstListed = true;
       // First seen: a running one began at its start; a paused one is counted from now on.
       const start = phase === RUNNING ? Math.min(startedAt ?? at, at) : at;
-      t = this.newTrack(row.id, row.templateId, phase, start, row.metadata);
+      t = this.newTrack(id, templateId, phase, start, metadata);
+    } else {
+      const seenAt = c.seenAt[t] as number;
+      firstListed = Number.isNaN(seenAt);
     }
-    if (row.metadata !== undefined && this.o.attributeBy.length > 0)
-      this.c.attr[t] = this.spend.attrOf(row.metadata);
+    if (metadata !== undefined && this.o.attributeBy.length > 0)
+      c.attr[t] = this.spend.attrOf(metadata);
     this.setResources(t, cpu, mem);
     // Without both counts its spend stays 0 until they come: said once per sandbox.
-    if (
-      firstListed &&
-      (Number.isNaN(this.c.cpu[t] as number) || Number.isNaN(this.c.memMB[t] as number))
-    )
+    if (firstListed && (Number.isNaN(c.cpu[t] as number) || Number.isNaN(c.memMB[t] as number)))
       this.drop("missing_resources");
-    this.c.endAt[t] = row.endAt === undefined ? Number.NaN : row.endAt - this.o.origin;
-    // An event newer than this listing (the list was read before it) says more than the list.
-    if ((this.c.phase[t] as Phase) !== phase && (this.c.spanStart[t] as number) >= at) {
-      if ((this.c.phase[t] as Phase) !== GONE) this.c.seenAt[t] = at;
-      return;
+    c.endAt[t] = rowEndAt === undefined ? Number.NaN : rowEndAt - this.o.origin;
+    const was = c.phase[t] as Phase;
+    if (was !== phase) {
+      // An event newer than this listing (the list was read before it) says more than the list.
+      if ((c.spanStart[t] as number) >= at) {
+        if (was !== GONE) c.seenAt[t] = at;
+        return;
+      }
+      if (was === GONE) this.open(t, phase, at);
+      else {
+        // Changed between two walks with no event to say when: midway.
+        const seenAt = c.seenAt[t] as number;
+        const since = Number.isNaN(seenAt) ? at : seenAt;
+        const switchAt = Math.max((since + at) / 2, c.spanStart[t] as number);
+        this.close(t, switchAt, since);
+        this.open(t, phase, switchAt);
+      }
     }
-    if ((this.c.phase[t] as Phase) === GONE) this.open(t, phase, at);
-    else if ((this.c.phase[t] as Phase) !== phase) {
-      // Changed between two walks with no event to say when: midway.
-      const since = Number.isNaN(this.c.seenAt[t] as number) ? at : (this.c.seenAt[t] as number);
-      const switchAt = Math.max((since + at) / 2, this.c.spanStart[t] as number);
-      this.close(t, switchAt, since);
-      this.open(t, phase, switchAt);
-    }
-    this.c.seenAt[t] = at;
+    c.seenAt[t] = at;
     this.accrue(t, at);
+  }
+
+  /** The phase a state name means (running, paused, or other). */
+  private phaseOf(state: string): Phase {
+    const names = this.stateNames;
+    for (let i = 0; i < names.length; i++)
+      if (names[i] === state) return this.statePhases[i] as Phase;
+    const phase: Phase = this.running.has(state)
+      ? RUNNING
+      : this.paused.has(state)
+        ? PAUSED
+        : OTHER;
+    if (names.length < MAX_CACHED_STATES) {
+      names.push(state);
+      this.statePhases.push(phase);
+    }
+    return phase;
   }
 
   private newTrack(

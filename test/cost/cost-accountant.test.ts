@@ -96,6 +96,22 @@ describe("the cost accountant", () => {
     expect(a.dropped().get("unknown_sandbox")).toBeUndefined();
   });
 
+  it("keeps each sandbox's own span when rows shift position and a gone one's slot is reused", () => {
+    const clock = new FakeClock(T0 + 1_020_000);
+    const a = accountant(clock);
+    const big = { cpuCount: 8 };
+    walk(a, T0 + 10_000, [row("a"), row("b", big), row("c")]);
+    // "a" goes (the rows after it move up one position) and is forgotten after 15 minutes.
+    for (let s = 20; s <= 1_000; s += 20) walk(a, T0 + s * 1000, [row("b", big), row("c")]);
+    // "d" takes the freed slot, listed where "b" was; then the rows move again.
+    const d = row("d", { startedAt: T0 + 1_005_000 });
+    walk(a, T0 + 1_010_000, [d, row("b", big), row("c")]);
+    walk(a, T0 + 1_020_000, [row("b", big), row("c"), d]);
+    expect(a.size).toBe(3);
+    // a: 15 s (midway to the walk that missed it); b and c: 1,020 s; d: 15 s from its start.
+    expect(running(a).vcpu).toBeCloseTo(2 * 15 + 8 * 1_020 + 2 * 1_020 + 2 * 15, 6);
+  });
+
   it("ends a vanished sandbox midway between the walks when nothing says when", () => {
     const a = accountant();
     walk(a, T0 + 10_000, [row("a")]);
