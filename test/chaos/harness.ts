@@ -229,3 +229,16 @@ export async function until<T>(check: () => T | Promise<T>, tries = 200): Promis
   }
   return v;
 }
+
+/** A policy rule file for the chaos fleet: pause running sandboxes labelled chaos=idle. */
+export const IDLE_CHAOS_RULES = `
+consecutiveCycles: 1
+maxMatchPercent: 100
+rules:
+  - name: idle-chaos
+    match:
+      states: [running]
+      metadata: ["chaos=idle"]
+    idleFor: 30m
+    action: pause
+`;

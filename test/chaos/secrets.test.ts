@@ -6,20 +6,9 @@ import { expectHealthyAndSealed } from "./checks.js";
 import { promtoolReady } from "./exposition.js";
 import type { Fault } from "./faults.js";
 import { makeFleet, makeSandbox, rng } from "./fleet.js";
-import { get, keyCount, type Rig, rssMb, startRig, statusOf } from "./harness.js";
+import { get, IDLE_CHAOS_RULES, keyCount, type Rig, rssMb, startRig, statusOf } from "./harness.js";
 import { MANAGEMENT_ROUTES, type Route } from "./upstream.js";
 
-const RULES = `
-consecutiveCycles: 1
-maxMatchPercent: 100
-rules:
-  - name: idle-chaos
-    match:
-      states: [running]
-      metadata: ["chaos=idle"]
-    idleFor: 30m
-    action: pause
-`;
 const HOUR_MS = 3_600_000;
 /** Routes the exporter calls: every management route but resume (nothing resumes). */
 const CALLED: Route[] = MANAGEMENT_ROUTES.filter((r) => r !== "POST /sandboxes/{id}/resume");
@@ -68,7 +57,7 @@ describe("chaos: an upstream that echoes the API key", () => {
         ...["--probe", "--probe-timeout", "5s"],
         ...["--policy", "rules.yaml", "--policy-dry-run=false"],
       ],
-      files: { "rules.yaml": RULES },
+      files: { "rules.yaml": IDLE_CHAOS_RULES },
     });
     const r = rig;
     const rss = rssMb();

@@ -12,25 +12,13 @@ import { createLogger } from "../../src/util/logger.js";
 import { scrapeSamples, series } from "./checks.js";
 import { json, send } from "./faults.js";
 import { type Fleet, makeFleet, makeSandbox, rng } from "./fleet.js";
-import { API_KEY, configFor, get, LogSink, statusOf } from "./harness.js";
+import { API_KEY, configFor, get, IDLE_CHAOS_RULES, LogSink, statusOf } from "./harness.js";
 import { PREFIX, startUpstream, Upstream } from "./upstream.js";
 
 const MIN = 60_000;
 /** A whole second, so the fake clock and the upstream's timestamps agree to the ms. */
 const T0 = Math.floor(Date.now() / 1000) * 1000;
 const STALE = "sandbox_exporter_collect_stale";
-
-const RULES = `
-consecutiveCycles: 1
-maxMatchPercent: 100
-rules:
-  - name: idle-chaos
-    match:
-      states: [running]
-      metadata: ["chaos=idle"]
-    idleFor: 30m
-    action: pause
-`;
 
 let stops: Array<() => Promise<void>> = [];
 
@@ -42,7 +30,7 @@ afterEach(async () => {
 
 /** An exporter on `up`, on a fake clock, with manual cycles, logging into memory. */
 async function exporterOn(up: Upstream, argv: string[], clock: FakeClock): Promise<Exporter> {
-  const files: Record<string, string> = { "rules.yaml": RULES };
+  const files: Record<string, string> = { "rules.yaml": IDLE_CHAOS_RULES };
   const readFile = (path: string): string => {
     const text = files[path];
     if (text === undefined) throw new Error(`ENOENT: ${path}`);

@@ -11,6 +11,7 @@ import {
   RULE_DONE,
   RULE_DRY,
   runFleet,
+  runningSpend,
   spanCost,
   T0,
   truth,
@@ -46,12 +47,7 @@ describe("spend of a churning fleet", () => {
     run = await runFleet({ events: true, steps: STEPS });
     const until = lastWalk(run);
     const t = await truth(run, T0, until);
-    const spend = await exported(
-      run,
-      "sandbox_estimated_cost_total",
-      { state: "running", currency: "USD" },
-      "template",
-    );
+    const spend = await runningSpend(run);
     within(spend, spanCost(t.sandboxes, T0, until), 0.01);
     // Runs born and killed between two walks, attributed through their events' metadata.
     const r = run;
@@ -71,12 +67,7 @@ describe("spend of a churning fleet", () => {
     run = await runFleet({ events: true, steps: STEPS, eventLagMs: INTERVAL_MS });
     const until = lastWalk(run);
     const t = await truth(run, T0, until);
-    const spend = await exported(
-      run,
-      "sandbox_estimated_cost_total",
-      { state: "running", currency: "USD" },
-      "template",
-    );
+    const spend = await runningSpend(run);
     // A span the last walk missed and whose event is still hidden counts to the walk that saw it.
     within(spend, spanCost(t.sandboxes, T0, until), 0.01);
   }, 120_000);
@@ -85,12 +76,7 @@ describe("spend of a churning fleet", () => {
     run = await runFleet({ events: false, steps: STEPS });
     const until = lastWalk(run);
     const t = await truth(run, T0, until);
-    const spend = await exported(
-      run,
-      "sandbox_estimated_cost_total",
-      { state: "running", currency: "USD" },
-      "template",
-    );
+    const spend = await runningSpend(run);
     const want = spanCost(t.sandboxes, T0, until);
     const bound = walkOnlyBound(run, t.sandboxes, T0, until);
     for (const [template, cost] of want) {
@@ -142,12 +128,7 @@ describe("restarts and shards", () => {
     const started = run.walks[restartAt] as number;
     const until = lastWalk(run);
     const t = await truth(run, started, until);
-    const spend = await exported(
-      run,
-      "sandbox_estimated_cost_total",
-      { state: "running", currency: "USD" },
-      "template",
-    );
+    const spend = await runningSpend(run);
     // The first read after the start goes back an hour of events: none before the start counts.
     within(spend, spanCost(t.sandboxes, started, until), 0.01);
   }, 120_000);
@@ -160,12 +141,7 @@ describe("restarts and shards", () => {
     const perShard = await Promise.all(
       r.exporters.map(async (e) => {
         const one = { ...r, exporters: [e] };
-        return exported(
-          one,
-          "sandbox_estimated_cost_total",
-          { state: "running", currency: "USD" },
-          "template",
-        );
+        return runningSpend(one);
       }),
     );
     // Shard 0 reads the events (and keeps its own); shard 1 has only its walks.

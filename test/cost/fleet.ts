@@ -332,6 +332,16 @@ export async function exported(
   return out;
 }
 
+/** The exported running spend in USD, by template (what each fleet test compares with the truth). */
+export function runningSpend(run: FleetRun): Promise<Map<string, number>> {
+  return exported(
+    run,
+    "sandbox_estimated_cost_total",
+    { state: "running", currency: "USD" },
+    "template",
+  );
+}
+
 /** Running cost of the truth's spans within [since, until], by template; `keep` picks sandboxes. */
 export function spanCost(
   sandboxes: Record<string, TruthSpan[]>,
