@@ -75,7 +75,7 @@ export async function probeTiming(
   // The lifecycle step needs a config file (modules and phases have no flags): one round a run.
   const dir = mkdtempSync(join(tmpdir(), "bench-probe-"));
   const config = join(dir, "probe.yaml");
-  writeFileSync(config, "probe:\n  phases: [exec, file, lifecycle]\n  lifecycleRounds: 1\n");
+  writeFileSync(config, "probe:\n  steps: [exec, file, lifecycle]\n  lifecycleRounds: 1\n");
   const exporter = await forkChild<{ url: string }>(
     exporterChild.script,
     [

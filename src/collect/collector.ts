@@ -1,9 +1,19 @@
 // The collector contract: what the poller's scheduler needs of a collector, and the outcome of one
 // read, which every collector's status, staleness and capability learning go through.
+import type { Registry } from "prom-client";
+import type { Config } from "../config/schema.js";
+import type { AnySlice } from "../config/slice.js";
+import type { Family } from "../metrics/exposition/text.js";
+import type { ValueGuard } from "../metrics/exposition/value-guard.js";
+import type { CallQuery, JsonReply } from "../platform/control/control.js";
 import type { LifecycleEventSink } from "../platform/events.js";
 import { PlatformHttpError, PlatformNotFoundError } from "../platform/http-errors.js";
 import type { SandboxEventPage } from "../platform/normalize/events.js";
-import type { DeferredPage, TemplateBuildStatus } from "../platform/normalize/normalize.js";
+import type {
+  DeferredPage,
+  Normalizer,
+  TemplateBuildStatus,
+} from "../platform/normalize/normalize.js";
 import type {
   TeamMetricMax,
   TeamMetricName,
@@ -20,10 +30,29 @@ import type {
 import type { Clock } from "../util/clock.js";
 import { formatDuration } from "../util/duration.js";
 import { ExporterError } from "../util/errors.js";
-import type { TickData, TickName } from "./snapshot.js";
+import type { Snapshot, TickData, TickName } from "./snapshot.js";
 
 /** The read-only part of the control client that the collectors need. */
 export interface PlatformReader {
+  /** The reader's normalizer: a collector parsing its own endpoint's records uses it (field map, invalid counts). */
+  readonly normalizer: Normalizer;
+  /**
+   * GET of an endpoint whose parser the collector owns: the parsed JSON body, unvalidated, or what
+   * `parse` makes of it (what it throws becomes PlatformBodyError, scrubbed, counted as bad_body).
+   */
+  getJson<T = unknown>(
+    endpoint: string,
+    path: string,
+    query?: CallQuery,
+    parse?: (body: unknown) => T,
+  ): Promise<T>;
+  /** getJson with the answer's headers (lower-case names), for a walk paged by a header. */
+  getJsonReply<T = unknown>(
+    endpoint: string,
+    path: string,
+    query?: CallQuery,
+    parse?: (body: unknown) => T,
+  ): Promise<JsonReply<T>>;
   health(): Promise<Health>;
   clusterOverview(): Promise<ClusterOverview>;
   listNodes(): Promise<PlatformNode[]>;
@@ -63,28 +92,60 @@ export interface Reading<T> {
   requests: number;
 }
 
+/** The poll settings (config.poll): the poll's own, and every collector's slice of them. */
+export type PollSettings = Config["poll"];
+
 /** Where a tick collector runs, and what it may read there. */
 export interface TickContext {
   reader: PlatformReader;
-  /** Read /nodes/{id} for every node (poll.nodeDetails). */
-  nodeDetails: boolean;
-  /** Read /templates/{id} for every template (poll.templateDetails). */
-  templateDetails: boolean;
-  /** Where the events collector (poll.events) passes each event read; undefined: events off. */
-  events?: { sink: LifecycleEventSink; lookbackMs: number; maxPages: number };
   /** The clock a collector's time windows are read on (the team metrics' start and end). */
   clock: Clock;
+  /** The poll settings: each collector reads its own fields (those of its settings slice). */
+  poll: PollSettings;
+  /** The kind of platform (platform.flavor): what its API serves; undefined: not known, learned. */
+  flavor?: Config["platform"]["flavor"];
+  /** Where the events collector passes each event read (the ledger); undefined: nowhere to. */
+  eventSink?: LifecycleEventSink;
   /** The team whose capacity teamMetrics reads: platform.teamId, else learned; undefined: unknown. */
   teamId?: () => string | undefined;
-  /** Window of the team metrics' maxima (poll.teamMetricsWindowMs); default 1 h. */
-  teamMetricsWindowMs?: number;
+}
+
+/** What a collector's families are made with, once, when the metrics layer starts. */
+export interface FamiliesContext {
+  /** Metric name prefix (metrics.namespace). */
+  ns: string;
+  /** The prom-client registry, for a family updated outside the snapshot. */
+  registry: Registry;
+}
+
+/** What a collector's updater is given beside its data, on every snapshot (shard 0 only). */
+export interface FamilyView {
+  /** The whole snapshot, for a family that depends on another collector's data. */
+  snapshot: Snapshot;
+  /** Cuts and scrubs every label value from the platform. */
+  guard: ValueGuard;
+  /** A numeric field left out because its metric name was taken: "<endpoint> <field>". */
+  skipped(field: string): void;
 }
 
 /**
- * A collector refreshed on every tick, whatever the sandbox walk does: one request or a few. One
- * file each, registered in `collectors.ts`; its data type is its entry of `TickData`.
+ * Renders a collector's families from its latest data (a method type, so that the updater of one
+ * collector's data is one of any collector's in the registry's list).
  */
-export interface TickCollector<N extends TickName = TickName> {
+export type FamilyUpdater<T> = {
+  update(data: T, view: FamilyView): Family[];
+}["update"];
+
+/**
+ * A collector refreshed on every tick, whatever the sandbox walk does: one request or a few. One
+ * file (or folder) each, registered with one line in `collectors.ts`: it declares its data type (its
+ * entry of `TickData`, by module augmentation), its settings slice and opt-in, its read and its
+ * metric families; nothing outside its folder names it.
+ */
+export interface TickCollector<
+  N extends TickName = TickName,
+  S extends AnySlice | undefined = AnySlice | undefined,
+> {
   readonly name: N;
   /** The platform may not serve it: a 404, 405 or 403 before any success makes it unsupported. */
   readonly optional: boolean;
@@ -94,13 +155,29 @@ export interface TickCollector<N extends TickName = TickName> {
    * `after` start first; when that one is still reading from an earlier tick, this one starts at once.
    */
   readonly after?: TickName;
+  /** The bool of `poll` that turns it on (an opt-in collector); absent: it needs none. */
+  readonly optIn?: OptInSetting;
+  /** Its settings (fields under `poll`, with their defaults and env/flag rows), if it has any. */
+  readonly settings?: S;
   /**
    * Whether this instance reads it: cluster-wide data comes from shard 0 only; an opt-in collector
-   * runs only when its setting named it in `optIn`.
+   * runs only when its setting put its name in `optIn`.
    */
   runs(where: { clusterWide: boolean; readHealth: boolean; optIn: ReadonlySet<string> }): boolean;
   /** `previous`: its latest good data, which a collector may reuse instead of asking again. */
   read(ctx: TickContext, previous?: TickData[N]): Promise<Reading<TickData[N]>>;
+  /** Makes its metric families (once); the updater renders them from each snapshot's data. */
+  families?(ctx: FamiliesContext): FamilyUpdater<TickData[N]>;
+}
+
+/** The names of the bool poll settings: what can turn an opt-in collector on. */
+export type OptInSetting = {
+  [K in keyof PollSettings]: PollSettings[K] extends boolean ? K : never;
+}[keyof PollSettings];
+
+/** The collectors of `collectors` whose opt-in setting is on in `poll`. */
+export function optedIn(collectors: readonly TickCollector[], poll: PollSettings): Set<string> {
+  return new Set(collectors.filter((c) => c.optIn && poll[c.optIn] === true).map((c) => c.name));
 }
 
 /** The outcome of one read of a collector. */
@@ -160,6 +237,13 @@ export function failure(err: unknown, startedAt: number, durationMs: number): Ou
       (err instanceof PlatformHttpError && (err.status === 403 || err.status === 405)),
     refused: err instanceof PlatformHttpError && err.status === 401,
   };
+}
+
+/** A 404 or 405: the platform has no such route (an older install, another kind of platform). */
+export function routeMissing(err: unknown): boolean {
+  return (
+    err instanceof PlatformNotFoundError || (err instanceof PlatformHttpError && err.status === 405)
+  );
 }
 
 /** Stable code and a one-line message of any error, for /status and metrics. */

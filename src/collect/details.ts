@@ -9,16 +9,21 @@ type Detailed = { id: string; numeric: Record<string, number>; info: Record<stri
 
 /** Reads a list and, when `enabled`, each item's detail record merged over its summary. */
 export async function withDetails<T extends Detailed>(
-  list: () => Promise<T[]>,
+  list: () => Promise<Reading<readonly T[]>>,
   detail: (id: string) => Promise<T>,
   enabled: boolean,
-): Promise<Reading<T[]>> {
-  const items = await list();
-  if (!enabled) return { value: items, requests: 1 };
+): Promise<Reading<readonly T[]>> {
+  const { value: items, requests } = await list();
+  if (!enabled) return { value: items, requests };
   const value = await mapLimit(items, DETAIL_CONCURRENCY, async (item) =>
     mergeDetail(item, await detail(item.id)),
   );
-  return { value, requests: 1 + items.length };
+  return { value, requests: requests + items.length };
+}
+
+/** A read that is one request. */
+export async function oneRequest<T>(read: Promise<T>): Promise<Reading<T>> {
+  return { value: await read, requests: 1 };
 }
 
 /** Detail records win over list summaries, field by field. */

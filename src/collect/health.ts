@@ -1,4 +1,5 @@
 // GET /health: read on shard 0, and on every shard where the policy runs (it acts only while up).
+import { healthFamilies } from "../metrics/cluster-families.js";
 import type { TickCollector } from "./collector.js";
 
 export const healthCollector: TickCollector<"health"> = {
@@ -6,4 +7,5 @@ export const healthCollector: TickCollector<"health"> = {
   optional: true,
   runs: (where) => where.clusterWide || where.readHealth,
   read: async ({ reader }) => ({ value: await reader.health(), requests: 1 }),
+  families: healthFamilies,
 };

@@ -1,15 +1,17 @@
 // GET /nodes (and /nodes/{id} with poll.nodeDetails): cluster-wide (shard 0); E2B's are for admins.
+import { nodeFamilies } from "../metrics/cluster-families.js";
 import type { TickCollector } from "./collector.js";
-import { withDetails } from "./details.js";
+import { oneRequest, withDetails } from "./details.js";
 
 export const nodesCollector: TickCollector<"nodes"> = {
   name: "nodes",
   optional: true,
   runs: (where) => where.clusterWide,
-  read: ({ reader, nodeDetails }) =>
+  read: ({ reader, poll }) =>
     withDetails(
-      () => reader.listNodes(),
+      () => oneRequest(reader.listNodes()),
       (id) => reader.getNode(id),
-      nodeDetails,
+      poll.nodeDetails,
     ),
+  families: nodeFamilies,
 };

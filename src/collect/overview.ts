@@ -1,4 +1,5 @@
 // GET /cluster/overview: cluster-wide (shard 0); E2B serves none, which capability learning finds.
+import { overviewFamilies } from "../metrics/cluster-families.js";
 import type { TickCollector } from "./collector.js";
 
 export const overviewCollector: TickCollector<"overview"> = {
@@ -6,4 +7,5 @@ export const overviewCollector: TickCollector<"overview"> = {
   optional: true,
   runs: (where) => where.clusterWide,
   read: async ({ reader }) => ({ value: await reader.clusterOverview(), requests: 1 }),
+  families: overviewFamilies,
 };

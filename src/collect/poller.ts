@@ -3,13 +3,15 @@
 // ended within half an interval, and what ends later publishes its own immutable snapshot.
 
 import { setTimeout as sleep } from "node:timers/promises";
+import type { LifecycleEventSink } from "../platform/events.js";
 import type { Clock } from "../util/clock.js";
 import { timerMs } from "../util/duration.js";
 import { Capabilities } from "./capabilities.js";
 import {
-  attempt,
   type Outcome,
+  optedIn,
   type PlatformReader,
+  type PollSettings,
   type TickCollector,
   type TickContext,
 } from "./collector.js";
@@ -20,6 +22,7 @@ import { SandboxWalk, type SandboxWalkOptions } from "./sandbox-walk.js";
 import type { CollectorName, CollectorStatus, Snapshot, TickData, TickName } from "./snapshot.js";
 import { TickReads } from "./tick-reads.js";
 import { UsageCollector, type UsageOptions } from "./usage-collector.js";
+import { WalkRuns } from "./walk-runs.js";
 
 export type { PlatformReader } from "./collector.js";
 export { describeError } from "./collector.js";
@@ -37,8 +40,10 @@ const READ_DEADLINE_INTERVALS = 1;
 export interface PollerOptions extends Omit<SandboxWalkOptions, "reader" | "clock"> {
   reader: PlatformReader;
   clock: Clock;
-  nodeDetails: boolean;
-  templateDetails: boolean;
+  /** The poll settings: the opt-in collectors they turn on, and each collector's own fields. */
+  poll: PollSettings;
+  /** The kind of platform (platform.flavor); undefined: learned from its answers. */
+  flavor?: TickContext["flavor"];
   /** Whether cluster-wide collectors run (only shard 0 exports them). */
   clusterWide: boolean;
   /** Read /health even when not cluster-wide (the policy engine acts only while it is up). */
@@ -67,14 +72,10 @@ export interface PollerOptions extends Omit<SandboxWalkOptions, "reader" | "cloc
     supported: boolean,
     error?: { code: string; message: string },
   ) => void;
-  /** The events collector's sink, look-back and page bound (poll.events); undefined: events off. */
-  events?: TickContext["events"];
-  /** Opt-in tick collectors switched on by their settings (e.g. `templateBuilds`); default none. */
-  optIn?: readonly TickName[];
+  /** Where the events collector (poll.events) passes each event read: the ledger. */
+  eventSink?: LifecycleEventSink;
   /** The team whose capacity teamMetrics reads: platform.teamId, else learned from events. */
   teamId?: () => string | undefined;
-  /** Window of the team metrics' maxima (poll.teamMetricsWindowMs); default 1 h. */
-  teamMetricsWindowMs?: number;
   /** The tick collectors to run; default the registry's (collectors.ts). */
   collectors?: readonly TickCollector[];
 }
@@ -88,31 +89,40 @@ export interface PollerOptions extends Omit<SandboxWalkOptions, "reader" | "cloc
 export class Poller {
   private last: Snapshot | undefined;
   private cycle = 0;
-  /** The latest outcome of the walk. */
-  private walkOutcome: Outcome<SandboxList> | undefined;
   private readonly reads: TickReads;
   private readonly tickCollectors: readonly TickCollector[];
   private readonly optIn: ReadonlySet<string>;
   private readonly capabilities: Capabilities;
   private readonly walk: SandboxWalk;
   private readonly usage: UsageCollector | undefined;
-  private walkInFlight: Promise<void> | undefined;
-  /** A walk ended and no snapshot has carried its outcome yet. */
-  private walkPending = false;
+  private readonly walks: WalkRuns;
   private ticking = false;
-  private walkFailures = 0;
-  private nextWalkAt = 0;
 
   constructor(private readonly options: PollerOptions) {
     const { clock, reader, intervalMs } = options;
     this.tickCollectors = options.collectors ?? TICK_COLLECTORS;
-    this.optIn = new Set(options.optIn);
+    this.optIn = optedIn(this.tickCollectors, options.poll);
     this.capabilities = new Capabilities({
       clock,
       recheckMs: options.capabilityRecheckMs,
       ...(options.onSupport ? { onSupport: options.onSupport } : {}),
     });
     this.walk = new SandboxWalk(options);
+    this.walks = new WalkRuns({
+      walk: this.walk,
+      clock,
+      intervalMs,
+      maxBackoffMs: options.maxBackoffMs,
+      onEnd: async (outcome) => {
+        if (outcome.ok) {
+          this.capabilities.answered("sandboxes");
+          this.usage?.start(outcome.value as SandboxList);
+        }
+        // A walk that ends while a tick is running is carried by that tick's snapshot.
+        if (!this.ticking) await this.publish();
+      },
+      ...(options.onError ? { onError: options.onError } : {}),
+    });
     this.reads = new TickReads({
       ctx: options,
       clock,
@@ -147,7 +157,7 @@ export class Poller {
 
   /** Epoch ms before which no walk starts (failed walks back off); 0 when not backing off. */
   get walkBackoffUntil(): number {
-    return this.walkFailures > 0 ? this.nextWalkAt : 0;
+    return this.walks.backoffUntil;
   }
 
   /**
@@ -158,10 +168,10 @@ export class Poller {
    */
   async tick(): Promise<{ walkBusy: boolean }> {
     const { clock, intervalMs } = this.options;
-    const walkBusy = this.walkInFlight !== undefined;
+    const walkBusy = this.walks.inFlight !== undefined;
     this.ticking = true;
     try {
-      if (!walkBusy && clock.now() >= this.walkBackoffUntil) this.startWalk();
+      if (!walkBusy && clock.now() >= this.walkBackoffUntil) this.walks.start(this.last?.sandboxes);
       // Every collector at once, except that one naming another in `after` waits for its read of
       // this tick (until it ends or reaches its deadline).
       const started = new Map<TickName, Promise<void>>();
@@ -175,7 +185,7 @@ export class Poller {
       // One snapshot per tick when every read keeps up; what does not publishes on its own later.
       // One wait for reads and walk together: two in a row would stretch a tick past the
       // schedule's next trigger when both are slow, and that trigger would be skipped.
-      await atMost(intervalMs * PUBLISH_WAIT_INTERVALS, [...started.values(), this.walkInFlight]);
+      await atMost(intervalMs * PUBLISH_WAIT_INTERVALS, [...started.values(), this.walks.inFlight]);
       await this.publish();
     } finally {
       this.ticking = false;
@@ -190,14 +200,14 @@ export class Poller {
    * snapshots published).
    */
   async walkDone(): Promise<void> {
-    await this.walkInFlight;
+    await this.walks.inFlight;
     await this.reads.idle();
     await this.usage?.inFlight;
   }
 
   /** An outcome waits for a snapshot. */
   private get pending(): boolean {
-    return this.walkPending || this.usage?.pending === true || this.reads.pending;
+    return this.walks.pending || this.usage?.pending === true || this.reads.pending;
   }
 
   private runs(c: TickCollector): boolean {
@@ -205,45 +215,12 @@ export class Poller {
     return c.runs({ clusterWide, readHealth: readHealth === true, optIn: this.optIn });
   }
 
-  private startWalk(): void {
-    const run = async (): Promise<void> => {
-      try {
-        const { clock } = this.options;
-        const outcome = await attempt(clock, () => this.walk.read(this.last?.sandboxes));
-        this.walkOutcome = outcome;
-        this.walkPending = true;
-        if (outcome.ok) {
-          this.walkFailures = 0;
-          this.capabilities.answered("sandboxes");
-          this.usage?.start(outcome.value as SandboxList);
-        } else {
-          this.walkFailures++;
-          // The next tick after a first failure, then doubling intervals up to the ceiling.
-          const { intervalMs, maxBackoffMs } = this.options;
-          const wait = Math.min(
-            maxBackoffMs,
-            intervalMs * 2 ** Math.min(this.walkFailures - 1, 30),
-          );
-          this.nextWalkAt = outcome.startedAt + wait - intervalMs / 2;
-        }
-        // A walk that ends while a tick is running is carried by that tick's snapshot.
-        if (!this.ticking) await this.publish();
-      } catch (err) {
-        this.options.onError?.(err);
-      } finally {
-        this.walkInFlight = undefined;
-      }
-    };
-    this.walkInFlight = run();
-  }
-
   /** Makes the snapshot of what every collector last produced, and hands it on. */
   private async publish(): Promise<void> {
     const { clock, intervalMs } = this.options;
     const now = clock.now();
     const prev = this.last;
-    const walked = this.walkPending;
-    this.walkPending = false;
+    const walked = this.walks.take();
     const usage = this.usage;
     const usageRefreshed = usage?.pending === true;
     if (usage) usage.pending = false;
@@ -260,7 +237,7 @@ export class Poller {
         everyMs: isUsage && usage ? usage.everyMs : intervalMs,
       });
     }
-    const sandboxes = this.walkOutcome;
+    const sandboxes = this.walks.outcome;
     const data: Partial<TickData> = {};
     for (const c of this.tickCollectors) {
       const value = this.reads.value(c.name);
@@ -294,7 +271,7 @@ export class Poller {
   /** The latest outcome of collector `name`. */
   private outcomeOf(name: CollectorName): Outcome<unknown> | undefined {
     if (name === "usage") return this.usage?.outcome;
-    return name === "sandboxes" ? this.walkOutcome : this.reads.outcome(name);
+    return name === "sandboxes" ? this.walks.outcome : this.reads.outcome(name);
   }
 
   /** Whether this instance runs collector `name` (the walk always does). */

@@ -1,7 +1,7 @@
 // Reads the policy rule file (YAML or JSON) and merges it with the config's `policy:` section.
 import type { z } from "zod";
+import { PolicyFileSchema, type PolicySpec, policySpec } from "../policy/policy-settings.js";
 import { ExporterError } from "../util/errors.js";
-import { PolicyFileSchema, type PolicySpec, policySpec } from "./policy-schema.js";
 import type { Config } from "./schema.js";
 import { readYamlFile, type YamlFileProblem } from "./yaml-file.js";
 

@@ -2,6 +2,7 @@
 // The only place its defaults live; src/config/schema.ts includes the slice and settles it.
 import { z } from "zod";
 import { bool, int, list, text } from "../config/fields.js";
+import { defineSlice, ENV_PREFIX } from "../config/slice.js";
 
 /**
  * E2B's published usage rates, USD per second while a sandbox runs, on allocated vCPU and RAM
@@ -110,3 +111,71 @@ export function settleCost(
 
 /** A self-hosted platform's unset prices: only what was given is charged. */
 const ZERO: Readonly<CostPrices> = { vcpuSecond: 0, memoryGiBSecond: 0, pausedGiBSecond: 0 };
+
+const X = ENV_PREFIX;
+
+/** The `cost:` slice: its fields are CostSchema's; `settleCost` runs once the config is parsed. */
+export const costSlice = defineSlice({
+  key: "cost",
+  fields: CostSchema.shape,
+  settings: [
+    {
+      path: "cost.enabled",
+      env: `${X}COST`,
+      flag: "cost",
+      negatable: true,
+      kind: "bool",
+      help: "estimate spend and policy savings (default: on for --flavor e2b, else once prices are given; --no-cost turns it off)",
+    },
+    {
+      path: "cost.prices.vcpuSecond",
+      env: `${X}COST_VCPU_SECOND`,
+      flag: "cost-vcpu-second",
+      kind: "number",
+      help: "price of one vCPU-second running, in cost.currency (default E2B's 0.000014 on e2b)",
+    },
+    {
+      path: "cost.prices.memoryGiBSecond",
+      env: `${X}COST_MEMORY_GIB_SECOND`,
+      flag: "cost-memory-gib-second",
+      kind: "number",
+      help: "price of one GiB-second of RAM running (default E2B's 0.0000045 on e2b)",
+    },
+    {
+      path: "cost.prices.pausedGiBSecond",
+      env: `${X}COST_PAUSED_GIB_SECOND`,
+      flag: "cost-paused-gib-second",
+      kind: "number",
+      help: "price of one GiB-second of RAM paused (E2B: 0, paused sandboxes are not billed)",
+    },
+    {
+      path: "cost.currency",
+      env: `${X}COST_CURRENCY`,
+      flag: "cost-currency",
+      kind: "string",
+      help: "currency label of the prices and spend (ISO 4217)",
+    },
+    {
+      path: "cost.attributeBy",
+      env: `${X}COST_ATTRIBUTE_BY`,
+      flag: "cost-attribute-by",
+      repeatable: true,
+      kind: "list",
+      help: "metadata key whose values get their own spend series (repeat the flag, or a comma list)",
+    },
+    {
+      path: "cost.maxAttributedValues",
+      env: `${X}COST_MAX_ATTRIBUTED_VALUES`,
+      flag: "cost-max-attributed-values",
+      kind: "int",
+      help: "values per attribution key with their own series; the rest count as other",
+    },
+    {
+      path: "cost.budget.daily",
+      env: `${X}COST_BUDGET_DAILY`,
+      flag: "cost-budget-daily",
+      kind: "number",
+      help: "daily spend budget, in cost.currency (exported for the forecast alert)",
+    },
+  ],
+});

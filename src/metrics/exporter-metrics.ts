@@ -4,7 +4,9 @@
 import { setImmediate } from "node:timers/promises";
 import { createGzip, gzipSync } from "node:zlib";
 import type { Registry } from "prom-client";
+import { TICK_COLLECTORS } from "../collect/collectors.js";
 import type { Snapshot } from "../collect/snapshot.js";
+import type { PlatformFacts } from "../platform/facts.js";
 import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { ChurnTracker } from "./churn.js";
@@ -57,7 +59,7 @@ export interface MetricsOptions {
    * Lifecycle events on (poll.events): the ledger is built into the registry, and churn takes
    * kill reasons from it; `horizonMs` is how long an event id is remembered.
    */
-  lifecycleEvents?: { horizonMs: number; maxTemplates: number };
+  lifecycleEvents?: { horizonMs: number; maxTemplates: number; facts?: PlatformFacts };
   /** pino-compatible; warns once about the series cap and about fields left out. */
   logger?: { warn(obj: object, msg: string): void };
   /** Register prom-client's process_* metrics (default true; tests turn them off for exact bodies). */
@@ -132,7 +134,8 @@ export class ExporterMetrics {
       latest: () => this.snapshot,
     });
     this.registry = this.self.registry;
-    this.platform = new PlatformFamilies(ns);
+    // Each tick collector's families, made with the registry for any it updates between snapshots.
+    this.platform = new PlatformFamilies(ns, TICK_COLLECTORS, this.registry);
     // The ledger's labels come from events, not snapshots: a guard of its own.
     const eventLabels = new ValueGuard(o.maxLabelValueLength, o.scrub);
     this.events = o.lifecycleEvents
@@ -143,6 +146,7 @@ export class ExporterMetrics {
           horizonMs: o.lifecycleEvents.horizonMs,
           maxTemplates: o.lifecycleEvents.maxTemplates,
           label: (v) => eventLabels.label(v),
+          ...(o.lifecycleEvents.facts ? { facts: o.lifecycleEvents.facts } : {}),
         })
       : undefined;
     this.churn = new ChurnTracker({
@@ -222,10 +226,12 @@ export class ExporterMetrics {
     const slice = this.o.renderSlice ?? RENDER_SLICE;
     const guard = new ValueGuard(this.o.maxLabelValueLength, this.o.scrub);
     const small: Family[] = [];
+    /** The collectors' counters: rendered per format, after the gauges. */
+    const collected: Family[] = [];
     let big: Buffer[] = [];
     if (shard.index === 0) {
       const { families, skipped } = this.platform.render(snapshot, guard);
-      small.push(...families);
+      for (const f of families) (f.type === "counter" ? collected : small).push(f);
       for (const f of skipped)
         this.warnOnce(
           `field:${f}`,
@@ -262,7 +268,7 @@ export class ExporterMetrics {
       }
     }
     small.push(...collectorFamilies(ns, snapshot, shard.total > 1));
-    const counters = this.churn.families(ns, guard);
+    const counters = [...this.churn.families(ns, guard), ...collected];
     small.push(...guardFamilies(ns, guard, usage !== undefined));
     const text = small.map((f) => f.render("prometheus")).join("");
     return { gauges: [Buffer.from(text, "utf8"), ...big], counters, countersText: {} };

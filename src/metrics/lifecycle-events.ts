@@ -1,6 +1,7 @@
 // The event ledger: every lifecycle event, from the events collector or the webhook, counted once
 // by its id, into prom-client counters of the registry it is given (so a webhook arrival shows at
 // the next scrape); and what churn and the team collector ask of the events seen.
+
 import { Counter, Histogram, type Registry } from "prom-client";
 import {
   KILL_REASONS,
@@ -9,6 +10,7 @@ import {
   type LifecycleEvent,
   type LifecycleEventSink,
 } from "../platform/events.js";
+import type { PlatformFacts } from "../platform/facts.js";
 import type { Clock } from "../util/clock.js";
 
 /** Event ids remembered at most (about 100 bytes each), whatever the horizon. */
@@ -47,6 +49,8 @@ export interface EventLedgerOptions {
   maxKills?: number;
   /** Guards a platform value before it becomes a label (scrub, cut); default as is. */
   label?: (value: string) => string;
+  /** Where the team an event names is learned for the other collectors (the shared facts). */
+  facts?: PlatformFacts;
 }
 
 /** Counts each lifecycle event once, whichever way it came; memory bounded by time and count. */
@@ -115,7 +119,10 @@ export class EventLedger implements LifecycleEventSink, KillLookup {
     this.ids.set(event.id, now);
     const template = this.templateLabel(event.templateId);
     this.events.inc({ type: this.typeLabel(event.type), template });
-    if (event.teamId !== undefined) this.team = event.teamId;
+    if (event.teamId !== undefined) {
+      this.team = event.teamId;
+      this.o.facts?.learnTeamId(event.teamId);
+    }
     if (event.type === "killed") {
       const reason = event.killReason ?? "unknown";
       this.killed.inc({ template, reason });

@@ -3,6 +3,7 @@
 // text of a 429 that names it (source="learned"); both show when both are known. A 429 naming a
 // limit out of range (classifyCreateRejection) teaches nothing: it is counted, and logged once.
 import { Counter, Gauge, type Registry } from "prom-client";
+import { PlatformFacts } from "../platform/facts.js";
 import {
   CREATE_REJECT_REASONS,
   type CreateRejectReason,
@@ -13,7 +14,7 @@ import {
 export class TeamLimitMetrics {
   private readonly rejected: Counter<"reason">;
   private readonly ignored: Counter;
-  private learnedLimit: number | undefined;
+  private readonly facts: PlatformFacts;
   private ignoredLogged = false;
 
   constructor(
@@ -21,10 +22,13 @@ export class TeamLimitMetrics {
       registry: Registry;
       ns: string;
       configLimit?: number;
+      /** Where a learned limit is kept (the exporter's shared facts); default: its own. */
+      facts?: PlatformFacts;
       /** Where the first out-of-range limit is reported. */
       logger?: { warn(obj: object, msg: string): void };
     },
   ) {
+    this.facts = o.facts ?? new PlatformFacts({ teamConcurrencyLimit: o.configLimit });
     const registers = [o.registry];
     this.ignored = new Counter({
       name: `${o.ns}_team_concurrent_sandboxes_limit_ignored_total`,
@@ -38,7 +42,7 @@ export class TeamLimitMetrics {
       registers,
     });
     for (const r of CREATE_REJECT_REASONS) this.rejected.labels(r).inc(0);
-    const limits = () => this.limits(o.configLimit);
+    const limits = () => this.limits();
     new Gauge({
       name: `${o.ns}_team_concurrent_sandboxes_limit`,
       help: "Concurrent sandboxes the team may run: source=config from platform.teamConcurrencyLimit, source=learned from the latest 429 of a create that named it.",
@@ -53,13 +57,13 @@ export class TeamLimitMetrics {
 
   /** The limit the latest 429 named, if any did. */
   get learned(): number | undefined {
-    return this.learnedLimit;
+    return this.facts.learnedConcurrencyLimit();
   }
 
   /** A create was refused with 429 (ControlClient's onCreateRejected). */
   createRejected(reason: CreateRejectReason, limit?: number, ignoredLimit?: string): void {
     this.rejected.labels(reason).inc();
-    if (limit !== undefined) this.learnedLimit = limit;
+    if (limit !== undefined) this.facts.learnConcurrencyLimit(limit);
     if (ignoredLimit === undefined) return;
     this.ignored.inc();
     if (this.ignoredLogged) return;
@@ -70,10 +74,12 @@ export class TeamLimitMetrics {
     );
   }
 
-  private limits(configLimit: number | undefined): Array<[string, number]> {
+  private limits(): Array<[string, number]> {
     const out: Array<[string, number]> = [];
-    if (configLimit !== undefined) out.push(["config", configLimit]);
-    if (this.learnedLimit !== undefined) out.push(["learned", this.learnedLimit]);
+    const configured = this.facts.configuredConcurrencyLimit();
+    const learned = this.facts.learnedConcurrencyLimit();
+    if (configured !== undefined) out.push(["config", configured]);
+    if (learned !== undefined) out.push(["learned", learned]);
     return out;
   }
 }

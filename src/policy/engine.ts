@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { Snapshot } from "../collect/snapshot.js";
 import type { PolicySpec, SettledRule } from "../config/policy-schema.js";
-import type { Sandbox, SandboxUsage } from "../platform/types.js";
+import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { LogLimiter } from "../util/log-limiter.js";
 import { ActivityTracker, type LogReader } from "./activity.js";
@@ -11,9 +11,7 @@ import {
   EMPTY_MEMORY,
   type Evaluation,
   evaluatePolicy,
-  type IdleEstimate,
   idOfKey,
-  type PolicyDecision,
   type PolicyMemory,
   recordActions,
 } from "./evaluate.js";
@@ -25,9 +23,13 @@ import {
 } from "./executor.js";
 import { cheapMatch, type StateSets } from "./match.js";
 import { PolicyMetrics } from "./policy-metrics.js";
+import type { BlockReason, PolicyOutcome, PolicyRun } from "./policy-run.js";
+import { describe, loggedAlone, policyStatus } from "./policy-status.js";
 import { estimateIdle, sampleRules } from "./sampling.js";
-import { heldStreaks, usageOrder } from "./usage-queue.js";
-import { type PolicyEvent, PolicyWebhook, type WebhookOptions } from "./webhook.js";
+import { checkUsage } from "./usage-check.js";
+import { PolicyWebhook, type WebhookOptions } from "./webhook.js";
+
+export type { BlockReason, PolicyOutcome, PolicyRun } from "./policy-run.js";
 
 /** Results that start a sandbox's cooldown: every attempt, not only the successful ones. */
 const COOLS_DOWN: ReadonlySet<PolicyResult> = new Set<PolicyResult>([
@@ -37,13 +39,8 @@ const COOLS_DOWN: ReadonlySet<PolicyResult> = new Set<PolicyResult>([
   "skipped_unverified",
 ]);
 
-/** Entries of the plan shown on /status; the counts cover all of them. */
-const PLAN_ENTRIES = 200;
 /** A rule stopped by its blast radius run after run is said once a minute, with a count. */
 const TOO_MANY_LOG_INTERVAL_MS = 60_000;
-
-/** Why a run acted on nothing at all. */
-export type BlockReason = "incomplete" | "stale" | "health_down";
 
 export interface PolicyEngineOptions {
   spec: PolicySpec;
@@ -61,32 +58,6 @@ export interface PolicyEngineOptions {
   webhook?: Omit<WebhookOptions, "onResult">;
   /** Told of actions done or planned and of each run's plan (cost savings). */
   hooks?: PolicyHooks;
-}
-
-/** One decision with what came of it. */
-export interface PolicyOutcome extends PolicyDecision {
-  /** Undefined while pending. */
-  result?: PolicyResult;
-  detail?: string;
-}
-
-/** What one run did; `blocked` says why it did nothing. */
-export interface PolicyRun {
-  at: number;
-  cycle: number;
-  blocked?: BlockReason;
-  outcomes: PolicyOutcome[];
-  candidates: Record<string, number>;
-  blastRadius: string[];
-  logReads: number;
-  /** Wall time of the run: idle-signal reads, evaluation and actions. */
-  durationMs: number;
-  /** The run's time budget, ms. */
-  budgetMs: number;
-  /** The budget ran out: reads or actions were left undone. */
-  overBudget: boolean;
-  /** Per idle rule, the blast-radius sample and what it found. */
-  estimates: Record<string, IdleEstimate>;
 }
 
 /** The policy engine: call `run` after each poll cycle with its snapshot. */
@@ -196,7 +167,19 @@ export class PolicyEngine {
     const activity = new Map<string, number | undefined>();
     for (const [id, a] of read.activity) activity.set(id, a.at);
     const busy = spec.activity.usage
-      ? await this.usageCheck(asked, activity, sample, cooling, enough, spec, now, { until, clock })
+      ? await checkUsage({
+          platform: this.o.platform,
+          metrics: this.metrics,
+          memory: this.memory,
+          asked,
+          activity,
+          sample,
+          cooling,
+          enough,
+          spec,
+          now,
+          budget: { until, clock },
+        })
       : undefined;
     const estimates = estimateIdle(this.spec, samples, read.activity, now, busy?.busy);
     const evaluation = evaluatePolicy({
@@ -257,70 +240,6 @@ export class PolicyEngine {
   }
 
   /**
-   * The usage signal: of the sandboxes idle by their logs, the ones already held on an idle streak
-   * (longest first), then the sample, then the longest idle are checked with batched reads of
-   * GET /sandboxes/metrics until as many are idle by CPU too as the run may act on; the sample is
-   * always checked (the estimate needs it). In `activity` (edited in place) a sandbox busy by CPU
-   * is active now, and one idle by its logs whose usage was not read, or could not be, is unknown:
-   * never idle. Returns the ids found busy.
-   */
-  private async usageCheck(
-    asked: ReadonlyMap<Sandbox, number>,
-    activity: Map<string, number | undefined>,
-    sample: ReadonlySet<Sandbox>,
-    cooling: ReadonlySet<string>,
-    enough: number,
-    spec: PolicySpec,
-    now: number,
-    budget: { until: number; clock: () => number },
-  ): Promise<{ busy: Set<string> }> {
-    const below = spec.activity.usage?.cpuBelowPercent ?? 0;
-    const idleByLogs: Sandbox[] = [];
-    for (const [s, idleFor] of asked) {
-      const at = activity.get(s.id);
-      if (at !== undefined && now - at >= idleFor) idleByLogs.push(s);
-    }
-    const queue = usageOrder(idleByLogs, {
-      held: heldStreaks(this.memory),
-      sample,
-      cooling,
-      activity,
-    });
-    const busy = new Set<string>();
-    const checked = new Set<string>();
-    let idleByBoth = 0;
-    let requests = 0;
-    let errors = 0;
-    // Bounded by the queue: every pass takes at least one sandbox off it, or the loop ends.
-    let part = queue.next(idleByBoth < enough);
-    while (part.length > 0) {
-      if (requests >= spec.activity.maxReadsPerRun || budget.clock() >= budget.until) break;
-      requests++;
-      let usage: Map<string, SandboxUsage> | undefined;
-      try {
-        usage = await this.o.platform.sandboxUsage(part.map((s) => s.id));
-      } catch {
-        errors++;
-      }
-      for (const s of part) {
-        const u = usage?.get(s.id);
-        if (u === undefined) continue;
-        checked.add(s.id);
-        if (u.cpuPct >= below) busy.add(s.id);
-        else if (!cooling.has(s.id)) idleByBoth++;
-      }
-      part = queue.next(idleByBoth < enough);
-    }
-    for (const s of idleByLogs) {
-      if (busy.has(s.id)) activity.set(s.id, now);
-      else if (!checked.has(s.id)) activity.set(s.id, undefined);
-    }
-    this.metrics.usageReads.inc({ result: "ok" }, requests - errors);
-    this.metrics.usageReads.inc({ result: "error" }, errors);
-    return { busy };
-  }
-
-  /**
    * One line per rule that decided anything without acting (pending, skipped_*): the counts by
    * result. With one line per action and per notice, a run logs at most actions + notices +
    * rules + 1 lines, however many sandboxes each rule passes over.
@@ -351,32 +270,7 @@ export class PolicyEngine {
 
   /** The plan for /status: the latest run's decisions, actions first. */
   status(): Record<string, unknown> {
-    const r = this.last;
-    const spec = this.spec;
-    const rules = spec.rules.map((rule) => ({
-      name: rule.name,
-      action: rule.action,
-      dryRun: rule.dryRun,
-      candidates: r?.candidates[rule.name] ?? 0,
-      ...(r?.estimates[rule.name] ? { sample: r.estimates[rule.name] } : {}),
-    }));
-    if (!r) return { lastRun: null, rules, plan: [] };
-    const order = (o: PolicyOutcome): number =>
-      o.result === undefined ? 2 : o.result === "done" || o.result === "dry_run" ? 0 : 1;
-    const plan = [...r.outcomes].sort((a, b) => order(a) - order(b)).slice(0, PLAN_ENTRIES);
-    return {
-      lastRun: new Date(r.at).toISOString(),
-      cycle: r.cycle,
-      blocked: r.blocked ?? null,
-      blastRadius: r.blastRadius,
-      logReads: r.logReads,
-      durationSeconds: r.durationMs / 1000,
-      timeBudgetSeconds: r.budgetMs / 1000,
-      overTimeBudget: r.overBudget,
-      rules,
-      decisions: r.outcomes.length,
-      plan: plan.map(describe),
-    };
+    return policyStatus(this.spec, this.last);
   }
 
   private blockReason(s: Snapshot, now: number): BlockReason | undefined {
@@ -467,30 +361,4 @@ export class PolicyEngine {
 function dataReadAt(s: Snapshot): number {
   const { sandboxes, health } = s.collectors;
   return Math.min(sandboxes.lastAttemptAt, health.success ? health.lastAttemptAt : Infinity);
-}
-
-/** Results logged one line each: what was attempted. Everything else goes in the rule summary. */
-const ATTEMPTED: ReadonlySet<PolicyResult | undefined> = new Set<PolicyResult | undefined>([
-  "dry_run",
-  "done",
-  "failed",
-]);
-
-/** An action attempted, or a notice: its own audit line. */
-function loggedAlone(o: PolicyOutcome): boolean {
-  return ATTEMPTED.has(o.result) || (o.result === undefined && o.notice === true);
-}
-
-/** One decision as /status, the audit line and the webhook show it. */
-function describe(o: PolicyOutcome): Omit<PolicyEvent, "at"> {
-  return {
-    rule: o.rule,
-    sandbox: o.sandboxId,
-    template: o.templateId,
-    state: o.state,
-    action: o.action,
-    dryRun: o.dryRun,
-    result: o.result ?? "pending",
-    reason: o.detail ? `${o.reason}; ${o.detail}` : o.reason,
-  };
 }

@@ -2,7 +2,7 @@
 // `autoPause`), and a resume (E2B: connect) brings back its file and background process.
 // Phases autopause_wait, autopause_resume, autopause_check; the probe never pauses the sandbox nor
 // moves its timeout while it waits.
-import { DEFAULT_STATES } from "../config/schema.js";
+import { DEFAULT_STATES } from "../config/shared-settings.js";
 import { PlatformNotFoundError } from "../platform/http-errors.js";
 import { abortable } from "./abortable.js";
 import { probeFileContent } from "./file-write.js";
@@ -11,14 +11,14 @@ import { type PhaseFn, type ProbeControl, type ProbeRun, probeSandbox } from "./
 import { ProbeCheckError } from "./probe-error.js";
 import { GONE_STATES } from "./terminate.js";
 
-/** The sandbox timeout of the autopause step when the settings give none, seconds. */
-export const DEFAULT_AUTO_PAUSE_TIMEOUT_S = 15;
 /** Longest wait between two state reads while waiting for the auto-pause, ms. */
 const MAX_WAIT_POLL_MS = 2_000;
 
-/** The autopause step's sandbox timeout, seconds. */
+/** The autopause step's sandbox timeout, seconds; the config requires it with the step. */
 export function autoPauseTimeoutS(run: Pick<ProbeRun, "settings">): number {
-  return run.settings.autoPauseTimeoutS ?? DEFAULT_AUTO_PAUSE_TIMEOUT_S;
+  const s = run.settings.autoPauseTimeoutS;
+  if (s === undefined) throw new Error("the autopause step ran without autoPauseTimeoutS");
+  return s;
 }
 
 /**

@@ -1,7 +1,7 @@
 // A ring buffer of the last failed probe phases, for /status.
-
 import type { ProbePhase } from "./phase.js";
 import type { FailureReason } from "./probe-error.js";
+import type { ProbeResult } from "./runner.js";
 
 /** One failed phase as /status shows it. */
 export interface FailureEntry {
@@ -28,6 +28,24 @@ export class FailureLog {
     if (this.ring.length < this.capacity) this.ring.push(entry);
     else this.ring[this.next] = entry;
     this.next = (this.next + 1) % this.capacity;
+  }
+
+  /**
+   * Adds the result's failures from index `from` on (those an earlier call added are skipped);
+   * the count of its failures, the `from` of the next call.
+   */
+  addResult(result: ProbeResult, source: string, from = 0): number {
+    const time = new Date(result.finishedAt).toISOString();
+    for (const f of result.failures.slice(from))
+      this.push({
+        time,
+        phase: f.phase,
+        reason: f.reason,
+        error: f.message,
+        source,
+        ...(result.sandboxId ? { sandboxId: result.sandboxId } : {}),
+      });
+    return result.failures.length;
   }
 
   /** The entries, newest first. */

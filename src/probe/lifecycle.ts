@@ -1,6 +1,6 @@
 // What the lifecycle phases (pause, resume, state_check) share: the background process that must
 // survive every pause, the bounded wait for a state, and a 404 read as "the sandbox is gone".
-import { DEFAULT_STATES } from "../config/schema.js";
+import { DEFAULT_STATES } from "../config/shared-settings.js";
 import { PlatformNotFoundError } from "../platform/http-errors.js";
 import { abortable } from "./abortable.js";
 import { expectCleanExit, runCommand } from "./exec.js";

@@ -1,50 +1,11 @@
-// What every probe phase shares: the phase names, the run state they read and fill, and their signature.
-import {
-  PROBE_PHASE_NAMES,
-  PROBE_STEP_NAMES,
-  type ProbeHttpConfig,
-} from "../config/probe-schema.js";
+// What every probe phase shares: the run state they read and fill, and their signature.
 import type { ControlClient, CreatedSandbox } from "../platform/control/control.js";
 import type { DataClient, SandboxRef } from "../platform/data/data.js";
+import type { ProbeHttpConfig } from "./http-settings.js";
 
-/** The phases of one probe, in the order they run; terminate always runs (the config's names). */
-export const PROBE_PHASES = PROBE_PHASE_NAMES;
-export type ProbePhase = (typeof PROBE_PHASES)[number];
+export type { ProbePhase, ProbeStep } from "./probe-steps.js";
 
-/**
- * The optional parts of a probe (create and terminate always run): `exec` runs exec, `file` runs
- * file_write and file_read, `lifecycle` runs pause, resume and state_check once per round,
- * `autopause` waits for the platform to pause the sandbox at its timeout, then resumes and checks it.
- */
-export const PROBE_STEPS = PROBE_STEP_NAMES;
-export type ProbeStep = (typeof PROBE_STEPS)[number];
-
-/** The phases of one pause/resume round, in order. */
-export const LIFECYCLE_PHASES = [
-  "pause",
-  "resume",
-  "state_check",
-] as const satisfies readonly ProbePhase[];
-
-/** The phases of one auto-pause round, in order. */
-export const AUTOPAUSE_PHASES = [
-  "autopause_wait",
-  "autopause_resume",
-  "autopause_check",
-] as const satisfies readonly ProbePhase[];
-
-/** The phases of the http step, in order. */
-export const HTTP_PHASES = [
-  "http_wait_ready",
-  "http_request",
-] as const satisfies readonly ProbePhase[];
-
-/** The phases of the autoresume step, in order. */
-export const AUTORESUME_PHASES = [
-  "autoresume_pause",
-  "autoresume_wake",
-  "autoresume_check",
-] as const satisfies readonly ProbePhase[];
+import type { ProbeStep } from "./probe-steps.js";
 
 /** Points of the exec stream, timed from sending the Start request. */
 export const STREAM_POINTS = ["first_envelope", "start", "first_data", "end"] as const;
@@ -81,15 +42,15 @@ export interface ProbeSettings {
   /** Sent as Keepalive-Ping-Interval on the exec stream when set. */
   keepaliveIntervalS?: number;
   /**
-   * Which optional parts run. `lifecycle` is meant to follow `file` (the Prober and the config
-   * refuse it without); alone, it writes the nonce file itself before the first pause.
+   * Which optional steps run (probe-steps.ts; they run in its order). `lifecycle` is meant to come
+   * with `file` (the config refuses it without); alone, it writes the nonce file itself.
    */
   steps: ReadonlyArray<ProbeStep>;
   /** Pause/resume rounds of the lifecycle step, at least 1. */
   lifecycleRounds: number;
   /**
    * The autopause step's sandbox timeout, seconds: create (and each resume but the last) asks for
-   * it, with auto-pause on. Default 15.
+   * it, with auto-pause on. Required by that step (the config's autoPauseTimeoutMs).
    */
   autoPauseTimeoutS?: number;
   /** Ms between two reads of the sandbox while waiting for it to be paused or running; default 200. */
@@ -114,7 +75,8 @@ export interface StreamTimings {
 
 /** The mutable state of one probe run, shared by its phases. */
 export interface ProbeRun {
-  readonly control: ProbeControl;
+  /** The control client; the steps' create hooks wrap it before create runs. */
+  control: ProbeControl;
   readonly data: ProbeData;
   readonly settings: ProbeSettings;
   readonly nonce: string;

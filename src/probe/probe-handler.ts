@@ -3,17 +3,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Registry } from "prom-client";
 import type { Clock } from "../util/clock.js";
+import type { Route, RouteHandler } from "../util/route.js";
 import { ProbeFamilies, type ProbeId, ProbeMetrics } from "./probe-metrics.js";
 import type { ProbeResult } from "./runner.js";
 import { ProbeTrace } from "./trace.js";
 
-/** Same shape as the server's RouteHandler (the probe layer does not import the server's). */
-export type ProbeRouteHandler = (
-  req: IncomingMessage,
-  url: URL,
-  res: ServerResponse,
-) => Promise<void>;
-
+/** Where the route is mounted. */
+export const PROBE_PATH = "/probe";
 /** Seconds kept back from Prometheus' scrape timeout for the answer itself (blackbox's offset). */
 const SCRAPE_TIMEOUT_OFFSET_S = 0.5;
 /** The header Prometheus sends with each scrape. */
@@ -43,12 +39,31 @@ export interface ProbeHandlerDeps {
   scrub?: (text: string) => string;
 }
 
+/**
+ * GET /probe as a route record: behind the listener's auth, acting (each call creates a sandbox),
+ * shown on the landing page with the first module, so its link answers 200 rather than 400.
+ */
+export function probeRoute(deps: ProbeHandlerDeps): Route {
+  const first = deps.modules[0]?.module;
+  return {
+    method: "GET",
+    path: PROBE_PATH,
+    auth: "authenticated",
+    acting: true,
+    description:
+      "runs one probe of a module now and answers with its metrics (creates a sandbox; ?module=NAME, &debug=true for a trace)",
+    ...(first !== undefined && { example: `${PROBE_PATH}?module=${encodeURIComponent(first)}` }),
+    handler: probeHandler(deps),
+  };
+}
+
 /** Builds the /probe handler; each answer is rendered from a fresh registry holding one probe. */
-export function probeHandler(deps: ProbeHandlerDeps): ProbeRouteHandler {
+export function probeHandler(deps: ProbeHandlerDeps): RouteHandler {
   const last = new Map<string, number>();
   const byName = new Map(deps.modules.map((m) => [m.module, m]));
   const scrub = deps.scrub ?? ((t: string) => t);
   return async (req, url, res) => {
+    // The server answers other methods from the route's record; this serves a handler mounted alone.
     if (req.method !== "GET") {
       text(res, 405, "method not allowed\n", { allow: "GET" });
       return;

@@ -1,7 +1,8 @@
 // The probe's metric families in a prom-client registry the caller owns (never the default one).
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import { PROBE_PHASES, STREAM_POINTS } from "./phase.js";
+import { STREAM_POINTS } from "./phase.js";
 import type { FailureReason } from "./probe-error.js";
+import { PROBE_PHASES } from "./probe-steps.js";
 import type { ProbeResult } from "./runner.js";
 
 /** Seconds: a local simulator answers in ms, a cold sandbox start takes seconds. */

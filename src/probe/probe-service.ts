@@ -2,10 +2,11 @@
 // at once, one /probe route and one /status section.
 import type { Sandbox } from "../platform/types.js";
 import { systemClock } from "../util/clock.js";
+import type { Route } from "../util/route.js";
 import { Secrets } from "../util/secrets.js";
 import { Slots } from "../util/slots.js";
 import { OrphanSweeper, PROBE_MODULE_KEY, type SweepStatus } from "./orphan-sweep.js";
-import { type ProbeRouteHandler, probeHandler } from "./probe-handler.js";
+import { probeRoute } from "./probe-handler.js";
 import { ProbeFamilies, ProbeMetrics } from "./probe-metrics.js";
 import {
   ON_DEMAND_MIN_INTERVAL_MS,
@@ -41,6 +42,8 @@ export type ProbeServiceOptions = Omit<
   modules: readonly ModuleOptions[];
   /** Modules probing at the same time, at most. */
   concurrency: number;
+  /** Where the config writes the old key `phases` (config probe.deprecatedKeys): warned once. */
+  deprecatedKeys?: readonly string[];
 };
 
 /** The /status section of the probes. */
@@ -63,6 +66,11 @@ export class ProbeService {
     if (o.modules.length === 0) throw new ProbeConfigError("no probe module");
     const names = new Set(o.modules.map((m) => m.module));
     if (names.size !== o.modules.length) throw new ProbeConfigError("probe module names repeat");
+    if (o.deprecatedKeys?.length)
+      o.logger?.warn(
+        { settings: o.deprecatedKeys },
+        "deprecated probe setting phases: rename it to steps (the same list of steps; phaseTimeouts keeps its name)",
+      );
     const extraLabels = [...new Set(o.modules.flatMap((m) => Object.keys(m.labels ?? {})))];
     const families = new ProbeFamilies(o.registry, { namespace: o.namespace, extraLabels });
     const slots = new Slots(o.concurrency);
@@ -141,9 +149,9 @@ export class ProbeService {
   }
 
   /** GET /probe?module=NAME[&debug=true]. */
-  routes(): Record<string, ProbeRouteHandler> {
-    return {
-      "/probe": probeHandler({
+  routes(): readonly Route[] {
+    return [
+      probeRoute({
         modules: this.probers,
         clock: this.o.clock ?? systemClock,
         monotonic: this.o.monotonic ?? (() => performance.now()),
@@ -151,6 +159,6 @@ export class ProbeService {
         namespace: this.o.namespace,
         scrub: (text) => this.secrets.scrub(text),
       }),
-    };
+    ];
   }
 }

@@ -1,34 +1,35 @@
 // One probe module: its schedule, one run in flight at most, its series, /status and /probe runs.
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import type { Registry } from "prom-client";
-import { DEFAULT_PROBE_MODULE } from "../config/probe-schema.js";
 import { type Clock, systemClock } from "../util/clock.js";
-import { deadline } from "../util/duration.js";
-import { ExporterError } from "../util/errors.js";
-import { type Schedule, type ScheduleSpec, startSchedule, tickInterval } from "../util/schedule.js";
+import type { Route } from "../util/route.js";
+import { type Schedule, startSchedule, tickInterval } from "../util/schedule.js";
 import { Secrets } from "../util/secrets.js";
-import type { Slots } from "../util/slots.js";
-import { type FailureEntry, FailureLog } from "./failure-log.js";
-import { OrphanSweeper, probeTag, type SweepStatus } from "./orphan-sweep.js";
-import type {
-  LifecycleStates,
-  ProbeControl,
-  ProbeData,
-  ProbeHttpSettings,
-  ProbePhase,
-  ProbeSettings,
-  ProbeStep,
-} from "./phase.js";
+import { FailureLog } from "./failure-log.js";
+import { OrphanSweeper, probeTag } from "./orphan-sweep.js";
+import type { ProbeSettings } from "./phase.js";
 import { ProbeAbortedError } from "./probe-error.js";
-import { type ProbeRouteHandler, probeHandler } from "./probe-handler.js";
+import { probeRoute } from "./probe-handler.js";
 import { ProbeFamilies, type ProbeId, ProbeMetrics } from "./probe-metrics.js";
+import { DEFAULT_PROBE_MODULE } from "./probe-settings.js";
+import {
+  type OnDemandOptions,
+  ProbeConfigError,
+  type ProberOptions,
+  type ProbeStatus,
+} from "./prober-options.js";
 import { type ProbeResult, type RunnerLimits, runProbe } from "./runner.js";
-import type { ProbeTrace } from "./trace.js";
+import { noSlotResult, SingleRun } from "./single-run.js";
+
+export {
+  type OnDemandOptions,
+  ProbeConfigError,
+  type ProbeLogger,
+  type ProberOptions,
+  type ProbeStatus,
+} from "./prober-options.js";
 
 // Defaults of the options no setting exposes (the others come from the config schema).
-const DEFAULT_STEPS: readonly ProbeStep[] = ["exec", "file"];
-const DEFAULT_LIFECYCLE_ROUNDS = 2;
 /** The first tick after a start-up run comes this much before a whole interval (croner's seconds). */
 const FIRST_TICK_LEAD_MS = 500;
 const SWEEP_EVERY_RUNS = 10;
@@ -39,133 +40,10 @@ const FAILURE_HISTORY = 20;
 const TTL_MARGIN_S = 60;
 const NONCE_BYTES = 8;
 
-/** Structured logger (pino's Logger fits). */
-export interface ProbeLogger {
-  debug(obj: object, msg: string): void;
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-}
-
-/** Settings and effects of the prober. */
-export interface ProberOptions {
-  control: ProbeControl;
-  data: ProbeData;
-  /** Registry the scheduled probe's families go into (e.g. ExporterMetrics.registry). */
-  registry: Registry;
-  /** Families shared with other modules of the registry; default: registered here. */
-  families?: ProbeFamilies;
-  /** The module's name (the `module` label); default "default". */
-  module?: string;
-  /** Extra labels on every series of this module. */
-  labels?: Readonly<Record<string, string>>;
-  /** Optional parts of a run (create and terminate always run); default exec and file. */
-  steps?: readonly ProbeStep[];
-  /** Pause/resume rounds of the lifecycle step, and rounds of the autopause step; default 2. */
-  lifecycleRounds?: number;
-  /** The autopause step's sandbox timeout, ms (whole seconds); default 15 s. */
-  autoPauseTimeoutMs?: number;
-  /** The http and autoresume steps' service and request (config `http`); required by them. */
-  http?: ProbeHttpSettings;
-  /** State names that read as running and as paused (config `states`). */
-  states?: LifecycleStates;
-  /** The sweep shared by every module of the instance; default one of its own. */
-  sweeper?: OrphanSweeper;
-  /** Run slots shared by the modules (concurrency limit); default unlimited. */
-  slots?: Slots;
-  /** Wall clock: result times, rate limit, orphan age. Default the system clock. */
-  clock?: Clock;
-  /** Monotonic ms for timings; default performance.now. */
-  monotonic?: () => number;
-  logger?: ProbeLogger;
-  /** Metric name prefix. */
-  namespace: string;
-  /** false: start() does nothing (no schedule, no sweep). Default true. */
-  enabled?: boolean;
-  /** Value of the `sandbox-exporter/probe` metadata tag; the sweep only touches its own. */
-  instance: string;
-  template: string;
-  /** Shell command of exec; must contain `{nonce}`. */
-  command: string;
-  filePath: string;
-  /** When probes run; null runs them only through runOnce and /probe. */
-  schedule: ScheduleSpec | null;
-  phaseTimeoutMs: number;
-  phaseTimeouts?: Partial<Record<ProbePhase, number>>;
-  totalTimeoutMs: number;
-  /** Time to live asked for at create; default total timeout + 60 s. */
-  sandboxTtlS?: number;
-  keepaliveIntervalS?: number;
-  /** Sweep before every Nth scheduled run (and always at start); 0 = only at start. Default 10. */
-  sweepEveryRuns?: number;
-  /** Minimum ms between two /probe runs; default 10 s. */
-  onDemandMinIntervalMs?: number;
-  /** Failed phases kept for /status; default 20. */
-  failureHistory?: number;
-  /** Run the first probe right after the start-up sweep (default true). */
-  runAtStart?: boolean;
-  nonce?: () => string;
-  /** Called as each phase starts. */
-  onPhase?: (phase: ProbePhase) => void;
-  /**
-   * Scrubs failure messages, /status and the /probe answer (share the exporter's, which the data
-   * client adds agent tokens to); each agent token a probe is given joins it. Default: its own.
-   */
-  secrets?: Secrets;
-}
-
-/** The prober's /status section. */
-export interface ProbeStatus {
-  enabled: boolean;
-  module: string;
-  template: string;
-  labels: Record<string, string>;
-  steps: ProbeStep[];
-  instance: string;
-  schedule: string | null;
-  /** When the schedule's next tick is due (ISO time); null without a schedule or once stopped. */
-  nextRun: string | null;
-  inFlight: boolean;
-  runs: number;
-  skipped: number;
-  lastRun: {
-    time: string;
-    success: boolean;
-    durationSeconds: number;
-    phases: ProbeResult["phases"];
-    stream: ProbeResult["stream"];
-    /** Configured steps the platform does not support, which did not run. */
-    unsupported?: ProbeStep[];
-  } | null;
-  orphansDeleted: number;
-  lastSweep: SweepStatus | null;
-  recentFailures: FailureEntry[];
-}
-
-/** How an on-demand run differs from a scheduled one. */
-export interface OnDemandOptions {
-  /** Caps the run's total timeout (e.g. by the scrape timeout Prometheus sends). */
-  timeoutMs?: number;
-  /** Records every call of the run (debug=true). */
-  trace?: ProbeTrace;
-}
-
 /** An on-demand probe as the run sees it: its cap and where its answer goes before terminate. */
 interface OnDemandRun extends OnDemandOptions {
   /** Receives the result once the phases before terminate ended; terminate then runs on. */
   answer?: (result: ProbeResult) => void;
-}
-
-/** An on-demand run's bound on waiting for a shared slot, and what it answers when none frees. */
-interface SlotWait<T> {
-  ms: number;
-  none: (waitedMs: number) => T;
-}
-
-/** Invalid prober settings. */
-export class ProbeConfigError extends ExporterError {
-  constructor(message: string) {
-    super("ERR_PROBE_CONFIG", message);
-  }
 }
 
 type Source = "schedule" | "on_demand";
@@ -185,7 +63,7 @@ export class Prober {
   private readonly sweeper: OrphanSweeper;
   private readonly instance: string;
   private readonly secrets: Secrets;
-  private current: { promise: Promise<unknown>; abort: AbortController } | undefined;
+  private readonly single: SingleRun;
   private schedule: Schedule | undefined;
   private started = false;
   private stopped = false;
@@ -196,6 +74,7 @@ export class Prober {
   constructor(private readonly o: ProberOptions) {
     this.clock = o.clock ?? systemClock;
     this.monotonic = o.monotonic ?? (() => performance.now());
+    this.single = new SingleRun(o.slots, this.monotonic);
     this.instance = o.instance;
     this.secrets = o.secrets ?? new Secrets();
     this.module = o.module ?? DEFAULT_PROBE_MODULE;
@@ -203,13 +82,6 @@ export class Prober {
     if (!command.includes("{nonce}"))
       throw new ProbeConfigError(`probe command must contain {nonce}: ${command}`);
     if (!(totalTimeoutMs > 0)) throw new ProbeConfigError("probe total timeout must be positive");
-    const steps = o.steps ?? DEFAULT_STEPS;
-    if (steps.includes("lifecycle") && !steps.includes("file"))
-      throw new ProbeConfigError("the lifecycle step needs the file step (it checks the file)");
-    if (steps.includes("autopause") && !steps.includes("file"))
-      throw new ProbeConfigError("the autopause step needs the file step (it checks the file)");
-    if ((steps.includes("http") || steps.includes("autoresume")) && !o.http)
-      throw new ProbeConfigError("the http and autoresume steps need http settings");
     this.limits = {
       phaseTimeoutMs: o.phaseTimeoutMs,
       totalTimeoutMs,
@@ -221,13 +93,11 @@ export class Prober {
       filePath: o.filePath,
       metadata: probeTag(this.instance, this.module),
       sandboxTtlS: o.sandboxTtlS ?? Math.ceil(totalTimeoutMs / 1000) + TTL_MARGIN_S,
-      steps,
-      lifecycleRounds: o.lifecycleRounds ?? DEFAULT_LIFECYCLE_ROUNDS,
+      steps: o.steps,
+      lifecycleRounds: o.lifecycleRounds,
+      autoPauseTimeoutS: Math.ceil(o.autoPauseTimeoutMs / 1000),
+      http: o.http,
       ...(o.states ? { states: o.states } : {}),
-      ...(o.http ? { http: o.http } : {}),
-      ...(o.autoPauseTimeoutMs !== undefined
-        ? { autoPauseTimeoutS: Math.ceil(o.autoPauseTimeoutMs / 1000) }
-        : {}),
       ...(o.keepaliveIntervalS !== undefined ? { keepaliveIntervalS: o.keepaliveIntervalS } : {}),
     };
     this.families =
@@ -256,7 +126,7 @@ export class Prober {
     if (this.o.enabled === false || this.started || this.stopped) return;
     this.started = true;
     // A shared sweeper is swept by its owner before the modules start.
-    if (!this.o.sweeper) await this.exclusive(() => this.sweeper.sweep());
+    if (!this.o.sweeper) await this.single.run(() => this.sweeper.sweep());
     if (this.stopped) return;
     const spec = this.o.schedule ?? undefined;
     const runNow = this.o.runAtStart !== false;
@@ -283,10 +153,10 @@ export class Prober {
   /** Aborts the probe in flight, waits for it to terminate its sandbox, stops the schedule. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.current?.abort.abort(new ProbeAbortedError());
+    this.single.abort(new ProbeAbortedError());
     if (!this.o.sweeper) this.sweeper.stop();
     await this.schedule?.stop();
-    await this.current?.promise.catch(() => undefined);
+    await this.single.idle();
   }
 
   /** Runs one probe into the shared metrics; undefined (counted as skipped) when one is in flight. */
@@ -295,7 +165,7 @@ export class Prober {
       this.skip("a probe is already running");
       return undefined;
     }
-    return this.exclusive(async (signal) => {
+    return this.single.run(async (signal) => {
       this.runs++;
       const every = this.o.sweepEveryRuns ?? SWEEP_EVERY_RUNS;
       if (every > 0 && this.runs % every === 0) await this.sweeper.sweep();
@@ -318,7 +188,7 @@ export class Prober {
     const capMs = Math.min(o.timeoutMs ?? Number.POSITIVE_INFINITY, this.limits.totalTimeoutMs);
     const begin = this.monotonic();
     return new Promise<ProbeResult>((resolve, reject) => {
-      const job = this.exclusive(
+      const job = this.single.run(
         (signal) => {
           const left = Math.max(1, capMs - (this.monotonic() - begin));
           return this.probe(signal, "on_demand", { ...o, timeoutMs: left, answer: resolve });
@@ -332,13 +202,13 @@ export class Prober {
 
   /** Resolves when no run is in flight: e.g. the terminate an on-demand answer left running. */
   async idle(): Promise<void> {
-    await this.current?.promise.catch(() => undefined);
+    await this.single.idle();
   }
 
   /** Runs the orphan sweep now; the number deleted, or undefined when a probe is in flight. */
   async sweepOrphans(): Promise<number | undefined> {
     if (this.busy()) return undefined;
-    return this.exclusive(() => this.sweeper.sweep());
+    return this.single.run(() => this.sweeper.sweep());
   }
 
   /** The /status section: counters, the last run and the ring buffer of recent failures. */
@@ -353,7 +223,7 @@ export class Prober {
       instance: this.instance,
       schedule: this.o.schedule?.text ?? null,
       nextRun: this.nextRun(),
-      inFlight: this.current !== undefined,
+      inFlight: this.single.busy,
       runs: this.runs,
       skipped: this.skipped,
       lastRun: last
@@ -380,9 +250,9 @@ export class Prober {
   }
 
   /** Routes to mount on the server: GET /probe (this module only). */
-  routes(): Record<string, ProbeRouteHandler> {
-    return {
-      "/probe": probeHandler({
+  routes(): readonly Route[] {
+    return [
+      probeRoute({
         modules: [this],
         clock: this.clock,
         monotonic: this.monotonic,
@@ -390,7 +260,7 @@ export class Prober {
         namespace: this.o.namespace,
         scrub: (text) => this.secrets.scrub(text),
       }),
-    };
+    ];
   }
 
   /** The longest a run may take before terminate: the module's total timeout. */
@@ -404,7 +274,7 @@ export class Prober {
   }
 
   private busy(): boolean {
-    return this.stopped || this.current !== undefined;
+    return this.stopped || this.single.busy;
   }
 
   private skip(why: string): void {
@@ -412,87 +282,15 @@ export class Prober {
     this.o.logger?.warn({ module: this.module, why }, "probe skipped");
   }
 
-  /**
-   * Holds this module's single slot while `job` runs (stop() aborts its signal), and one of the
-   * shared run slots while it works on the platform.
-   */
-  private async exclusive<T>(
-    job: (signal: AbortSignal) => Promise<T>,
-    slotWait?: SlotWait<T>,
-  ): Promise<T> {
-    const abort = new AbortController();
-    const run = async () => {
-      const begin = this.monotonic();
-      const wait = slotWait ? deadline(slotWait.ms, abort.signal) : undefined;
-      let release: (() => void) | undefined;
-      try {
-        release = await this.o.slots?.acquire(wait?.signal ?? abort.signal);
-      } catch (err) {
-        if (!slotWait || abort.signal.aborted) throw err;
-        return slotWait.none(this.monotonic() - begin);
-      } finally {
-        wait?.clear();
-      }
-      try {
-        return await job(abort.signal);
-      } finally {
-        release?.();
-      }
-    };
-    const promise = run();
-    this.current = { promise, abort };
-    try {
-      return await promise;
-    } finally {
-      this.current = undefined;
-    }
-  }
-
-  /** Adds the result's failures from index `from` on to the /status log; the count then. */
-  private logFailures(result: ProbeResult, source: Source, from: number): number {
-    const time = new Date(result.finishedAt).toISOString();
-    for (const f of result.failures.slice(from)) {
-      this.failures.push({
-        time,
-        phase: f.phase,
-        reason: f.reason,
-        error: f.message,
-        source,
-        ...(result.sandboxId ? { sandboxId: result.sandboxId } : {}),
-      });
-    }
-    return result.failures.length;
-  }
-
   /** The answer of an on-demand run that got no slot in time (also in /status and the log). */
   private noSlot(capMs: number, waitedMs: number): ProbeResult {
-    const now = this.clock.now();
-    const size = this.o.slots?.size ?? 1;
-    const failure = {
-      phase: "create" as const,
-      reason: "slot" as const,
-      message: `create: no probe slot freed within ${Math.round(capMs)} ms (probe concurrency ${size})`,
-    };
-    this.failures.push({
-      time: new Date(now).toISOString(),
-      phase: failure.phase,
-      reason: failure.reason,
-      error: failure.message,
-      source: "on_demand",
-    });
+    const result = noSlotResult(this.clock.now(), capMs, waitedMs, this.o.slots?.size ?? 1);
+    this.failures.addResult(result, "on_demand");
     this.o.logger?.warn(
-      { module: this.module, source: "on_demand", failures: [failure] },
+      { module: this.module, source: "on_demand", failures: result.failures },
       "probe failed",
     );
-    return {
-      success: false,
-      startedAt: now - waitedMs,
-      finishedAt: now,
-      durationSeconds: waitedMs / 1000,
-      phases: {},
-      stream: { points: {}, keepalives: 0 },
-      failures: [failure],
-    };
+    return result;
   }
 
   private async probe(
@@ -521,7 +319,7 @@ export class Prober {
         ...(o.answer && {
           beforeTerminate: (partial: ProbeResult) => {
             // /status shows what the answer says as it is sent; terminate's failure joins later.
-            logged = this.logFailures(partial, source, 0);
+            logged = this.failures.addResult(partial, source);
             trace?.add("answer sent; terminate runs on (its outcome goes to /status and the log)");
             o.answer?.(partial);
           },
@@ -531,7 +329,7 @@ export class Prober {
       limits,
       signal,
     );
-    this.logFailures(result, source, logged);
+    this.failures.addResult(result, source, logged);
     const log = {
       module: this.module,
       source,

@@ -3,72 +3,21 @@ import { setTimeout as delay } from "node:timers/promises";
 import type { Clock } from "../util/clock.js";
 import { deadline, timerMs } from "../util/duration.js";
 import type { Secrets } from "../util/secrets.js";
-import {
-  askingAutoPause,
-  autoPauseResumeAgain,
-  autoPauseResumeLast,
-  autoPauseTimeoutS,
-  autoPauseWaitPhase,
-  prepareAutoPause,
-} from "./autopause.js";
-import {
-  autoResumeCheckPhase,
-  autoResumePausePhase,
-  autoResumeWakePhase,
-  prepareAutoResume,
-} from "./autoresume.js";
 import { createPhase } from "./create.js";
-import { execPhase } from "./exec.js";
-import { fileReadPhase } from "./file-read.js";
-import { fileWritePhase } from "./file-write.js";
-import { askingForTraffic, httpRequestPhase, httpWaitReadyPhase } from "./http.js";
-import { prepareLifecycle } from "./lifecycle.js";
-import { pausePhase } from "./pause.js";
-import {
-  AUTOPAUSE_PHASES,
-  AUTORESUME_PHASES,
-  HTTP_PHASES,
-  LIFECYCLE_PHASES,
-  type PhaseFn,
-  type ProbeControl,
-  type ProbeData,
-  type ProbePhase,
-  type ProbeRun,
-  type ProbeSettings,
-  type ProbeStep,
-  type StreamTimings,
+import type {
+  PhaseFn,
+  ProbeControl,
+  ProbeData,
+  ProbePhase,
+  ProbeRun,
+  ProbeSettings,
+  ProbeStep,
+  StreamTimings,
 } from "./phase.js";
 import { type FailureReason, failureReason, failureText } from "./probe-error.js";
-import { resumePhase } from "./resume.js";
-import { stateCheckPhase } from "./state-check.js";
+import { PROBE_STEPS, type StepRegistry } from "./probe-steps.js";
+import type { StepContext } from "./step.js";
 import { terminatePhase } from "./terminate.js";
-
-const PHASE_FNS: Readonly<Record<ProbePhase, PhaseFn>> = {
-  create: createPhase,
-  exec: execPhase,
-  file_write: fileWritePhase,
-  file_read: fileReadPhase,
-  pause: pausePhase,
-  resume: resumePhase,
-  state_check: stateCheckPhase,
-  autopause_wait: autoPauseWaitPhase,
-  autopause_resume: autoPauseResumeAgain,
-  autopause_check: stateCheckPhase,
-  http_wait_ready: httpWaitReadyPhase,
-  http_request: httpRequestPhase,
-  autoresume_pause: autoResumePausePhase,
-  autoresume_wake: autoResumeWakePhase,
-  autoresume_check: autoResumeCheckPhase,
-  terminate: terminatePhase,
-};
-
-/** The phases that run once, after create and the autopause rounds, for the configured steps. */
-function oncePhases(steps: ReadonlyArray<ProbeStep>): ProbePhase[] {
-  return [
-    ...(steps.includes("exec") ? (["exec"] as const) : []),
-    ...(steps.includes("file") ? (["file_write", "file_read"] as const) : []),
-  ];
-}
 
 /** Seconds taken by phases, by phase. */
 export type PhaseSeconds = Partial<Record<ProbePhase, number>>;
@@ -126,6 +75,8 @@ export interface RunnerDeps {
   secrets?: Secrets;
   /** Called with the result so far when the phases before terminate ended (terminate then runs). */
   beforeTerminate?: (result: ProbeResult) => void;
+  /** The steps a probe may run, in run order; default the registry (probe-steps.ts). */
+  steps?: StepRegistry;
 }
 
 /** Time limits of a probe run, ms. */
@@ -139,12 +90,10 @@ export interface RunnerLimits {
 }
 
 /**
- * Runs one probe: create, with the autopause step `lifecycleRounds` rounds of waiting for the
- * platform to pause the sandbox by itself, resuming and checking it, the phases of the other
- * configured steps, then `lifecycleRounds` rounds of pause, resume and state_check (after the
- * background process started), then terminate. Failures
- * are data in the result, never a rejection. `signal` (shutdown) aborts every phase but terminate,
- * so the sandbox (paused or not) is deleted before this resolves.
+ * Runs one probe: create, then the configured steps in the registry's order (each its phases, in
+ * rounds for some), then terminate. Failures are data in the result, never a rejection. `signal`
+ * (shutdown) aborts every phase but terminate, so the sandbox (paused or not) is deleted before
+ * this resolves.
  */
 export async function runProbe(
   deps: RunnerDeps,
@@ -155,26 +104,11 @@ export async function runProbe(
   const { clock, monotonic } = deps;
   const startedAt = clock.now();
   const t0 = monotonic();
-  const autoPause = settings.steps.includes("autopause");
-  const autoResume = settings.steps.includes("autoresume");
-  const restricted = settings.http?.allowPublicTraffic === false;
-  // With the autoresume step, create asks for auto-resume; with a restricted http step, for
-  // traffic that needs the token.
-  const inner =
-    autoResume || restricted
-      ? askingForTraffic(deps.control, { autoResume, allowPublicTraffic: !restricted }, (c) => {
-          run.autoResumeAsked = c.autoResume;
-          if (c.trafficToken !== undefined) run.trafficToken = c.trafficToken;
-        })
-      : deps.control;
+  const steps = (deps.steps ?? PROBE_STEPS).filter((s) =>
+    settings.steps.includes(s.name as ProbeStep),
+  );
   const run: ProbeRun = {
-    // With the autopause step, create asks for auto-pause and the step's short timeout.
-    control: autoPause
-      ? askingAutoPause(inner, autoPauseTimeoutS({ settings }), monotonic, (yes, sentAt) => {
-          run.autoPauseAsked = yes;
-          run.autoPauseTimerFrom = sentAt;
-        })
-      : inner,
+    control: deps.control,
     data: deps.data,
     settings,
     nonce: deps.nonce(),
@@ -182,16 +116,24 @@ export async function runProbe(
     sleep: deps.sleep ?? ((ms, s) => delay(timerMs(ms), undefined, { signal: s })),
     stream: { points: {}, keepalives: 0 },
   };
+  // Each step asks create for what it needs: auto-pause, auto-resume, restricted traffic.
+  for (const step of steps) {
+    const capability = step.needs?.capability;
+    if (capability) run.control = capability.ask(run.control, run);
+    if (step.create) run.control = step.create(run.control, run);
+  }
+  const stepLimits = new Map<string, (run: ProbeRun, ms: number) => number>();
+  for (const step of steps)
+    for (const [phase, limit] of Object.entries(step.limits ?? {}))
+      if (limit) stepLimits.set(phase, limit);
   const phases: PhaseSeconds = {};
   const rounds: PhaseSeconds[] = [];
   const failures: ProbeFailure[] = [];
   const unsupported: ProbeStep[] = [];
-  // The wait outlasts the sandbox timeout by one phase limit (the grace) unless set on its own.
   const limitOf = (p: ProbePhase): number =>
     limits.phaseTimeouts?.[p] ??
-    (p === "autopause_wait" || (p === "autoresume_pause" && autoPause)
-      ? limits.phaseTimeoutMs + autoPauseTimeoutS(run) * 1000
-      : limits.phaseTimeoutMs);
+    stepLimits.get(p)?.(run, limits.phaseTimeoutMs) ??
+    limits.phaseTimeoutMs;
 
   // Strong timers (see `deadline`), cleared as soon as their phases end.
   const total = deadline(limits.totalTimeoutMs, signal);
@@ -219,89 +161,42 @@ export async function runProbe(
   const leftBehind = run.sandbox?.id;
   return { ...resultSoFar(), ...(leftBehind !== undefined ? { leftBehind } : {}) };
 
-  /** Every phase before terminate; the first failure, if any. */
+  /** Create, then every step; the first failure, if any. */
   async function mainPhases(): Promise<ProbeFailure | undefined> {
+    const context = stepContext();
     const created = await bounded("create", createPhase);
     if (created) return created;
-    if (autoPause) {
-      const failed = await autoPauseRounds();
-      if (failed) return failed;
-    }
-    for (const phase of oncePhases(settings.steps)) {
-      const failed = await bounded(phase, PHASE_FNS[phase]);
-      if (failed) return failed;
-    }
-    if (settings.steps.includes("http")) {
-      for (const phase of HTTP_PHASES) {
-        const failed = await bounded(phase, PHASE_FNS[phase]);
-        if (failed) return failed;
+    for (const step of steps) {
+      // Not run, not failed, where create could not get the capability the step needs.
+      const capability = step.needs?.capability;
+      if (capability && !capability.granted(run)) {
+        unsupported.push(step.name as ProbeStep);
+        continue;
       }
-    }
-    if (autoResume) {
-      const failed = await autoResumePhases();
-      if (failed) return failed;
-    }
-    if (!settings.steps.includes("lifecycle")) return undefined;
-    // Starting the background process is no platform operation worth a duration: its failure is
-    // the pause phase's, its time counts only in the total.
-    const setup = await bounded("pause", prepareLifecycle, { setup: true });
-    if (setup) return setup;
-    for (let round = 0; round < Math.max(1, settings.lifecycleRounds); round++) {
-      const times: PhaseSeconds = {};
-      rounds.push(times);
-      for (const phase of LIFECYCLE_PHASES) {
-        const failed = await bounded(phase, PHASE_FNS[phase], { round: times });
-        if (failed) return failed;
-      }
+      const failed = await step.run(context);
+      if (failed) return failed as ProbeFailure;
     }
     return undefined;
   }
 
-  /**
-   * The autopause rounds: waits for the platform to pause the sandbox by itself, resumes it (the
-   * short timeout again but in the last round) and checks it. Never pauses it, never moves its
-   * timeout meanwhile. Unsupported (not run, not failed) when create could not ask for auto-pause.
-   */
-  async function autoPauseRounds(): Promise<ProbeFailure | undefined> {
-    if (run.autoPauseAsked !== true) {
-      unsupported.push("autopause");
-      return undefined;
-    }
-    const setup = await bounded("autopause_wait", prepareAutoPause, { setup: true });
-    if (setup) return setup;
-    const last = Math.max(1, settings.lifecycleRounds) - 1;
-    for (let round = 0; round <= last; round++) {
-      const times: PhaseSeconds = {};
-      rounds.push(times);
-      for (const phase of AUTOPAUSE_PHASES) {
-        // With the autoresume step, the last resume keeps the short timeout: its pause is the next.
-        const fn =
-          phase === "autopause_resume" && round === last && !autoResume
-            ? autoPauseResumeLast
-            : PHASE_FNS[phase];
-        const failed = await bounded(phase, fn, { round: times });
-        if (failed) return failed;
-      }
-    }
-    return undefined;
-  }
-
-  /**
-   * The autoresume phases: pause (or the platform's auto-pause), wake by traffic alone, check.
-   * Unsupported (not run, not failed) when create could not ask for auto-resume.
-   */
-  async function autoResumePhases(): Promise<ProbeFailure | undefined> {
-    if (run.autoResumeAsked !== true) {
-      unsupported.push("autoresume");
-      return undefined;
-    }
-    const setup = await bounded("autoresume_pause", prepareAutoResume, { setup: true });
-    if (setup) return setup;
-    for (const phase of AUTORESUME_PHASES) {
-      const failed = await bounded(phase, PHASE_FNS[phase]);
-      if (failed) return failed;
-    }
-    return undefined;
+  /** What a step runs its phases with. */
+  function stepContext(): StepContext<string> {
+    return {
+      run,
+      async phases(list, round) {
+        for (const [phase, fn] of list) {
+          const failed = await bounded(phase as ProbePhase, fn, round ? { round } : {});
+          if (failed) return failed;
+        }
+        return undefined;
+      },
+      setup: (phase, fn, before) => bounded(phase as ProbePhase, fn, { setup: before }),
+      round() {
+        const times: PhaseSeconds = {};
+        rounds.push(times);
+        return times;
+      },
+    };
   }
 
   /** The result as it stands (copies, so a later phase does not change an answer already sent). */
@@ -359,13 +254,7 @@ export async function runProbe(
       deps.secrets?.addTransient(run.trafficToken);
       const text = describe(phase, reason, err, phaseSignal);
       const message = deps.secrets ? deps.secrets.scrub(text) : text;
-      const before =
-        phase === "autopause_wait"
-          ? "before the first wait"
-          : phase === "autoresume_pause"
-            ? "before the pause"
-            : "before the first pause";
-      return { phase, reason, message: o.setup ? `${before}: ${message}` : message };
+      return { phase, reason, message: o.setup ? `${o.setup}: ${message}` : message };
     } finally {
       deps.secrets?.addTransient(run.sandbox?.accessToken);
       const seconds = (monotonic() - begin) / 1000;
@@ -390,8 +279,11 @@ export async function runProbe(
 
 /** How a phase run is recorded. */
 interface TimedOptions {
-  /** Preparation run under the phase's name and limits, but neither announced nor timed. */
-  setup?: boolean;
-  /** The lifecycle round whose durations it joins. */
+  /**
+   * Preparation run under the phase's name and limits, neither announced nor timed; its failure's
+   * message starts with this ("before the first pause").
+   */
+  setup?: string;
+  /** The round whose durations it joins. */
   round?: PhaseSeconds;
 }

@@ -22,9 +22,6 @@ export type PasswordCompare = (password: string, hash: string) => Promise<boolea
 /** What the gate says of a request: let in, refused (401), or no compare could be had now (503). */
 export type AuthVerdict = "ok" | "unauthorized" | "busy";
 
-/** Paths that stay open so orchestrators can probe liveness without credentials. */
-const OPEN_PATHS = ["/healthz", "/readyz"];
-
 /** Verified credentials remembered at most; the oldest goes first, as a scrape repeats its own. */
 const MAX_VERIFIED = 100;
 /** Refused credentials remembered at most, so the same wrong password is not compared again. */
@@ -239,42 +236,34 @@ function remember(
   memory.set(key, r);
 }
 
-/** The listener's gate for one set of credentials; a new gate is built when the users change. */
+/**
+ * The listener's gate for one set of credentials; a new gate is built when the users change.
+ * Which routes it guards is the route table's to say (a route's `auth`).
+ */
 export class ListenerAuth {
   readonly #auth: ServerAuth | undefined;
   readonly #verifier: LoginVerifier;
-  readonly #open: Set<string>;
 
   constructor(
     auth: ServerAuth | undefined,
-    options: {
-      compare?: PasswordCompare;
-      openPaths?: readonly string[];
-      verifier?: LoginVerifier;
-    } = {},
+    options: { compare?: PasswordCompare; verifier?: LoginVerifier } = {},
   ) {
     this.#auth = auth;
     this.#verifier =
       options.verifier ?? new LoginVerifier(options.compare ? { compare: options.compare } : {});
     // The verifier outlives a reload: what it remembers of users whose hash stayed is kept.
     this.#verifier.retain(auth?.basicUsers);
-    this.#open = new Set([...OPEN_PATHS, ...(options.openPaths ?? [])]);
   }
 
-  /** True when requests (other than to open paths) must carry credentials. */
+  /** True when requests (other than to open routes) must carry credentials. */
   get required(): boolean {
     return requiresCredentials(this.#auth);
   }
 
-  /** True when the request may proceed. */
-  async authorize(req: IncomingMessage, path: string): Promise<boolean> {
-    return (await this.check(req, path)) === "ok";
-  }
-
   /** Whether the request may proceed, is refused, or finds every compare taken. */
-  async check(req: IncomingMessage, path: string): Promise<AuthVerdict> {
+  async check(req: IncomingMessage): Promise<AuthVerdict> {
     const auth = this.#auth;
-    if (!auth || !requiresCredentials(auth) || this.#open.has(path)) return "ok";
+    if (!auth || !requiresCredentials(auth)) return "ok";
     const header = req.headers.authorization ?? "";
     const space = header.indexOf(" ");
     const scheme = header.slice(0, space).toLowerCase();

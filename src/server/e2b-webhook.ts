@@ -3,19 +3,18 @@
 // followed by the raw body, base64url without padding (e2b-dev/docs lifecycle-events-webhooks.mdx).
 // It is checked over the raw bytes before anything is parsed; each event goes to the shared sink,
 // which de-duplicates on the event id with the events collector. Anyone who reaches the route can
-// post to it, so the deliveries in flight are bounded in number and bytes as a whole, and each
-// kind of refusal is logged at most once a minute. At either bound the delivery read longest is
-// answered 503 and gives its place to the new one: senders that hold a body back cannot keep E2B's
-// prompt deliveries out.
+// post to it, so the deliveries in flight are bounded in number and bytes as a whole
+// (delivery-reads.ts), and each kind of refusal is logged at most once a minute.
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { LifecycleEvent, LifecycleEventSink } from "../platform/events.js";
 import type { Clock } from "../util/clock.js";
-import { deadline } from "../util/duration.js";
-import { InflightBudget, type InflightTicket } from "../util/inflight-budget.js";
+import { InflightBudget } from "../util/inflight-budget.js";
 import { LogLimiter } from "../util/log-limiter.js";
-import { type RouteHandler, send } from "./server.js";
+import type { Route, RouteHandler } from "../util/route.js";
+import { type BodyLimits, type Bound, DeliveryReads } from "./delivery-reads.js";
+import { send } from "./respond.js";
 
 /** The path E2B is registered to deliver to. */
 export const E2B_WEBHOOK_PATH = "/webhooks/e2b";
@@ -46,20 +45,11 @@ export type DeliveryResult = (typeof DELIVERY_RESULTS)[number];
 /** Every `reason` of the dropped-events counter, exported at 0 from the start. */
 export const DROP_REASONS = ["invalid", "stale"] as const;
 
-/** The bound a delivery was refused at: too many deliveries in flight, or too many bytes. */
-type Bound = "deliveries" | "bytes";
-
-/** A delivery being read; `evict` ends its read as refused at `bound` and gives its budget back. */
-interface Reading {
-  evict(bound: Bound): void;
-}
-
-/** What one delivery and all of them together may hold (the webhooks settings). */
-export interface WebhookLimits {
-  /** Largest delivery body read; past it 413. */
-  maxBodyBytes: number;
-  /** Longest a delivery's body may take to arrive: a sender trickling bytes is cut off (408). */
-  bodyTimeoutMs: number;
+/**
+ * What one delivery (413 past its size, 408 past its time) and all of them together may hold (the
+ * webhooks settings).
+ */
+export interface WebhookLimits extends BodyLimits {
   /** Deliveries read at once; one more is answered 503 at once. */
   maxInFlight: number;
   /** Body bytes all deliveries in flight hold together; past it 503 at once. */
@@ -74,6 +64,8 @@ export interface E2bWebhookOptions {
   /** One raw event to a LifecycleEvent; throws an error naming the field when it cannot. */
   parse: (raw: unknown) => LifecycleEvent;
   limits: WebhookLimits;
+  /** webhooks.e2bAuthExempt: E2B cannot send the listener's credentials, so the route may be opened. */
+  authExempt: boolean;
   /** The budget of the deliveries in flight (tests look at it); default one of `limits`. */
   budget?: InflightBudget;
   /**
@@ -89,13 +81,14 @@ export interface E2bWebhookOptions {
   secrets?: { scrub(text: string): string };
 }
 
-/** The route, and the count of the deliveries the listener's auth refused before they reached it. */
-export type E2bWebhookRoute = RouteHandler & { refusedByListener(): void };
-
-/** The RouteHandler for POST /webhooks/e2b. Answers as soon as the events are in the sink. */
-export function e2bWebhookRoute(o: E2bWebhookOptions): E2bWebhookRoute {
+/**
+ * POST /webhooks/e2b as a route record: exemptable from the listener's auth, not acting. Answers as
+ * soon as the events are in the sink; the requests the server refuses before it are counted too.
+ */
+export function e2bWebhookRoute(o: E2bWebhookOptions): Route {
   const { limits } = o;
   const budget = o.budget ?? new InflightBudget(limits.maxInFlight, limits.maxInFlightBytes);
+  const reads = new DeliveryReads(budget);
   const scrub = (t: string): string => (o.secrets ? o.secrets.scrub(t) : t);
   // Every refusal an unsigned caller can cause is one line per reason and minute, with a count.
   const warnings = new LogLimiter({ intervalMs: WARN_INTERVAL_MS, now: () => o.clock.now() });
@@ -132,8 +125,6 @@ export function e2bWebhookRoute(o: E2bWebhookOptions): E2bWebhookRoute {
     },
   });
 
-  // The deliveries being read, oldest first (a Set keeps insertion order).
-  const reading = new Set<Reading>();
   const busy = (req: IncomingMessage, res: ServerResponse, ids: object, bound: Bound): void => {
     deliveries.labels("busy").inc();
     warn(
@@ -145,22 +136,13 @@ export function e2bWebhookRoute(o: E2bWebhookOptions): E2bWebhookRoute {
     refuse(req, res, 503, `too many deliveries in flight (${bound}); retry\n`);
   };
 
+  // The server answers other methods (405) from the record, and tells `refused` of them.
   const handler: RouteHandler = async (req, _url, res) => {
-    if (req.method !== "POST") {
-      deliveries.labels("method").inc();
-      res.setHeader("Allow", "POST");
-      return send(res, 405, "text/plain; charset=utf-8", "method not allowed\n");
-    }
     const ids = deliveryIds(req);
-    let ticket = budget.enter();
-    if (!ticket) {
-      // The delivery read longest (a prompt one ends in milliseconds) makes way for this one.
-      reading.values().next().value?.evict("deliveries");
-      ticket = budget.enter();
-    }
+    const ticket = reads.enter();
     if (!ticket) return busy(req, res, ids, "deliveries");
     try {
-      const body = await readCapped(req, limits, ticket, reading);
+      const body = await reads.read(req, limits, ticket);
       // The sender went away mid-body: nobody is left to answer.
       if (body === "aborted") return;
       if (body === "deliveries" || body === "bytes") return busy(req, res, ids, body);
@@ -250,8 +232,20 @@ export function e2bWebhookRoute(o: E2bWebhookOptions): E2bWebhookRoute {
     send(res, 200, "application/json", `${JSON.stringify(answer)}\n`);
   };
 
-  return Object.assign(handler, {
-    refusedByListener(): void {
+  return {
+    method: "POST",
+    path: E2B_WEBHOOK_PATH,
+    // E2B cannot send the listener's credentials: open only when the setting says so.
+    auth: "exemptable",
+    exempt: o.authExempt,
+    acting: false,
+    description: "E2B lifecycle webhook deliveries (signed), into the event ledger",
+    handler,
+    refused(why) {
+      if (why === "method") {
+        deliveries.labels("method").inc();
+        return;
+      }
       deliveries.labels("unauthorized_listener").inc();
       warn(
         "unauthorized_listener",
@@ -259,7 +253,7 @@ export function e2bWebhookRoute(o: E2bWebhookOptions): E2bWebhookRoute {
         "E2B webhook delivery refused by the listener's auth (401): E2B sends no listener credentials; set webhooks.e2bAuthExempt",
       );
     },
-  });
+  };
 }
 
 /** E2B's signature of `body` under `secret`: base64url SHA-256 of secret then body, no padding. */
@@ -307,90 +301,6 @@ function parseDelivery(
     }
   }
   return events.length > 0 ? { events, problems } : (problems[0] as string);
-}
-
-/**
- * The whole body, or "too_large" as soon as it is longer than `maxBodyBytes` (a declared
- * Content-Length is believed first; reading stops there), "timeout" when it has not all arrived
- * within `bodyTimeoutMs`, "aborted" when the connection broke first, or the bound it was refused
- * at: evicted by a newer delivery, or its own bytes not fitting once every older one is gone.
- * Bytes are counted against the ticket as they arrive, making room by evicting the oldest of
- * `reading`; a declared length takes nothing, so an idle sender holds a place but no bytes.
- * Whatever it refuses, it keeps no chunk.
- */
-function readCapped(
-  req: IncomingMessage,
-  limits: WebhookLimits,
-  ticket: InflightTicket,
-  reading: Set<Reading>,
-): Promise<Buffer | "too_large" | "timeout" | "aborted" | Bound> {
-  const max = limits.maxBodyBytes;
-  const declared = Number(req.headers["content-length"]);
-  const known = req.headers["content-length"] !== undefined && Number.isFinite(declared);
-  if (known && declared > max) return Promise.resolve("too_large");
-  return new Promise((resolve) => {
-    let chunks: Buffer[] = [];
-    let size = 0;
-    const limit = deadline(limits.bodyTimeoutMs);
-    const self: Reading = {
-      evict: (bound) => {
-        stop(bound);
-        ticket.release();
-      },
-    };
-    reading.add(self);
-    const stop = (outcome: "too_large" | "timeout" | Bound): void => {
-      done();
-      chunks = [];
-      req.pause();
-      resolve(outcome);
-    };
-    const onTimeout = (): void => stop("timeout");
-    limit.signal.addEventListener("abort", onTimeout, { once: true });
-    const done = (): void => {
-      reading.delete(self);
-      limit.clear();
-      limit.signal.removeEventListener("abort", onTimeout);
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("error", onError);
-      req.off("close", onClose);
-    };
-    const onData = (chunk: Buffer): void => {
-      size += chunk.byteLength;
-      if (size > max) {
-        stop("too_large");
-        return;
-      }
-      // No room: the oldest delivery goes, this one when it is the oldest.
-      while (!ticket.take(chunk.byteLength)) {
-        const oldest = reading.values().next().value;
-        if (oldest === undefined || oldest === self) {
-          stop("bytes");
-          return;
-        }
-        oldest.evict("bytes");
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = (): void => {
-      done();
-      resolve(Buffer.concat(chunks, size));
-    };
-    const onError = (): void => {
-      done();
-      chunks = [];
-      resolve("aborted");
-    };
-    // A connection closed before the end: the same as an error.
-    const onClose = (): void => {
-      if (!req.complete) onError();
-    };
-    req.on("data", onData);
-    req.on("end", onEnd);
-    req.on("error", onError);
-    req.on("close", onClose);
-  });
 }
 
 /** 413, 408 or 503, then the connection is closed: the rest of the body is never read. */

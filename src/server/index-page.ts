@@ -1,42 +1,23 @@
-// The landing page at "/": links to every endpoint, nothing else.
-
-const BASE_LINKS: Array<[string, string]> = [
-  ["/metrics", "Prometheus metrics (cached snapshot of the last poll)"],
-  [
-    "/status",
-    "last cycle per collector, durations, errors, staleness; probe runs; the policy's plan (JSON)",
-  ],
-  ["/healthz", "liveness"],
-  ["/readyz", "readiness: 200 once some collector's data is good, 503 before"],
-];
-
-/** What the optional routes do, as the page says it. */
-const ROUTE_TEXT: Record<string, string> = {
-  "/probe":
-    "runs one probe of a module now and answers with its metrics (creates a sandbox; ?module=NAME, &debug=true for a trace)",
-};
-
-/** Routes that take deliveries (POST only): named, not linked, since a browser's GET gets a 405. */
-const RECEIVER_PREFIX = "/webhooks/";
+// The landing page at "/", generated from the route table: each route with its description.
+import { methodsOf, type Route } from "../util/route.js";
 
 /**
- * Renders the HTML landing page, listing optional routes too; `links` gives the href of a route
- * whose bare path is no page (e.g. /probe with a module), so every link answers 200.
+ * Renders the HTML landing page from `routes` (hidden ones left out). A route that answers GET is
+ * linked, at its example when it needs a parameter, so every link answers 200; the others (POST
+ * deliveries, the lifecycle API) are named with their methods, not linked: a browser's GET gets 405.
  */
-export function indexPage(extraRoutes: string[], links: Record<string, string> = {}): string {
-  const pages = extraRoutes.filter((r) => !r.startsWith(RECEIVER_PREFIX));
-  const receivers = extraRoutes.filter((r) => r.startsWith(RECEIVER_PREFIX));
-  const items = [
-    ...BASE_LINKS.map(([href, text]) => [href, text] as const),
-    ...pages.map((r) => [links[r] ?? r, ROUTE_TEXT[r] ?? ""] as const),
-  ];
+export function indexPage(routes: readonly Route[]): string {
+  const shown = routes.filter((r) => r.hidden !== true);
+  const linked = shown.filter((r) => methodsOf(r).includes("GET"));
+  const named = shown.filter((r) => !methodsOf(r).includes("GET"));
   const lines = [
-    ...items.map(([href, text]) => {
-      const h = escapeHtml(href);
-      return `<li><a href="${h}">${h}</a> ${escapeHtml(text)}</li>`;
+    ...linked.map((r) => {
+      const h = escapeHtml(r.example ?? r.path);
+      return `<li><a href="${h}">${h}</a> ${escapeHtml(r.description)}</li>`;
     }),
-    ...receivers.map(
-      (r) => `<li><code>POST ${escapeHtml(r)}</code> receives webhook deliveries</li>`,
+    ...named.map(
+      (r) =>
+        `<li><code>${escapeHtml(`${methodsOf(r).join(", ")} ${r.path}`)}</code> ${escapeHtml(r.description)}</li>`,
     ),
   ].join("\n");
   return `<!doctype html>

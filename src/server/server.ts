@@ -1,4 +1,5 @@
-// The HTTP face of the exporter: /metrics, /healthz, /readyz, /status, / and /-/reload.
+// The HTTP face of the exporter: the listener (HTTP or TLS), its auth, and dispatch from the route
+// table (routes.ts): 404 for a path not in it, 405 for a method the route does not declare.
 import {
   createServer as createHttpServer,
   type IncomingMessage,
@@ -15,7 +16,8 @@ import {
   refuseLogin,
   type ServerAuth,
 } from "./auth.js";
-import { indexPage } from "./index-page.js";
+import { methodNotAllowed, send } from "./respond.js";
+import { type BuiltinRouteDeps, isOpen, methodsOf, type Route, routeTable } from "./routes.js";
 import {
   clientCertRefusal,
   secureContextOptions,
@@ -25,43 +27,25 @@ import {
   WebConfigError,
 } from "./web-config.js";
 
-/** Exposition formats the metrics layer renders. */
-export type ExpositionFormat = "prometheus" | "openmetrics";
-
-/** A rendered scrape body, as chunks written in order. */
-export interface RenderedMetrics {
-  body: Buffer[];
-  contentType: string;
-  contentEncoding?: "gzip";
-}
-
-/** Extra handler mounted by optional parts (e.g. /probe). */
-export type RouteHandler = (req: IncomingMessage, url: URL, res: ServerResponse) => Promise<void>;
+export type {
+  ExpositionFormat,
+  RenderedMetrics,
+  Route,
+  RouteHandler,
+} from "./routes.js";
 
 /** What the server serves; every part is injected by the CLI. */
-export interface ServerDeps {
-  render(format: ExpositionFormat, gzip: boolean): Promise<RenderedMetrics>;
-  negotiate(accept: string | undefined): ExpositionFormat;
-  status(): unknown;
-  ready(): boolean;
-  reload?(): Promise<{ ok: boolean; error?: string }>;
-  /** Serve POST /-/reload (Prometheus' --web.enable-lifecycle); otherwise it answers 403. */
-  enableLifecycle?: boolean;
-  routes?: Record<string, RouteHandler>;
-  /** The landing page's link to an extra route when its bare path is no page (/probe needs ?module=). */
-  links?: Record<string, string>;
+export interface ServerDeps extends BuiltinRouteDeps {
+  /** The features' routes (the probe's, the webhook's), mounted beside the built-in ones. */
+  routes?: readonly Route[];
   /** Deprecated listener settings (server.bearerTokenFile, server.basicAuthUsers). */
   auth?: ServerAuth;
   /** Deprecated listener settings (server.tlsCertFile, server.tlsKeyFile). */
   tls?: { cert: Buffer; key: Buffer };
   /** The --web.config.file (exporter-toolkit's format); not together with `auth` or `tls`. */
   webConfig?: WebConfig;
-  /** Paths served without credentials, beyond /healthz and /readyz. */
-  openPaths?: readonly string[];
   /** Checks a basic-auth password against its bcrypt hash (tests count the calls); default bcryptjs. */
   passwordCompare?: PasswordCompare;
-  /** Told of every request the listener's auth refused (401), by path (the webhook counts its own). */
-  onUnauthorized?(path: string): void;
   logger: { warn(obj: object, msg: string): void };
   /** Paces the listener's rate-limited warnings (refused logins). */
   clock: Clock;
@@ -74,16 +58,12 @@ interface ListenerSecurity {
   tls: TlsSettings | undefined;
 }
 
-/** Prometheus' answer to a lifecycle call it was not started to accept, word for word. */
-const LIFECYCLE_OFF = "Lifecycle API is not enabled.";
-
-/** Routes whose requests make the exporter act on the platform: a probe creates a sandbox. */
-const ACTING_ROUTES = ["/probe"];
-
 /** A listening server. */
 export interface RunningServer {
   readonly url: string;
   readonly port: number;
+  /** The route table served, built-in routes first, in the order the landing page lists them. */
+  readonly routes: readonly Route[];
   /**
    * Applies a reloaded web config file: new users, headers, certificate and client-certificate
    * policy for the next connections. Throws WebConfigError (and changes nothing) when it would turn
@@ -109,6 +89,7 @@ export async function startServer(listen: string, deps: ServerDeps): Promise<Run
       "",
       "replaces the deprecated auth and TLS: not both",
     );
+  const table = routeTable(deps, deps.routes);
   // One verifier for the server's life: its bcrypt threads, and the logins it remembers across reloads.
   const verifier = new LoginVerifier({
     ...(deps.passwordCompare ? { compare: deps.passwordCompare } : {}),
@@ -117,16 +98,15 @@ export async function startServer(listen: string, deps: ServerDeps): Promise<Run
   });
   const securityOf = (web: WebConfig | undefined): ListenerSecurity => {
     const users = web && Object.keys(web.users).length > 0 ? { basicUsers: web.users } : undefined;
-    const options = { verifier, ...(deps.openPaths ? { openPaths: deps.openPaths } : {}) };
     return {
-      auth: new ListenerAuth(web ? users : deps.auth, options),
+      auth: new ListenerAuth(web ? users : deps.auth, { verifier }),
       headers: web?.headers ?? {},
       tls: web?.tls,
     };
   };
   let security = securityOf(deps.webConfig);
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
-    handle(deps, security, req, res).catch((err: unknown) => {
+    handle(table, security, req, res).catch((err: unknown) => {
       deps.logger.warn({ err, path: req.url }, "request failed");
       if (!res.headersSent) send(res, 500, "text/plain; charset=utf-8", "internal error\n");
       else res.destroy();
@@ -157,10 +137,11 @@ export async function startServer(listen: string, deps: ServerDeps): Promise<Run
   const address = server.address() as AddressInfo;
   const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `${server instanceof HttpsServer ? "https" : "http"}://${shownHost}:${address.port}`;
-  warnIfOpen(deps, security.auth.required, address.address, listen, url);
+  warnIfOpen(deps, table, security.auth.required, address.address, listen, url);
   return {
     url,
     port: address.port,
+    routes: [...table.values()],
     setWebConfig(next: WebConfig): void {
       const tlsNow = security.tls !== undefined || deps.tls !== undefined;
       if ((next.tls !== undefined) !== tlsNow)
@@ -185,81 +166,49 @@ export async function startServer(listen: string, deps: ServerDeps): Promise<Run
   };
 }
 
+/** Auth unless the route is open, then the method, then the route's handler. */
 async function handle(
-  deps: ServerDeps,
+  table: ReadonlyMap<string, Route>,
   security: ListenerSecurity,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
   const url = new URL(req.url ?? "/", "http://exporter");
-  const path = url.pathname;
+  const route = table.get(url.pathname);
   for (const [name, value] of Object.entries(security.headers)) res.setHeader(name, value);
-  const verdict = await security.auth.check(req, path);
-  if (verdict !== "ok") {
-    if (verdict === "unauthorized") deps.onUnauthorized?.(path);
-    return refuseLogin(res, verdict);
-  }
-  const extra = deps.routes?.[path];
-  if (extra) return extra(req, url, res);
-  switch (path) {
-    case "/metrics": {
-      if (!isRead(req)) return methodNotAllowed(res, "GET, HEAD");
-      const gzip = /\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""));
-      const out = await deps.render(deps.negotiate(req.headers.accept), gzip);
-      res.statusCode = 200;
-      res.setHeader("Content-Type", out.contentType);
-      if (out.contentEncoding) res.setHeader("Content-Encoding", out.contentEncoding);
-      res.setHeader(
-        "Content-Length",
-        out.body.reduce((n, b) => n + b.byteLength, 0),
-      );
-      if (req.method !== "HEAD") for (const chunk of out.body) res.write(chunk);
-      res.end();
-      return;
+  // A path not in the table asks for credentials too: an unauthenticated caller learns nothing.
+  if (route === undefined || !isOpen(route)) {
+    const verdict = await security.auth.check(req);
+    if (verdict !== "ok") {
+      if (verdict === "unauthorized") route?.refused?.("unauthorized");
+      return refuseLogin(res, verdict);
     }
-    case "/healthz":
-      return send(res, 200, "text/plain; charset=utf-8", "ok\n");
-    case "/readyz":
-      return deps.ready()
-        ? send(res, 200, "text/plain; charset=utf-8", "ready\n")
-        : send(res, 503, "text/plain; charset=utf-8", "no good data yet\n");
-    case "/status":
-      return send(res, 200, "application/json", `${JSON.stringify(deps.status(), null, 2)}\n`);
-    case "/-/reload": {
-      if (req.method !== "POST" && req.method !== "PUT") return methodNotAllowed(res, "POST, PUT");
-      if (!deps.enableLifecycle) return send(res, 403, "text/plain; charset=utf-8", LIFECYCLE_OFF);
-      if (!deps.reload)
-        return send(res, 404, "text/plain; charset=utf-8", "reload not available\n");
-      const result = await deps.reload();
-      return result.ok
-        ? send(res, 200, "text/plain; charset=utf-8", "reloaded\n")
-        : send(res, 500, "text/plain; charset=utf-8", `reload failed: ${result.error ?? ""}\n`);
-    }
-    case "/":
-      return send(
-        res,
-        200,
-        "text/html; charset=utf-8",
-        indexPage(Object.keys(deps.routes ?? {}), deps.links),
-      );
-    default:
-      return send(res, 404, "text/plain; charset=utf-8", "not found\n");
   }
+  if (route === undefined) return send(res, 404, "text/plain; charset=utf-8", "not found\n");
+  const methods = methodsOf(route);
+  if (!methods.some((m) => m === req.method)) {
+    route.refused?.("method");
+    return methodNotAllowed(res, methods);
+  }
+  return route.handler(req, url, res);
 }
 
 /**
  * Warns when anyone who reaches the port could make the exporter act (create probe sandboxes):
- * the bound address is not loopback, no credentials are required and such a route is served.
+ * the bound address is not loopback and an acting route takes requests without credentials.
  */
 function warnIfOpen(
   deps: ServerDeps,
+  table: ReadonlyMap<string, Route>,
   authRequired: boolean,
   bound: string,
   listen: string,
   url: string,
 ): void {
-  const acting = ACTING_ROUTES.filter((r) => deps.routes?.[r] !== undefined);
-  if (acting.length === 0 || authRequired || isLoopback(bound)) return;
+  const acting = [...table.values()]
+    .filter((r) => r.acting && (!authRequired || isOpen(r)))
+    .map((r) => r.path);
+  if (acting.length === 0 || isLoopback(bound)) return;
   deps.logger.warn(
     { listen, url, routes: acting },
     "the listener is reachable beyond loopback without authentication and serves routes that create sandboxes: set basic_auth_users in --web.config.file, or listen on 127.0.0.1",
@@ -271,21 +220,4 @@ export function isLoopback(address: string): boolean {
   const v4 = address.toLowerCase().startsWith("::ffff:") ? address.slice(7) : address;
   if (isIPv4(v4)) return v4.startsWith("127.");
   return address === "::1";
-}
-
-function isRead(req: IncomingMessage): boolean {
-  return req.method === "GET" || req.method === "HEAD";
-}
-
-function methodNotAllowed(res: ServerResponse, allow: string): void {
-  res.setHeader("Allow", allow);
-  send(res, 405, "text/plain; charset=utf-8", "method not allowed\n");
-}
-
-/** Writes a complete small response. */
-export function send(res: ServerResponse, status: number, contentType: string, body: string): void {
-  res.statusCode = status;
-  res.setHeader("Content-Type", contentType);
-  res.setHeader("Content-Length", Buffer.byteLength(body));
-  res.end(body);
 }

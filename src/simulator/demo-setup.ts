@@ -1,8 +1,10 @@
 // What `npm run demo` runs, as functions a test can run too: the demo's simulated fleet and the
 // exporter flags that point at it. src/demo.ts only adds the process around them.
+
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { DEFAULT_TEAM_ID } from "./events.js";
 import { type ActivityMix, applyActivityMix } from "./generate.js";
 import { dataPlaneFlags, type Simulator, startSimulator } from "./simulator.js";
 
@@ -133,6 +135,10 @@ function platformTruthFlags(dir: string): string[] {
     "--poll-template-builds",
     "--team-concurrency-limit",
     String(DEMO_TEAM_LIMIT),
+    // The key's team, as an operator sets it: learning it from the events would leave the first
+    // tick's team read (before any event arrived) failed, a warning a newcomer cannot act on.
+    "--team-id",
+    DEFAULT_TEAM_ID,
     "--e2b-webhook-secret-file",
     file,
   ];
@@ -164,13 +170,13 @@ function probeModulesFlags(e2b: boolean, dir: string): string[] {
     "      schedule: 15s",
     "    - name: lifecycle",
     "      schedule: 30s",
-    "      phases: [exec, file, lifecycle]",
+    "      steps: [exec, file, lifecycle]",
     "      lifecycleRounds: 2",
     ...(e2b
       ? [
           "    - name: autopause",
           "      schedule: 60s",
-          "      phases: [file, autopause]",
+          "      steps: [file, autopause]",
           "      autoPauseTimeoutMs: 5s",
           "      timeoutMs: 60s",
         ]

@@ -15,6 +15,7 @@ import { FakeClock, systemClock } from "../../src/util/clock.js";
 import { testControl } from "../helpers/control.js";
 import { scrape, startQuiet } from "../helpers/exporter.js";
 import { listenLoopback } from "../helpers/loopback.js";
+import { pollSettings } from "../helpers/poller.js";
 
 const T0 = 1_790_000_000_000;
 const MIN = 60_000;
@@ -126,10 +127,9 @@ function add(n: number, from: number, to: number): Stored[] {
 function ctx(maxPages = MAX_PAGES): TickContext {
   return {
     reader: control,
-    nodeDetails: false,
-    templateDetails: false,
     clock,
-    events: { sink: ledger, lookbackMs: LOOKBACK, maxPages },
+    poll: pollSettings({ eventsLookbackMs: LOOKBACK, eventsMaxPages: maxPages }),
+    eventSink: ledger,
   };
 }
 

@@ -12,7 +12,7 @@ import {
   backoffTicks,
   MAX_BACKOFF_TICKS,
   templateBuildsCollector,
-} from "../../src/collect/template-builds.js";
+} from "../../src/collect/template-builds/template-builds.js";
 import type { ControlClient } from "../../src/platform/control/control.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { testControl } from "../helpers/control.js";
@@ -118,8 +118,7 @@ function poller(maxReads: number): Poller {
     clock,
     intervalMs: INTERVAL,
     collectors: [templateBuildsCollector],
-    optIn: ["templateBuilds"],
-    templateBuildsMaxReads: maxReads,
+    poll: { templateBuilds: true, templateBuildsMaxReads: maxReads },
   });
 }
 

@@ -14,7 +14,7 @@ import { FakeClock, systemClock } from "../../src/util/clock.js";
 import { testControl } from "../helpers/control.js";
 import { scrape, startQuiet } from "../helpers/exporter.js";
 import { listenLoopback } from "../helpers/loopback.js";
-import { testPoller, tickAndWait } from "../helpers/poller.js";
+import { pollSettings, testPoller, tickAndWait } from "../helpers/poller.js";
 
 const T0 = 1_790_000_000_000;
 const MIN = 60_000;
@@ -108,10 +108,9 @@ function add(at: number, over: Record<string, unknown> = {}): string {
 function ctx(maxPages = 10, lookbackMs = LOOKBACK): TickContext {
   return {
     reader: control,
-    nodeDetails: false,
-    templateDetails: false,
     clock,
-    events: { sink: ledger, lookbackMs, maxPages },
+    poll: pollSettings({ eventsLookbackMs: lookbackMs, eventsMaxPages: maxPages }),
+    eventSink: ledger,
   };
 }
 
@@ -296,9 +295,9 @@ describe("events collector", () => {
       reader: control,
       clock,
       intervalMs: INTERVAL,
-      optIn: ["events"],
+      poll: { events: true, eventsLookbackMs: LOOKBACK, eventsMaxPages: 10 },
       collectors: [eventsCollector],
-      events: { sink: ledger, lookbackMs: LOOKBACK, maxPages: 10 },
+      eventSink: ledger,
     });
     const snap = await tickAndWait(p);
     expect(snap.collectors.events).toMatchObject({ unsupported: true, success: false });

@@ -287,8 +287,11 @@ describe("capability detection", () => {
   };
   // The opt-in collectors have capability cases of their own: templateBuilds (asks only about a
   // failed build on E2B) in test/collect/template-builds.test.ts, events in events.test.ts,
-  // teamMetrics (needs a team id) in team-metrics.test.ts.
-  const OWN_CASES = new Set(["health", "templateBuilds", "events", "teamMetrics"]);
+  // teamMetrics (needs a team id) in team-metrics.test.ts, storage in storage.test.ts.
+  const OWN_CASES = new Set<string>([
+    "health",
+    ...TICK_COLLECTORS.filter((c) => c.optIn).map((c) => c.name),
+  ]);
   const optional = TICK_COLLECTORS.filter((c) => c.optional && !OWN_CASES.has(c.name));
 
   it("knows the endpoint of every optional collector", () => {

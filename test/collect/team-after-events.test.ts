@@ -6,7 +6,7 @@ import { Registry } from "prom-client";
 import { Agent } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventsCollector } from "../../src/collect/events.js";
-import { teamMetricsCollector } from "../../src/collect/team-metrics.js";
+import { teamMetricsCollector } from "../../src/collect/team-metrics/team-metrics.js";
 import { EventLedger } from "../../src/metrics/lifecycle-events.js";
 import type { ControlClient } from "../../src/platform/control/control.js";
 import { DEFAULT_TEAM_ID, type Simulator, startSimulator } from "../../src/simulator/index.js";
@@ -50,10 +50,10 @@ describe("team capacity after the events of the same tick", () => {
       reader: control,
       clock,
       intervalMs: 1_000,
-      optIn: ["events", "teamMetrics"],
+      poll: { events: true, teamMetrics: true, eventsLookbackMs: LOOKBACK, eventsMaxPages: 10 },
       // The team collector first in the list: the order of reads comes from `after`, not from it.
       collectors: [teamMetricsCollector, eventsCollector],
-      events: { sink: ledger, lookbackMs: LOOKBACK, maxPages: 10 },
+      eventSink: ledger,
       teamId: () => ledger.teamId(),
     });
     const first = await tickAndWait(p);

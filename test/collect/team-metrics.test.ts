@@ -6,14 +6,14 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { Agent } from "undici";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { Poller, PollerOptions } from "../../src/collect/poller.js";
+import type { Poller } from "../../src/collect/poller.js";
 import type { Snapshot } from "../../src/collect/snapshot.js";
-import { teamMetricsCollector } from "../../src/collect/team-metrics.js";
+import { teamMetricsCollector } from "../../src/collect/team-metrics/team-metrics.js";
 import type { ControlClient } from "../../src/platform/control/control.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { testControl } from "../helpers/control.js";
 import { listenLoopback } from "../helpers/loopback.js";
-import { testPoller, tickAndWait } from "../helpers/poller.js";
+import { type TestPollerOptions, testPoller, tickAndWait } from "../helpers/poller.js";
 import { linesOf, metricsWith, scrapeText } from "../metrics/fixtures.js";
 
 const INTERVAL = 15_000;
@@ -111,15 +111,15 @@ function point(atMs: number, concurrent: unknown, rate: unknown): Record<string,
   };
 }
 
-function poller(over: Partial<PollerOptions> = {}): Poller {
+function poller(over: Partial<TestPollerOptions> = {}): Poller {
   return testPoller({
     reader: control,
     clock,
     intervalMs: INTERVAL,
     collectors: [teamMetricsCollector],
-    optIn: ["teamMetrics"],
     teamId: () => TEAM,
     ...over,
+    poll: { teamMetrics: true, ...over.poll },
   });
 }
 
@@ -136,7 +136,7 @@ async function scrape(s: Snapshot): Promise<string> {
 
 describe("teamMetrics collector", () => {
   it("is off by default: no team request, and its status says skipped", async () => {
-    const s = await cycle(poller({ optIn: [] }));
+    const s = await cycle(poller({ poll: { teamMetrics: false } }));
     expect(up.asked).toEqual([]);
     expect(s.collectors.teamMetrics).toMatchObject({ skipped: true });
     expect(s.teamMetrics).toBeUndefined();
@@ -149,7 +149,7 @@ describe("teamMetrics collector", () => {
   });
 
   it("reads the newest point of the last 5 minutes and the maxima over the window, and exports them", async () => {
-    const s = await cycle(poller({ teamMetricsWindowMs: 2 * 3_600_000 }));
+    const s = await cycle(poller({ poll: { teamMetricsWindowMs: 2 * 3_600_000 } }));
     const now = T0 + INTERVAL;
     expect(s.collectors.teamMetrics).toMatchObject({ success: true, requests: 3 });
     expect(s.teamMetrics).toEqual({

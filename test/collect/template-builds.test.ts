@@ -4,13 +4,13 @@
 // the build-status route found unsupported.
 import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { Poller, PollerOptions } from "../../src/collect/poller.js";
+import type { Poller } from "../../src/collect/poller.js";
 import type { Snapshot } from "../../src/collect/snapshot.js";
 import type { ControlClient } from "../../src/platform/control/control.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { testControl } from "../helpers/control.js";
-import { testPoller, tickAndWait } from "../helpers/poller.js";
+import { type TestPollerOptions, testPoller, tickAndWait } from "../helpers/poller.js";
 import { linesOf, metricsWith, scrapeText } from "../metrics/fixtures.js";
 
 const INTERVAL = 1_000;
@@ -43,14 +43,14 @@ afterAll(async () => {
   await sim.close();
 });
 
-function poller(over: Partial<PollerOptions> = {}): Poller {
+function poller(over: Partial<TestPollerOptions> = {}): Poller {
   return testPoller({
     reader: control,
     clock,
     maxPages: 100,
     intervalMs: INTERVAL,
-    optIn: ["templateBuilds"],
     ...over,
+    poll: { templateBuilds: true, ...over.poll },
   });
 }
 
@@ -73,7 +73,7 @@ describe("templateBuilds collector", () => {
   it("is off by default: no build-status request, and its status says skipped", async () => {
     failFirst();
     const asked = sim.counters.get(STATUS_ROUTE);
-    const p = poller({ optIn: [] });
+    const p = poller({ poll: { templateBuilds: false } });
     let s: Snapshot | undefined;
     for (let i = 0; i < TICKS; i++) s = await cycle(p);
     expect(sim.counters.get(STATUS_ROUTE)).toBe(asked);

@@ -44,6 +44,7 @@ const NOT_REQUESTS = [
   "constructor",
   "withOwnNormalizer",
   "invalid",
+  "normalizer",
   "close",
   "send",
   "page",
@@ -79,6 +80,8 @@ const METHODS_CALLED = [
   "listSandboxEvents",
   "teamMetrics",
   "teamMetricsMax",
+  "getJson",
+  "getJsonReply",
 ];
 
 describe("E2B contract", () => {
@@ -245,6 +248,9 @@ async function exercise(client: ControlClient, sim: Simulator, clock: FakeClock)
   const templates = await client.listTemplates();
   expect(templates.length).toBe(3);
   expect((await client.getTemplate(templates[0]!.id)).id).toBe(templates[0]!.id);
+  // A collector's own read of an endpoint, body as sent (and with its headers).
+  expect(await client.getJson("/templates", "/templates")).toHaveLength(3);
+  expect((await client.getJsonReply("/templates", "/templates")).body).toHaveLength(3);
   // A failed build: its status answer carries the reason (valid under TemplateBuildInfo).
   const failed = sim.state.buildTemplate(templates[1]!.id, "error", {
     message: "exit status 1",

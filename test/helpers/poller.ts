@@ -1,21 +1,30 @@
 // The Poller the collect tests build: the settings none of them varies in one place.
+import type { PollSettings } from "../../src/collect/collector.js";
 import { Poller, type PollerOptions } from "../../src/collect/poller.js";
 import type { Snapshot } from "../../src/collect/snapshot.js";
+import { ConfigSchema } from "../../src/config/schema.js";
+
+/** The poll settings: the schema's defaults, `over` winning (as given: tests go past the ranges). */
+export function pollSettings(over: Partial<PollSettings> = {}): PollSettings {
+  return { ...ConfigSchema.parse({}).poll, ...over };
+}
+
+/** What testPoller takes: PollerOptions, the poll settings given only where they differ. */
+export type TestPollerOptions = Partial<Omit<PollerOptions, "poll">> &
+  Pick<PollerOptions, "reader" | "clock" | "intervalMs"> & { poll?: Partial<PollSettings> };
 
 /** A poller reading `o.reader` every `o.intervalMs`: shard 0 of 1, no detail reads, `o` winning. */
-export function testPoller(
-  o: Partial<PollerOptions> & Pick<PollerOptions, "reader" | "clock" | "intervalMs">,
-): Poller {
+export function testPoller(o: TestPollerOptions): Poller {
+  const { poll, ...rest } = o;
   return new Poller({
     pageLimit: 100,
     maxPages: 1_000,
-    nodeDetails: false,
-    templateDetails: false,
     clusterWide: true,
     confirmDropRatio: 0.5,
     maxBackoffMs: 4 * o.intervalMs,
     capabilityRecheckMs: 10 * o.intervalMs,
-    ...o,
+    ...rest,
+    poll: pollSettings(poll),
   });
 }
 

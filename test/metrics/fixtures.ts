@@ -1,7 +1,7 @@
 // Snapshots built by hand for the metrics tests: pure data, no poller, no network.
 
 import { spawnSync } from "node:child_process";
-import { COLLECTORS } from "../../src/collect/collectors.js";
+import { COLLECTORS, TICK_COLLECTORS } from "../../src/collect/collectors.js";
 import type { CollectorName, CollectorStatus, Snapshot } from "../../src/collect/snapshot.js";
 import { ConfigSchema } from "../../src/config/schema.js";
 import { ExporterMetrics, type MetricsOptions } from "../../src/metrics/exporter-metrics.js";
@@ -9,6 +9,8 @@ import type { Sandbox } from "../../src/platform/types.js";
 import { FakeClock } from "../../src/util/clock.js";
 
 const DEFAULT_STATES = ConfigSchema.parse({}).states;
+/** The tick collectors a setting turns on (off by default). */
+const OPT_IN = new Set<string>(TICK_COLLECTORS.filter((c) => c.optIn).map((c) => c.name));
 
 /** 2026-09-21T... in epoch ms; every fixture time is relative to it. */
 export const T0 = 1_790_000_000_000;
@@ -43,12 +45,7 @@ export function collectors(
       durationMs: 250,
       requests: 1,
       // The opt-in ones are off unless a test turns them on.
-      ...(name === "usage" ||
-      name === "templateBuilds" ||
-      name === "teamMetrics" ||
-      name === "events"
-        ? { skipped: true }
-        : {}),
+      ...(name === "usage" || OPT_IN.has(name) ? { skipped: true } : {}),
       ...over[name],
     };
   return out;

@@ -1,9 +1,9 @@
 // Template build families: the state-set, the failure info series cut by the label guard, and no
 // second family for what the generic template families already export.
 import { describe, expect, it } from "vitest";
+import { TemplateBuildFamilies } from "../../src/collect/template-builds/template-build-families.js";
 import { ValueGuard } from "../../src/metrics/exposition/value-guard.js";
 import { PlatformFamilies } from "../../src/metrics/platform-families.js";
-import { TemplateBuildFamilies } from "../../src/metrics/template-build-families.js";
 import { Normalizer, normalizeTemplate } from "../../src/platform/normalize/normalize.js";
 import { snapshot } from "./fixtures.js";
 

@@ -4,8 +4,8 @@ import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { PolicySectionSchema, policySpec } from "../../src/config/policy-schema.js";
 import { PolicyMetrics } from "../../src/policy/policy-metrics.js";
-import { PROBE_PHASES } from "../../src/probe/phase.js";
 import { ProbeFamilies, ProbeMetrics } from "../../src/probe/probe-metrics.js";
+import { PROBE_PHASES } from "../../src/probe/probe-steps.js";
 import { sampleLines } from "./fixtures.js";
 
 const rules = [

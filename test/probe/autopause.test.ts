@@ -283,7 +283,7 @@ describe("the autopause module option", () => {
     const parsed = parse({ modules: [{ name: "a", phases: ["file", "autopause"] }] });
     expect(parsed.success).toBe(true);
     expect(parsed.data?.probe.modules[0]?.autoPauseTimeoutMs).toBe(15_000);
-    expect(parse({}).data?.probe.modules[0]?.phases).not.toContain("autopause");
+    expect(parse({}).data?.probe.modules[0]?.steps).not.toContain("autopause");
   });
 
   it("refuses autopause without file, a timeout not in whole seconds, and a run too short to wait it out", () => {

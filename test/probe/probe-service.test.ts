@@ -4,18 +4,25 @@ import { Registry } from "prom-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { PROBE_TAG_KEY } from "../../src/platform/types.js";
 import { PROBE_MODULE_KEY } from "../../src/probe/orphan-sweep.js";
-import type { ProbeRouteHandler } from "../../src/probe/probe-handler.js";
 import {
   type ModuleOptions,
   ProbeService,
   type ProbeServiceOptions,
 } from "../../src/probe/probe-service.js";
-import { INSTANCE, type ProbeBed, probeBed, probeSandboxes, seriesValue } from "./setup.js";
+import type { RouteHandler } from "../../src/util/route.js";
+import {
+  INSTANCE,
+  type ProbeBed,
+  probeBed,
+  probeSandboxes,
+  seriesValue,
+  stepDefaults,
+} from "./setup.js";
 
 let bed: ProbeBed;
 let server: Server;
 let base: string;
-let handler: ProbeRouteHandler;
+let handler: RouteHandler;
 
 beforeAll(async () => {
   bed = await probeBed();
@@ -42,6 +49,7 @@ function module(name: string, extra: Partial<ModuleOptions> = {}): ModuleOptions
     filePath: "/tmp/probe.txt",
     phaseTimeoutMs: 5_000,
     totalTimeoutMs: 10_000,
+    ...stepDefaults(),
     ...extra,
   };
 }
@@ -63,7 +71,7 @@ function service(
     modules,
     ...extra,
   });
-  handler = probes.routes()["/probe"]!;
+  handler = probes.routes()[0]!.handler;
   return { probes, registry };
 }
 

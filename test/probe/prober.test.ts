@@ -3,8 +3,8 @@ import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { TimedEvent } from "../../src/platform/data/data.js";
 import type { ProbeData } from "../../src/probe/phase.js";
-import type { ProbeRouteHandler } from "../../src/probe/probe-handler.js";
 import { ProbeConfigError } from "../../src/probe/prober.js";
+import type { RouteHandler } from "../../src/util/route.js";
 import { parseSchedule } from "../../src/util/schedule.js";
 import { type ProbeBed, probeBed, proberFor, probeSandboxes, seriesValue } from "./setup.js";
 
@@ -150,7 +150,7 @@ describe("Prober", () => {
 describe("GET /probe", () => {
   let server: Server;
   let base: string;
-  let handler: ProbeRouteHandler;
+  let handler: RouteHandler;
 
   beforeAll(async () => {
     server = createServer((req, res) => {
@@ -166,7 +166,7 @@ describe("GET /probe", () => {
 
   it("answers with the metrics of its own probe only, and 429 when called too fast", async () => {
     const { prober, registry } = proberFor(bed, { onDemandMinIntervalMs: 5_000 });
-    handler = prober.routes()["/probe"]!;
+    handler = prober.routes()[0]!.handler;
     const res = await fetch(`${base}/probe`);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/plain");
@@ -208,7 +208,7 @@ describe("GET /probe", () => {
 
   it("refuses other methods", async () => {
     const { prober } = proberFor(bed);
-    handler = prober.routes()["/probe"]!;
+    handler = prober.routes()[0]!.handler;
     const res = await fetch(`${base}/probe`, { method: "POST" });
     expect(res.status).toBe(405);
     await res.text();

@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { PROBE_MODULE_KEY } from "../../src/probe/orphan-sweep.js";
-import { PROBE_PHASES, STREAM_POINTS } from "../../src/probe/phase.js";
+import { STREAM_POINTS } from "../../src/probe/phase.js";
+import { PROBE_PHASES } from "../../src/probe/probe-steps.js";
 import { MAX_TIMER_MS } from "../../src/util/duration.js";
 import {
   INSTANCE,

@@ -4,6 +4,7 @@ import { Agent } from "undici";
 import type { ControlClient } from "../../src/platform/control/control.js";
 import { DataClient } from "../../src/platform/data/data.js";
 import { PROBE_TAG_KEY } from "../../src/platform/types.js";
+import { ProbeSchema } from "../../src/probe/probe-settings.js";
 import { Prober, type ProberOptions } from "../../src/probe/prober.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
@@ -59,6 +60,20 @@ export async function probeBed(o: { flavor?: "e2b" } = {}): Promise<ProbeBed> {
   };
 }
 
+/** The default module's step settings, as the config fills them in (their one default). */
+export function stepDefaults(): Pick<
+  ProberOptions,
+  "steps" | "lifecycleRounds" | "autoPauseTimeoutMs" | "http"
+> {
+  const m = ProbeSchema.parse({}).modules[0]!;
+  return {
+    steps: m.steps,
+    lifecycleRounds: m.lifecycleRounds,
+    autoPauseTimeoutMs: m.autoPauseTimeoutMs,
+    http: m.http,
+  };
+}
+
 /** A manual prober (no schedule, no run at start) against the bed. */
 export function proberFor(
   bed: ProbeBed,
@@ -79,6 +94,7 @@ export function proberFor(
     runAtStart: false,
     phaseTimeoutMs: 5_000,
     totalTimeoutMs: 10_000,
+    ...stepDefaults(),
     ...extra,
   });
   return { prober, registry };

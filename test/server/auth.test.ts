@@ -162,16 +162,23 @@ describe("bcrypt basic auth from the web config", () => {
     }
   });
 
-  it("lets the paths listed in openPaths in without credentials, and only those", async () => {
+  it("lets the routes exempt from auth in without credentials, and only those", async () => {
     const { server: s } = await countingServer(
       { alice: ALICE_HASH },
       {
-        openPaths: ["/webhooks/e2b"],
-        routes: {
-          "/webhooks/e2b": async (_req, _url, res) => {
-            res.end("received\n");
+        routes: [
+          {
+            method: "POST",
+            path: "/webhooks/e2b",
+            auth: "exemptable",
+            exempt: true,
+            acting: false,
+            description: "receives webhook deliveries",
+            handler: async (_req, _url, res) => {
+              res.end("received\n");
+            },
           },
-        },
+        ],
       },
     );
     try {

@@ -137,6 +137,7 @@ async function receiver(
       ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
       ...(bodyTimeoutMs !== undefined ? { bodyTimeoutMs } : {}),
     },
+    authExempt: false,
     ...more,
   });
   // The whole server only where its auth is under test; elsewhere a bare listener around the route.
@@ -145,11 +146,11 @@ async function receiver(
         "127.0.0.1:0",
         stubServerDeps({
           logger: { warn: log("warn") },
-          routes: { [E2B_WEBHOOK_PATH]: route },
+          routes: [route],
           ...extra,
         }),
       )
-    : await bare(route, (p) => arrived(p));
+    : await bare(route.handler, (p) => arrived(p));
   servers.push(server);
   return {
     url: `${server.url}${E2B_WEBHOOK_PATH}`,
@@ -346,7 +347,8 @@ describe("POST /webhooks/e2b", () => {
   });
 
   it("answers 405 with Allow: POST to any other method", async () => {
-    const r = await receiver();
+    // The server answers the method from the route's record: the route on the whole server.
+    const r = await receiver({});
     const res = await fetch(r.url);
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("POST");
@@ -502,9 +504,8 @@ describe("POST /webhooks/e2b behind the listener's auth", () => {
   });
 
   it("lets E2B's delivery in without the token when exempt, the signature still checked and the rest still closed", async () => {
-    const r = await receiver({
-      auth: { bearerToken: "listener-token" },
-      openPaths: [E2B_WEBHOOK_PATH],
+    const r = await receiver({ auth: { bearerToken: "listener-token" } }, undefined, undefined, {
+      authExempt: true,
     });
     expect((await deliver(r.url, event("ev-open"))).status).toBe(200);
     expect((await deliver(r.url, event("ev-forged"), { secret: "guess" })).status).toBe(401);

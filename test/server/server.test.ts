@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import {
   isLoopback,
+  type Route,
   type RunningServer,
   type ServerDeps,
   startServer,
@@ -33,11 +34,19 @@ async function serve(listen: string, extra: Partial<ServerDeps> = {}) {
   return { server, url, reloads, warnings };
 }
 
-const probeRoutes: ServerDeps["routes"] = {
-  "/probe": async (_req, _url, res) => {
+/** A route record as the probe declares it: acting, behind the listener's auth. */
+const probeRoute: Route = {
+  method: "GET",
+  path: "/probe",
+  auth: "authenticated",
+  acting: true,
+  description:
+    "runs one probe of a module now and answers with its metrics (creates a sandbox; ?module=NAME, &debug=true for a trace)",
+  handler: async (_req, _url, res) => {
     res.end("probed\n");
   },
 };
+const probeRoutes: ServerDeps["routes"] = [probeRoute];
 
 describe("POST /-/reload (the lifecycle API)", () => {
   it("answers 403 in Prometheus' words and does not reload unless the lifecycle API is enabled", async () => {
@@ -130,12 +139,19 @@ describe("isLoopback", () => {
 describe("the landing page", () => {
   it("links the pages and names, without a link, a route that only takes POST deliveries", async () => {
     const { url } = await serve("127.0.0.1:0", {
-      routes: {
-        ...probeRoutes,
-        "/webhooks/e2b": async (_req, _url, res) => {
-          res.end();
+      routes: [
+        probeRoute,
+        {
+          method: "POST",
+          path: "/webhooks/e2b",
+          auth: "exemptable",
+          acting: false,
+          description: "receives webhook deliveries",
+          handler: async (_req, _url, res) => {
+            res.end();
+          },
         },
-      },
+      ],
     });
     const html = await (await fetch(`${url}/`)).text();
     expect(html).toContain('<a href="/metrics">');
@@ -146,13 +162,16 @@ describe("the landing page", () => {
 
   it("links /probe with the module it is given, says what it does, and every link answers 200", async () => {
     const { url } = await serve("127.0.0.1:0", {
-      routes: {
-        "/probe": async (_req, u, res) => {
-          res.statusCode = u.searchParams.get("module") === "quick" ? 200 : 400;
-          res.end();
+      routes: [
+        {
+          ...probeRoute,
+          example: "/probe?module=quick",
+          handler: async (_req, u, res) => {
+            res.statusCode = u.searchParams.get("module") === "quick" ? 200 : 400;
+            res.end();
+          },
         },
-      },
-      links: { "/probe": "/probe?module=quick" },
+      ],
     });
     const html = await (await fetch(`${url}/`)).text();
     expect(html).toMatch(

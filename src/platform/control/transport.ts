@@ -86,6 +86,11 @@ export interface ControlOptions {
 
 type Method = "GET" | "POST" | "DELETE";
 
+/** Query of a call: an array is sent as the key repeated (`types=a&types=b`). */
+export type CallQuery = Readonly<
+  Record<string, string | number | boolean | readonly string[] | undefined>
+>;
+
 /** One logical call of the management API. */
 export interface Call {
   method: Method;
@@ -93,7 +98,8 @@ export interface Call {
   path: string;
   /** Route template for metrics, e.g. "/nodes/{id}". */
   endpoint: string;
-  query?: Record<string, string | number | undefined>;
+  /** Values of undefined or "" are left out; an array is sent as the key repeated. */
+  query?: CallQuery;
   body?: unknown;
   /** Use the base URL root instead of the management prefix (sandbox creation). */
   root?: boolean;
@@ -206,8 +212,11 @@ export class ControlTransport {
     const { method } = call;
     const prefix = call.root ? "" : (this.o.apiPrefix ?? API_PREFIX);
     const url = new URL(`${this.base}${prefix}${call.path}`);
-    for (const [k, v] of Object.entries(call.query ?? {}))
-      if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
+    for (const [k, v] of Object.entries(call.query ?? {})) {
+      if (typeof v === "object") {
+        for (const x of v) if (x !== "") url.searchParams.append(k, x);
+      } else if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
+    }
     const headers: Record<string, string> = { accept: "application/json", ...this.authHeaders };
     if (call.admin && this.o.adminToken) headers["x-admin-token"] = this.o.adminToken;
     let payload: string | undefined;

@@ -1,21 +1,20 @@
 // The data channel: in-sandbox agent calls through the data-plane proxy, never through an HTTP proxy.
 import { performance } from "node:perf_hooks";
-import { Agent, buildConnector, type Dispatcher, FormData, request } from "undici";
+import { Agent, type Dispatcher, FormData, request } from "undici";
 import { deadline, timerMs } from "../../util/duration.js";
 import { ExporterError } from "../../util/errors.js";
 import { Secrets } from "../../util/secrets.js";
-import {
-  BodyTooLargeError,
-  connectErrorCode,
-  DataPlaneError,
-  excerpt,
-  isTimeout,
-  PlatformBodyError,
-  PlatformNetworkError,
-  PlatformTimeoutError,
-  readCapped,
-} from "../http-errors.js";
+import { PlatformBodyError, readCapped } from "../http-errors.js";
 import type { ProcessEvent } from "../types.js";
+import type { DataOptions, RunResult, SandboxRef, StartOptions, TimedEvent } from "./data-types.js";
+import {
+  type DataCall,
+  dataConnector,
+  filesPath,
+  MAX_ERROR_BODY_BYTES,
+  refusal,
+  typedDataError,
+} from "./data-wire.js";
 import { basicUserHeader, envdUser } from "./envd-version.js";
 import { decodeEnvelopeStream, encodeJsonEnvelope, parseEnvelopeJson } from "./envelope.js";
 import { type PortAnswer, type PortRequest, sendPortRequest } from "./port-request.js";
@@ -28,90 +27,22 @@ import {
 } from "./process-event.js";
 
 export { DataPlaneError } from "../http-errors.js";
+export type {
+  DataOptions,
+  DataPlaneRouting,
+  RunResult,
+  SandboxRef,
+  StartOptions,
+  TimedEvent,
+} from "./data-types.js";
 
 const DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024;
-/** An error body is only read this far; the excerpt is shorter still. */
-const MAX_ERROR_BODY_BYTES = 64 * 1024;
 /** With a deadline the agent kills the process itself; this leaves time for its answer to arrive. */
 const DEADLINE_GRACE_MS = 1_000;
 const START_PATH = "/process.Process/Start";
 /** Headers E2B's client proxy routes on when the Host is the shared `sandbox.{domain}`. */
 const SANDBOX_ID_HEADER = "e2b-sandbox-id";
 const SANDBOX_PORT_HEADER = "e2b-sandbox-port";
-
-/**
- * How a data-plane call names its sandbox: `host` by the Host `{agentPort}-{id}.{domain}` (needs
- * wildcard DNS), `headers` by E2b-Sandbox-Id/-Port to `sandbox.{domain}`, as E2B's SDK does.
- */
-export type DataPlaneRouting = "host" | "headers";
-
-/** Settings of the data channel. */
-export interface DataOptions {
-  sandboxDomain: string;
-  proxyScheme: "http" | "https";
-  /** When non-empty, every connection dials this address (Host and SNI still name the sandbox). */
-  proxyNodeIp: string;
-  /** Port of the data-plane proxy; 0 = the scheme's default port. */
-  proxyPortHttp: number;
-  /** Port of the in-sandbox agent (E2B envd), part of its host name or of its routing header. */
-  agentPort: number;
-  /** Default `host`. */
-  routing?: DataPlaneRouting;
-  timeoutMs: number;
-  /** Monotonic milliseconds for stream timings; default performance.now. */
-  monotonic?: () => number;
-  /** Extra socket/TLS options of undici's connector, e.g. `{ ca }` in tests. */
-  connect?: buildConnector.BuildOptions;
-  /** Replaces the built-in Agent (tests only); the caller keeps ownership. */
-  dispatcher?: Dispatcher;
-  /** Bound on a file read; default 64 MiB. */
-  maxFileBytes?: number;
-  /**
-   * Secrets scrubbed from every error (share the control channel's); each access token the client
-   * is given joins it. Default: a Secrets of its own.
-   */
-  secrets?: Secrets;
-}
-
-/** A sandbox as the data plane addresses it. */
-export interface SandboxRef {
-  id: string;
-  domain?: string;
-  accessToken?: string;
-  /**
-   * Version of its agent (E2B `envdVersion`): it decides what a request must carry (a user named
-   * below 0.4.0). Unknown: taken as current.
-   */
-  envdVersion?: string;
-}
-
-/** A stream event, when it arrived, and the stream byte offset of its frame. */
-export interface TimedEvent {
-  event: ProcessEvent;
-  at: number;
-  offset: number;
-}
-
-/** Per-call options of process.Process/Start. */
-export interface StartOptions {
-  signal?: AbortSignal;
-  /** Sent as Connect-Timeout-Ms (the agent kills the process when it expires) only when given. */
-  deadlineMs?: number;
-  /** Sent as Keepalive-Ping-Interval (seconds). */
-  keepaliveIntervalS?: number;
-  /** Sends Connect-Accept-Encoding: gzip, letting the agent compress frames. */
-  acceptGzip?: boolean;
-  /** Called with the monotonic time of the first response body byte. */
-  onFirstByte?: (at: number) => void;
-}
-
-/** What a command run produced. */
-export interface RunResult {
-  stdout: string;
-  stderr: string;
-  exitCode: number;
-  status?: string;
-}
 
 /**
  * Client of the in-sandbox agent: process start, command run, file read and write. Every error it
@@ -129,7 +60,7 @@ export class DataClient {
     this.ownsDispatcher = !o.dispatcher;
     // Never EnvHttpProxyAgent nor the global dispatcher: the data plane is reached directly even
     // when HTTP(S)_PROXY is set.
-    this.dispatcher = o.dispatcher ?? new Agent({ connect: this.connector() });
+    this.dispatcher = o.dispatcher ?? new Agent({ connect: dataConnector(o) });
   }
 
   /**
@@ -278,13 +209,13 @@ export class DataClient {
 
   private async *events(
     sb: SandboxRef,
-    call: Call,
+    call: DataCall,
     signal: AbortSignal,
     opts: StartOptions,
     init: { headers: Record<string, string>; body: Buffer },
   ): AsyncGenerator<TimedEvent, void, undefined> {
     const res = await this.request(sb, START_PATH, call, init, signal);
-    if (res.statusCode !== 200) throw await this.refusal(call, res);
+    if (res.statusCode !== 200) throw await refusal(call, res, this.secrets);
     const encoding = res.headers["connect-content-encoding"];
     if (encoding !== undefined && encoding !== "identity" && encoding !== "gzip") {
       // Destroyed unread, undici's body emits an abort error: with no listener it would be uncaught.
@@ -296,7 +227,7 @@ export class DataClient {
       );
     }
     const monotonic = this.monotonic;
-    const typed = (err: unknown): unknown => this.typed(call, err);
+    const typed = (err: unknown): unknown => typedDataError(call, err);
     // Time stamps the first byte and types transport failures that happen mid-stream.
     const source = async function* (): AsyncGenerator<Uint8Array> {
       let first = true;
@@ -328,11 +259,12 @@ export class DataClient {
     try {
       const init = { headers: this.sandboxHeaders(sb) };
       const res = await this.request(sb, filesPath(sb, path), call, init, limit.signal);
-      if (res.statusCode < 200 || res.statusCode >= 300) throw await this.refusal(call, res);
+      if (res.statusCode < 200 || res.statusCode >= 300)
+        throw await refusal(call, res, this.secrets);
       try {
         return await readCapped(res.body, this.o.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES);
       } catch (err) {
-        throw this.typed(call, err);
+        throw typedDataError(call, err);
       }
     } finally {
       limit.clear();
@@ -354,11 +286,12 @@ export class DataClient {
     try {
       const init = { headers: this.sandboxHeaders(sb), body: form };
       const res = await this.request(sb, filesPath(sb, path), call, init, limit.signal);
-      if (res.statusCode < 200 || res.statusCode >= 300) throw await this.refusal(call, res);
+      if (res.statusCode < 200 || res.statusCode >= 300)
+        throw await refusal(call, res, this.secrets);
       try {
         await readCapped(res.body, MAX_ERROR_BODY_BYTES);
       } catch (err) {
-        throw this.typed(call, err);
+        throw typedDataError(call, err);
       }
     } finally {
       limit.clear();
@@ -382,23 +315,10 @@ export class DataClient {
     return out;
   }
 
-  /** undici connector: with proxyNodeIp, dial the node while Host and TLS SNI keep the sandbox name. */
-  private connector(): buildConnector.connector {
-    const connect = buildConnector({ ...(this.o.connect ?? {}) });
-    const nodeIp = this.o.proxyNodeIp;
-    if (!nodeIp) return connect;
-    const port = String(this.o.proxyPortHttp || (this.o.proxyScheme === "https" ? 443 : 80));
-    return (opts, cb) =>
-      connect(
-        { ...opts, hostname: nodeIp, port, servername: opts.servername || opts.hostname },
-        cb,
-      );
-  }
-
   private async request(
     sb: SandboxRef,
     path: string,
-    call: Call,
+    call: DataCall,
     init: { headers: Record<string, string>; body?: Buffer | FormData },
     /** The call's deadline (chained to the caller's signal), armed until its body is read. */
     signal: AbortSignal,
@@ -415,50 +335,9 @@ export class DataClient {
         bodyTimeout: limitMs,
       });
     } catch (err) {
-      throw this.typed(call, err);
+      throw typedDataError(call, err);
     }
   }
-
-  /** A non-success answer as DataPlaneError with a short, secret-free excerpt. */
-  private async refusal(call: Call, res: Dispatcher.ResponseData): Promise<Error> {
-    let text = "";
-    try {
-      text = (await readCapped(res.body, MAX_ERROR_BODY_BYTES)).toString("utf8");
-    } catch {
-      // The status alone is the answer; a body we cannot read adds nothing.
-    }
-    const code = connectErrorCode(text);
-    return new DataPlaneError(
-      call.endpoint,
-      call.method,
-      res.statusCode,
-      excerpt(text, this.secrets),
-      code,
-    );
-  }
-
-  /** A transport failure as a typed error; the caller's own abort and our typed errors pass through. */
-  private typed(call: Call, err: unknown): unknown {
-    if (err instanceof ExporterError || call.signal?.aborted) return err;
-    if (isTimeout(err)) return new PlatformTimeoutError(call.endpoint, call.method, call.limitMs);
-    if (err instanceof BodyTooLargeError)
-      return new PlatformBodyError(call.endpoint, call.method, err.message);
-    return new PlatformNetworkError(call.endpoint, call.method, err);
-  }
-}
-
-interface Call {
-  endpoint: string;
-  method: string;
-  limitMs: number;
-  signal: AbortSignal | undefined;
 }
 
 function ignore(): void {}
-
-/** `/files?path=`, with `username` where the sandbox's envd needs a user named (below 0.4.0). */
-function filesPath(sb: SandboxRef, path: string): string {
-  const user = envdUser(sb.envdVersion);
-  const named = user === undefined ? "" : `&username=${encodeURIComponent(user)}`;
-  return `/files?path=${encodeURIComponent(path)}${named}`;
-}

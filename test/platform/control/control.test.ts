@@ -589,6 +589,8 @@ describe("ControlClient never lets the key out in an error", () => {
     ["listSandboxPage slim", (c) => c.listSandboxPage({}, { slim: true }).then((d) => d.items())],
     ["listLogs", (c) => c.listLogs("sb-1", {})],
     ["createSandbox", (c) => c.createSandbox({ templateId: "base" })],
+    // A collector's own parser whose error quotes what came back.
+    ["getJson", (c) => c.getJson("/nodes", "/nodes", {}, objectOnly)],
   ];
   let url = "";
 
@@ -654,6 +656,12 @@ describe("ControlClient never lets the key out in an error", () => {
     );
   });
 });
+
+/** A collector's parser: an object, else an error quoting the body. */
+function objectOnly(body: unknown): object {
+  if (typeof body !== "object" || body === null) throw new Error(`got ${JSON.stringify(body)}`);
+  return body;
+}
 
 describe("an answer the caller hoped for", () => {
   it("does not count the 404 of a GET that confirms a deletion as an API error; any other 404 is one", async () => {

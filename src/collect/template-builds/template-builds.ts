@@ -4,10 +4,12 @@
 // when nothing failed it costs that one request per tick. Status reads are capped per tick
 // (poll.templateBuildsMaxReads), longest-waiting first, each one attempt; a build whose read
 // failed waits doubling ticks before the next, so a broken status route costs little.
-import { PlatformHttpError, PlatformNotFoundError } from "../platform/http-errors.js";
-import type { BuildStatusReason } from "../platform/normalize/normalize.js";
-import { mapLimit } from "../util/concurrency.js";
-import type { TickCollector } from "./collector.js";
+import { PlatformHttpError, PlatformNotFoundError } from "../../platform/http-errors.js";
+import type { BuildStatusReason } from "../../platform/normalize/normalize.js";
+import { mapLimit } from "../../util/concurrency.js";
+import type { Reading, TickCollector, TickContext } from "../collector.js";
+import { templateBuildFamilies } from "./template-build-families.js";
+import { templateBuildsSlice } from "./template-builds-settings.js";
 
 /** Build-status reads in flight at once. */
 const STATUS_CONCURRENCY = 4;
@@ -46,81 +48,77 @@ export type TemplateBuilds = readonly TemplateBuild[] & {
   readonly statusServed?: boolean;
 };
 
-declare module "./snapshot.js" {
+declare module "../snapshot.js" {
   interface TickData {
     templateBuilds: TemplateBuilds;
   }
 }
 
-declare module "./collector.js" {
-  interface TickContext {
-    /** Status reads of failed builds per tick at most (poll.templateBuildsMaxReads); none: no cap. */
-    templateBuildsMaxReads?: number;
-  }
-}
+export const templateBuildsCollector: TickCollector<"templateBuilds", typeof templateBuildsSlice> =
+  {
+    name: "templateBuilds",
+    optional: true,
+    optIn: "templateBuilds",
+    settings: templateBuildsSlice,
+    runs: (where) => where.clusterWide && where.optIn.has("templateBuilds"),
+    read: (ctx, previous) => readBuilds(ctx, previous),
+    families: templateBuildFamilies,
+  };
 
-declare module "./poller.js" {
-  interface PollerOptions {
-    /** Status reads of failed builds per tick at most (poll.templateBuildsMaxReads); none: no cap. */
-    templateBuildsMaxReads?: number;
-  }
-}
-
-export const templateBuildsCollector: TickCollector<"templateBuilds"> = {
-  name: "templateBuilds",
-  optional: true,
-  runs: (where) => where.clusterWide && where.optIn.has("templateBuilds"),
-  read: async ({ reader, clock, templateBuildsMaxReads }, previous) => {
-    const templates = await reader.listTemplates();
-    const now = clock.now();
-    // What the previous reading knew of each build: its reason, or its place in the queue.
-    const before = new Map<string, TemplateBuild>();
-    for (const b of previous ?? []) if (b.buildId) before.set(key(b.templateId, b.buildId), b);
-    const due: TemplateBuild[] = [];
-    const value = templates.map((t): TemplateBuild => {
-      const build: TemplateBuild = { templateId: t.id, status: t.status };
-      if (t.version) build.buildId = t.version;
-      if (t.status !== "error" || !t.version) return build;
-      const was = before.get(key(t.id, t.version));
-      if (was?.failure) {
-        build.failure = was.failure;
-        return build;
-      }
-      const unread = was?.unread ?? { queuedAt: now, failures: 0, waitTicks: 0 };
-      build.unread = { ...unread, waitTicks: Math.max(0, unread.waitTicks - 1) };
-      if (unread.waitTicks === 0) due.push(build);
+/** One reading: the list, then the status of the failed builds due (at most the cap). */
+async function readBuilds(
+  { reader, clock, poll }: TickContext,
+  previous: TemplateBuilds | undefined,
+): Promise<Reading<TemplateBuilds>> {
+  const templates = await reader.listTemplates();
+  const now = clock.now();
+  // What the previous reading knew of each build: its reason, or its place in the queue.
+  const before = new Map<string, TemplateBuild>();
+  for (const b of previous ?? []) if (b.buildId) before.set(key(b.templateId, b.buildId), b);
+  const due: TemplateBuild[] = [];
+  const value = templates.map((t): TemplateBuild => {
+    const build: TemplateBuild = { templateId: t.id, status: t.status };
+    if (t.version) build.buildId = t.version;
+    if (t.status !== "error" || !t.version) return build;
+    const was = before.get(key(t.id, t.version));
+    if (was?.failure) {
+      build.failure = was.failure;
       return build;
-    });
-    due.sort(byQueue);
-    const chosen = due.slice(0, templateBuildsMaxReads ?? due.length);
-    let served = previous?.statusServed === true;
-    let stopped: unknown;
-    let asked = 0;
-    await mapLimit(chosen, STATUS_CONCURRENCY, async (build) => {
-      if (stopped !== undefined && !served) return;
-      asked++;
-      try {
-        // A failed build without a reason is remembered too, or it would be asked every tick.
-        const status = await reader.templateBuildStatus(build.templateId, build.buildId ?? "");
-        build.failure = status.reason ?? { message: "" };
-        delete build.unread;
-        served = true;
-      } catch (err) {
-        // An answer saying the route is not served, before any read succeeded, decides the
-        // collector's capability; once one did, it is about this build (deleted since, say), and
-        // like any other failure costs only this build its reason, asked again after its backoff.
-        if (notServed(err)) stopped ??= err;
-        const failures = (build.unread?.failures ?? 0) + 1;
-        build.unread = { queuedAt: now, failures, waitTicks: backoffTicks(failures) };
-      }
-    });
-    if (stopped !== undefined && !served) throw stopped;
-    return {
-      value: served ? Object.assign(value, { statusServed: true }) : value,
-      requests: 1 + asked,
-    };
-  },
-};
+    }
+    const unread = was?.unread ?? { queuedAt: now, failures: 0, waitTicks: 0 };
+    build.unread = { ...unread, waitTicks: Math.max(0, unread.waitTicks - 1) };
+    if (unread.waitTicks === 0) due.push(build);
+    return build;
+  });
+  due.sort(byQueue);
+  const chosen = due.slice(0, poll.templateBuildsMaxReads);
+  let served = previous?.statusServed === true;
+  let stopped: unknown;
+  let asked = 0;
+  await mapLimit(chosen, STATUS_CONCURRENCY, async (build) => {
+    if (stopped !== undefined && !served) return;
+    asked++;
+    try {
+      // A failed build without a reason is remembered too, or it would be asked every tick.
+      const status = await reader.templateBuildStatus(build.templateId, build.buildId ?? "");
+      build.failure = status.reason ?? { message: "" };
+      delete build.unread;
+      served = true;
+    } catch (err) {
+      // An answer saying the route is not served, before any read succeeded, decides the
+      // collector's capability; once one did, it is about this build (deleted since, say), and
+      // like any other failure costs only this build its reason, asked again after its backoff.
+      if (notServed(err)) stopped ??= err;
+      const failures = (build.unread?.failures ?? 0) + 1;
+      build.unread = { queuedAt: now, failures, waitTicks: backoffTicks(failures) };
+    }
+  });
+  if (stopped !== undefined && !served) throw stopped;
+  return {
+    value: served ? Object.assign(value, { statusServed: true }) : value,
+    requests: 1 + asked,
+  };
+}
 
 /** Ticks a build waits after `failures` status reads failed in a row: 1, 2, 4 ... capped. */
 export function backoffTicks(failures: number): number {

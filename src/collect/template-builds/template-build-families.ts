@@ -2,13 +2,20 @@
 // status as a state-set, and why a failed build failed. Exported by shard 0 only. Build count,
 // spawn count and last spawn time are the generic template families (sandbox_template_builds,
 // sandbox_template_spawns, sandbox_template_last_spawned_at_timestamp_seconds): not repeated here.
-import { BUILD_STATUSES, type TemplateBuild } from "../collect/template-builds.js";
-import { StateMemory } from "./exposition/state-memory.js";
-import { Family, labels } from "./exposition/text.js";
-import type { ValueGuard } from "./exposition/value-guard.js";
+import { StateMemory } from "../../metrics/exposition/state-memory.js";
+import { Family, labels } from "../../metrics/exposition/text.js";
+import type { ValueGuard } from "../../metrics/exposition/value-guard.js";
+import type { FamiliesContext, FamilyUpdater } from "../collector.js";
+import { BUILD_STATUSES, type TemplateBuild, type TemplateBuilds } from "./template-builds.js";
 
 const LIST = "GET /templates";
 const STATUS = "GET /templates/{id}/builds/{buildID}/status";
+
+/** The collector's families: the updater renders each reading. */
+export function templateBuildFamilies({ ns }: FamiliesContext): FamilyUpdater<TemplateBuilds> {
+  const families = new TemplateBuildFamilies(ns);
+  return (builds, { guard }) => families.render(builds, guard);
+}
 
 /** Renders the build families; remembers statuses outside E2B's four so they keep a 0 series. */
 export class TemplateBuildFamilies {

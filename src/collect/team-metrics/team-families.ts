@@ -1,16 +1,22 @@
 // Team capacity (the teamMetrics collector, poll.teamMetrics): the team's concurrent sandboxes and
 // start rate, and their maxima over the window. Exported by shard 0 only. A value the platform did
 // not give (it answered `[]`) is no series, never a 0. The limit is TeamLimitMetrics' (prom-client).
-import type { TeamCapacity } from "../collect/team-metrics.js";
-import { formatDuration } from "../util/duration.js";
-import { Family, labels } from "./exposition/text.js";
-import type { ValueGuard } from "./exposition/value-guard.js";
+import { Family, labels } from "../../metrics/exposition/text.js";
+import type { ValueGuard } from "../../metrics/exposition/value-guard.js";
+import { formatDuration } from "../../util/duration.js";
+import type { FamiliesContext, FamilyUpdater } from "../collector.js";
+import type { TeamCapacity } from "./team-metrics.js";
 
 const LATEST = "GET /teams/{teamID}/metrics";
 const MAX = "GET /teams/{teamID}/metrics/max";
 
+/** The collector's families: the updater renders each reading. */
+export function teamFamilies({ ns }: FamiliesContext): FamilyUpdater<TeamCapacity> {
+  return (team, { guard }) => teamCapacityFamilies(ns, team, guard);
+}
+
 /** The families of the collector's latest data. */
-export function teamFamilies(ns: string, team: TeamCapacity, guard: ValueGuard): Family[] {
+export function teamCapacityFamilies(ns: string, team: TeamCapacity, guard: ValueGuard): Family[] {
   const l = labels([["team", team.teamId]], guard);
   const cached = `Cached from the last successful poll of ${LATEST} (its newest point of the last 5 minutes).`;
   const concurrent = new Family(

@@ -4,16 +4,16 @@
 // platform.teamId, else learned (from the lifecycle events); without one the read fails, named.
 // A failed read of the maxima costs only the maxima: the latest point is kept, the maxima read
 // before stay (marked `maxFailed`) and are asked again a minute later.
-import type { TeamMetricPoint } from "../platform/normalize/team-metrics.js";
-import { ExporterError } from "../util/errors.js";
-import { describeError, type TickCollector } from "./collector.js";
+import type { TeamMetricPoint } from "../../platform/normalize/team-metrics.js";
+import { ExporterError } from "../../util/errors.js";
+import { describeError, type TickCollector } from "../collector.js";
+import { teamFamilies } from "./team-families.js";
+import { teamMetricsSlice } from "./team-metrics-settings.js";
 
 /** How far back the latest point is looked for: E2B records a point every 5 s. */
 export const LATEST_WINDOW_MS = 5 * 60_000;
 /** Least time between two reads of the maxima (two requests each). */
 export const MAX_EVERY_MS = 60_000;
-/** Window of the maxima when poll.teamMetricsWindowMs is not given. */
-export const DEFAULT_MAX_WINDOW_MS = 3_600_000;
 
 /** The team's capacity as its platform reports it. */
 export interface TeamCapacity {
@@ -26,7 +26,7 @@ export interface TeamCapacity {
   maxFailed?: { at: number; windowMs: number; code: string; message: string };
 }
 
-declare module "./snapshot.js" {
+declare module "../snapshot.js" {
   interface TickData {
     teamMetrics: TeamCapacity;
   }
@@ -42,13 +42,15 @@ export class TeamIdUnknownError extends ExporterError {
   }
 }
 
-export const teamMetricsCollector: TickCollector<"teamMetrics"> = {
+export const teamMetricsCollector: TickCollector<"teamMetrics", typeof teamMetricsSlice> = {
   name: "teamMetrics",
   optional: true,
+  optIn: "teamMetrics",
+  settings: teamMetricsSlice,
   // With poll.events, the events of this very tick may be the first to name the team.
   after: "events",
   runs: (where) => where.clusterWide && where.optIn.has("teamMetrics"),
-  read: async ({ reader, clock, teamId, teamMetricsWindowMs }, previous) => {
+  read: async ({ reader, clock, teamId, poll }, previous) => {
     const team = teamId?.();
     if (team === undefined || team === "") throw new TeamIdUnknownError();
     const now = clock.now();
@@ -56,7 +58,7 @@ export const teamMetricsCollector: TickCollector<"teamMetrics"> = {
     const latest = points.at(-1);
     // E2B answers a max of 0 when it has no data: only a team with points has a known maximum.
     if (latest === undefined) return { value: { teamId: team }, requests: 1 };
-    const windowMs = teamMetricsWindowMs ?? DEFAULT_MAX_WINDOW_MS;
+    const windowMs = poll.teamMetricsWindowMs;
     const same = previous?.teamId === team ? previous : undefined;
     const kept = same?.max?.windowMs === windowMs ? same.max : undefined;
     const failed = same?.maxFailed?.windowMs === windowMs ? same.maxFailed : undefined;
@@ -86,6 +88,7 @@ export const teamMetricsCollector: TickCollector<"teamMetrics"> = {
     }
     return { value, requests: 3 };
   },
+  families: teamFamilies,
 };
 
 /** The maxima raised to the latest point: a peak newer than the last read of the max counts. */

@@ -1,0 +1,33 @@
+// Cost as a feature of the exporter: on with cost.enabled; it meters the walks, the lifecycle events
+// (it wraps the event sink, so the features after it feed it) and the policy's pauses.
+import type { Feature } from "../feature.js";
+import { startCost } from "./cost-module.js";
+
+export const costFeature: Feature = {
+  name: "cost",
+  prepare(config) {
+    if (!config.cost.enabled) return undefined;
+    return {
+      // Attribution by a metadata key reads the sandboxes' metadata.
+      needs: { sandboxMetadata: config.cost.attributeBy.length > 0 },
+      start(s, all) {
+        const cost = startCost({
+          settings: config.cost,
+          registry: s.metrics.registry,
+          namespace: config.metrics.namespace,
+          clock: s.clock,
+          shard: config.shard,
+          states: config.states,
+          maxLabelValueLength: config.metrics.maxLabelValueLength,
+          maxTemplates: config.metrics.maxEventTemplates,
+          scrub: (text) => s.secrets.scrub(text),
+          rules: all.rules,
+        });
+        if (!cost) return {};
+        if (s.eventSink) s.eventSink = cost.events(s.eventSink);
+        s.policyHooks.push(cost.policy);
+        return { onSnapshot: (snapshot) => cost.onSnapshot(snapshot) };
+      },
+    };
+  },
+};

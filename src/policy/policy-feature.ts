@@ -1,0 +1,93 @@
+// The policy engine as a feature: on with policy.enabled. Its rule file is read before anything
+// starts (a bad one stops the start, naming the rule and field) and again at each reload; it acts
+// on walks in its own loop, so the poll never waits for it.
+import { Agent } from "undici";
+import { loadPolicySpec } from "../config/policy-file.js";
+import { policySpec } from "../config/policy-schema.js";
+import type { Feature } from "../feature.js";
+import { PolicyEngine } from "./engine.js";
+import type { PolicyHooks } from "./executor.js";
+import { PolicyLoop } from "./policy-loop.js";
+
+export const policyFeature: Feature = {
+  name: "policy",
+  prepare(config, effects) {
+    if (!config.policy.enabled) return undefined;
+    const spec = loadPolicySpec(config.policy, effects.readFile);
+    return {
+      // The rules read metadata, and health gives every shard the freshness check's start.
+      needs: { sandboxMetadata: true, health: true },
+      rules: spec.rules.map((r) => ({ name: r.name, dryRun: r.dryRun })),
+      start(s) {
+        const w = config.policy.webhook;
+        const agent = w ? new Agent() : undefined;
+        const header = s.secretValues.policyWebhookHeader;
+        // Each pause is told to every feature that follows them (cost), in the order they started.
+        const hooks: PolicyHooks = {
+          onApplied: (d, result, at) => {
+            for (const h of s.policyHooks) h.onApplied(d, result, at);
+          },
+          onPlan: (at, decisions) => {
+            for (const h of s.policyHooks) h.onPlan(at, decisions);
+          },
+        };
+        const policy = new PolicyEngine({
+          spec,
+          platform: s.control.withOwnNormalizer("policy"),
+          clock: s.clock,
+          logger: s.logger,
+          registry: s.metrics.registry,
+          namespace: config.metrics.namespace,
+          states: config.states,
+          defaultRunTimeMs: s.pollIntervalMs,
+          ...(w && agent
+            ? {
+                webhook: {
+                  url: w.url,
+                  ...(header ? { header: { name: w.headerName, value: header } } : {}),
+                  timeoutMs: w.timeoutMs,
+                  retries: w.retries,
+                  dispatcher: agent,
+                  // Failed deliveries are logged; the body is scrubbed of every secret first.
+                  logger: s.logger.child({ component: "webhook" }),
+                  secrets: s.secrets,
+                },
+              }
+            : {}),
+          ...(s.policyHooks.length > 0 ? { hooks } : {}),
+        });
+        const loop = new PolicyLoop(
+          (snapshot) => policy.run(snapshot),
+          (err) => s.logger.error({ err }, "policy run failed"),
+        );
+        return {
+          exposed: { policy, idle: () => loop.idle() },
+          status: () => policy.status(),
+          // A snapshot repeating the last walk's list brings the policy nothing new.
+          onSnapshot(snapshot) {
+            if (snapshot.walked) loop.offer(snapshot);
+          },
+          reload(next) {
+            if (!next.policy.enabled)
+              return () => {
+                // The emergency stop: no rules from now on (the engine goes at the next restart).
+                policy.setSpec({ ...policySpec(next.policy), rules: [] });
+                s.logger.warn("policy disabled by reload: no rule runs until it is enabled again");
+              };
+            const nextSpec = loadPolicySpec(next.policy, s.readFile);
+            return () => policy.setSpec(nextSpec);
+          },
+          async stop() {
+            await loop.idle();
+            // Deliveries still queued or hanging are given up: a webhook must not hold the shutdown.
+            await agent?.destroy();
+          },
+        };
+      },
+    };
+  },
+  onReloadWhileOff(next, logger) {
+    if (next.policy.enabled)
+      logger.warn("turning the policy engine on takes a restart; the new rules are not applied");
+  },
+};

@@ -1,0 +1,65 @@
+// E2B's lifecycle webhooks as a feature: on when webhooks.e2bSecretFile is set. POST /webhooks/e2b
+// takes signed deliveries into the event ledger; the signing secret is scrubbed like a key and
+// read again at each reload.
+import type { Feature } from "../feature.js";
+import { normalizeLifecycleEvent } from "../platform/normalize/events.js";
+import { E2B_WEBHOOK_PATH, e2bWebhookRoute } from "./e2b-webhook.js";
+import { asksForCredentials, type ListenerSecurity } from "./listener.js";
+
+export const e2bWebhookFeature: Feature = {
+  name: "e2b-webhook",
+  prepare(config) {
+    if (config.webhooks.e2bSecretFile === undefined) return undefined;
+    return {
+      start(s) {
+        const log = s.logger.child({ component: "e2b-webhook" });
+        const exempt = config.webhooks.e2bAuthExempt;
+        // An empty secret verifies nothing: every delivery is refused (401) until one is set.
+        const checked = (value: string | undefined): string => {
+          if (!value) log.warn("no E2B webhook signing secret: every delivery is refused");
+          return value ?? "";
+        };
+        let secret = checked(s.secretValues.e2bWebhookSecret);
+        const sink = s.eventSink;
+        if (!sink) {
+          log.warn(
+            { setting: "webhooks.e2bSecretFile" },
+            "E2B webhook not served: the lifecycle event ledger is off",
+          );
+          return {};
+        }
+        const warnIfLocked = (security: ListenerSecurity): void => {
+          if (!asksForCredentials(security) || exempt) return;
+          log.warn(
+            { setting: "webhooks.e2bAuthExempt", path: E2B_WEBHOOK_PATH },
+            "the listener asks for credentials E2B's deliveries cannot carry: every delivery is refused 401 (counted as unauthorized_listener); set webhooks.e2bAuthExempt",
+          );
+        };
+        const route = e2bWebhookRoute({
+          secret: () => secret,
+          sink,
+          parse: (raw) => normalizeLifecycleEvent(raw),
+          limits: config.webhooks,
+          horizon: () => sink.horizon(),
+          clock: s.clock,
+          registry: s.metrics.registry,
+          namespace: config.metrics.namespace,
+          logger: log,
+          secrets: s.secrets,
+          authExempt: exempt,
+        });
+        warnIfLocked(s.listener);
+        return {
+          routes: [route],
+          reload(_next, ctx) {
+            const value = checked(ctx.secrets.e2bWebhookSecret);
+            warnIfLocked(ctx.listener);
+            return () => {
+              secret = value;
+            };
+          },
+        };
+      },
+    };
+  },
+};

@@ -1,0 +1,79 @@
+// The collector registry as a contract: a collector brings its own opt-in setting (a bool of its own
+// settings slice, off by default), its slice reaches the config through the registry, its families
+// are rendered from its own declaration, and no file of src/collect grows past 300 lines.
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { Registry } from "prom-client";
+import { describe, expect, it } from "vitest";
+import { optedIn, type TickCollector } from "../../src/collect/collector.js";
+import { COLLECTOR_SLICES, TICK_COLLECTORS } from "../../src/collect/collectors.js";
+import { ConfigSchema } from "../../src/config/schema.js";
+import { Family } from "../../src/metrics/exposition/text.js";
+import { PlatformFamilies } from "../../src/metrics/platform-families.js";
+import { pollSettings } from "../helpers/poller.js";
+import { snapshot } from "../metrics/fixtures.js";
+
+const COLLECT = join(import.meta.dirname, "..", "..", "src", "collect");
+
+describe("collector registry", () => {
+  it("names each opt-in collector's setting among its own slice's fields, off by default", () => {
+    const defaults = ConfigSchema.parse({}).poll;
+    const optIns = TICK_COLLECTORS.filter((c) => c.optIn !== undefined);
+    expect(optIns.map((c) => c.name)).toEqual(
+      expect.arrayContaining(["templateBuilds", "events", "teamMetrics"]),
+    );
+    for (const c of optIns) {
+      expect(Object.keys(c.settings?.fields ?? {})).toContain(c.optIn);
+      expect(c.settings?.key).toBe("poll");
+      expect(defaults[c.optIn as keyof typeof defaults]).toBe(false);
+    }
+  });
+
+  it("hands every collector's slice to the config, once", () => {
+    const own = TICK_COLLECTORS.flatMap((c) => (c.settings ? [c.settings] : []));
+    expect(COLLECTOR_SLICES).toEqual(own);
+    expect(new Set(COLLECTOR_SLICES).size).toBe(COLLECTOR_SLICES.length);
+  });
+
+  it("turns on the opt-in collectors whose setting is on in the poll settings, and no other", () => {
+    expect(optedIn(TICK_COLLECTORS, pollSettings())).toEqual(new Set());
+    expect(
+      optedIn(TICK_COLLECTORS, pollSettings({ templateBuilds: true, teamMetrics: true })),
+    ).toEqual(new Set(["templateBuilds", "teamMetrics"]));
+  });
+
+  it("renders a collector's families from its own declaration, with its data of the snapshot", () => {
+    const health = TICK_COLLECTORS.find((c) => c.name === "health") as TickCollector<"health">;
+    const seen: unknown[] = [];
+    const custom: TickCollector<"health"> = {
+      ...health,
+      families: ({ ns, registry }) => {
+        expect(registry).toBeInstanceOf(Registry);
+        return (data) => {
+          seen.push(data);
+          return [new Family(`${ns}_custom`, "counter", "A custom counter.").add("", 2)];
+        };
+      },
+    };
+    const s = snapshot({ health: { up: true } });
+    const { families } = new PlatformFamilies("x", [custom], new Registry()).render(s);
+    expect(seen).toEqual([{ up: true }]);
+    expect(families.map((f) => f.render("prometheus")).join("")).toContain("x_custom_total 2");
+  });
+
+  it("keeps every file of src/collect under 300 lines", () => {
+    const long: string[] = [];
+    const walk = (dir: string): void => {
+      for (const name of readdirSync(dir)) {
+        const path = join(dir, name);
+        if (statSync(path).isDirectory()) walk(path);
+        else if (name.endsWith(".ts") && name !== "sandbox-table.ts") {
+          const lines = readFileSync(path, "utf8").split("\n").length - 1;
+          if (lines > 300) long.push(`${path}: ${lines}`);
+        }
+      }
+    };
+    walk(COLLECT);
+    expect(long).toEqual([]);
+  });
+});
