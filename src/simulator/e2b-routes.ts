@@ -1,6 +1,7 @@
 // E2B mode: the routes of E2B's hosted API, all at the root. No cluster overview; nodes for
 // admins only; sandboxes in states E2B does not know (starting, killing) are not there at all.
-import type { ApiHandler } from "./context.js";
+import type { ApiHandler, SimContext } from "./context.js";
+import { pagedTemplates } from "./cursor-pages.js";
 import { eventRoutes } from "./events.js";
 import { sendError, sendJson } from "./http-io.js";
 import { E2B_STATES, listSandboxes } from "./list-sandboxes.js";
@@ -49,14 +50,13 @@ function lastSpawned(state: SimState): Map<string, number> {
   return out;
 }
 
-const listTemplates: ApiHandler = (ctx, _req, res) => {
+/** Every template as E2B's lists render it. */
+function e2bTemplates(ctx: SimContext): Record<string, unknown>[] {
   const spawned = lastSpawned(ctx.state);
-  sendJson(
-    res,
-    200,
-    ctx.state.templates.map((t) => renderE2bTemplate(t, spawned.get(t.templateID))),
-  );
-};
+  return ctx.state.templates.map((t) => renderE2bTemplate(t, spawned.get(t.templateID)));
+}
+
+const listTemplates: ApiHandler = (ctx, _req, res) => sendJson(res, 200, e2bTemplates(ctx));
 
 const getTemplate: ApiHandler = (ctx, _req, res, [id]) => {
   const template = ctx.state.templates.find((t) => t.templateID === id);
@@ -97,6 +97,7 @@ export const e2bRoutes: RouteDef<ApiHandler>[] = [
   { method: "GET", template: "/nodes", handler: listNodes },
   { method: "GET", template: "/nodes/{id}", handler: getNode },
   { method: "GET", template: "/templates", handler: listTemplates },
+  { method: "GET", template: "/v2/templates", handler: pagedTemplates(e2bTemplates) },
   { method: "GET", template: "/templates/{id}", handler: getTemplate },
   {
     method: "GET",

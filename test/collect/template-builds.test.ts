@@ -92,7 +92,9 @@ describe("templateBuilds collector", () => {
   it("reads a failed build's reason once, not every tick, and exports it", async () => {
     const { template, build } = failFirst();
     const asked = sim.counters.get(STATUS_ROUTE);
-    const listed = sim.counters.get("GET /templates");
+    // The template list, by either route: the templates collector reads E2B's paged /v2/templates.
+    const lists = () => sim.counters.get("GET /templates") + sim.counters.get("GET /v2/templates");
+    const listed = lists();
     const p = poller();
     const requests: number[] = [];
     let s: Snapshot | undefined;
@@ -102,7 +104,7 @@ describe("templateBuilds collector", () => {
     }
     expect(sim.counters.get(STATUS_ROUTE) - asked).toBe(1);
     // Its own list read each tick (the templates collector reads its own), plus the one status read.
-    expect(sim.counters.get("GET /templates") - listed).toBe(2 * TICKS);
+    expect(lists() - listed).toBe(2 * TICKS);
     expect(requests).toEqual([2, 1, 1, 1, 1]);
     const mine = s?.templateBuilds?.find((b) => b.templateId === template);
     expect(mine).toEqual({
