@@ -7,6 +7,7 @@ import { healthCollector } from "./health.js";
 import { nodesCollector } from "./nodes.js";
 import { overviewCollector } from "./overview.js";
 import type { CollectorName } from "./snapshot.js";
+import { storageCollector } from "./storage/storage.js";
 import { teamMetricsCollector } from "./team-metrics/team-metrics.js";
 import { templateBuildsCollector } from "./template-builds/template-builds.js";
 import { templatesCollector } from "./templates/templates.js";
@@ -20,6 +21,7 @@ const REGISTRY = [
   templateBuildsCollector,
   eventsCollector,
   teamMetricsCollector,
+  storageCollector,
 ] as const;
 
 /** The collectors refreshed on every tick, in the order their series are exported. */

@@ -11,6 +11,7 @@ import type { RouteDef } from "./router.js";
 import { sandboxLogsE2b } from "./sandbox-logs.js";
 import { e2bSandboxRoutes, sandboxRoutes } from "./sandbox-routes.js";
 import type { SimState } from "./state.js";
+import { storageRoutes } from "./storage-routes.js";
 import { teamRoutes } from "./team-routes.js";
 import { usageRoutes } from "./usage-routes.js";
 import { webhookRoutes } from "./webhooks.js";
@@ -108,6 +109,7 @@ export const e2bRoutes: RouteDef<ApiHandler>[] = [
   ...eventRoutes,
   ...webhookRoutes,
   ...teamRoutes,
+  ...storageRoutes,
   ...[
     { method: "GET", template: "/v2/sandboxes/{id}/logs", handler: sandboxLogsE2b },
     ...usageRoutes,
