@@ -124,7 +124,7 @@ export function registerDemoWebhook(sim: Simulator, exporterUrl: string): void {
 /**
  * What E2B's hosted API serves beyond the sandbox list, all read by the E2B demo: lifecycle events
  * (polled, and pushed to POST /webhooks/e2b, signed with the secret in a file), team capacity
- * against a configured limit, template build states.
+ * against a configured limit, template build states, the team's storage (snapshots, volumes).
  */
 function platformTruthFlags(dir: string): string[] {
   const file = join(dir, "e2b-webhook-secret");
@@ -133,6 +133,7 @@ function platformTruthFlags(dir: string): string[] {
     "--poll-events",
     "--poll-team-metrics",
     "--poll-template-builds",
+    "--poll-storage",
     "--team-concurrency-limit",
     String(DEMO_TEAM_LIMIT),
     // The key's team, as an operator sets it: learning it from the events would leave the first

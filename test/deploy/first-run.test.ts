@@ -112,6 +112,14 @@ describe.each([
     expect(reported).toBeGreaterThan(0);
   });
 
+  it.runIf(e2b)("lists the team's storage: the paused sandboxes' snapshots", async () => {
+    const text = await (await fetch(`${exporter.server.url}/metrics`)).text();
+    const value = (name: string): number | undefined =>
+      [...samples(text)].find(([k]) => k === name || k.startsWith(`${name}{`))?.[1];
+    expect(value("sandbox_storage_snapshots")).toBeGreaterThan(0);
+    expect(value("sandbox_storage_volumes")).toBeDefined();
+  });
+
   it("meters spend by template, owner and rule against a budget, so the Spend dashboard has data", async () => {
     const text = await (await fetch(`${exporter.server.url}/metrics`)).text();
     const sum = (prefix: string): number =>
