@@ -109,7 +109,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   deps.logger.info(
     {
       url: listener.server.url,
-      schedule: config.poll.schedule.text,
+      schedule: running.schedule,
       // One scalar: pretty logs print it on one line.
       shard: `${config.shard.index}/${config.shard.total}`,
     },

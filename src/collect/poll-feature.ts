@@ -18,6 +18,8 @@ const STOP_READS_GRACE_MS = 1_000;
 /** The running poll. */
 export interface Poll {
   readonly poller: Poller;
+  /** The schedule as configured (an interval or a cron expression), for the start-up line. */
+  readonly schedule: string;
   /** Runs one cycle now and waits for its walk (skipped and counted if one is in flight). */
   runCycle(): Promise<void>;
   /** Starts the schedule's first cycle (not when manual). */
@@ -133,6 +135,7 @@ export function startPoll(s: Services, needs: Needs, publish: (snapshot: Snapsho
   );
   return {
     poller,
+    schedule: poll.schedule.text,
     async runCycle() {
       await schedule.trigger();
       await poller.walkDone();

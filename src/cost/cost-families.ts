@@ -1,7 +1,7 @@
 // The cost families in a prom-client registry, read from the accountant when scraped.
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { CostAccountant } from "./cost-accountant.js";
-import { DROP_REASONS } from "./cost-accountant.js";
+import { DROP_REASONS } from "./cost-inputs.js";
 import type { CostSettings } from "./cost-settings.js";
 import type { TemplateUsage } from "./spend-totals.js";
 

@@ -1,16 +1,18 @@
 // The cost feature as the composition root sees it: settings in, three inputs (walked snapshots,
 // lifecycle events, policy pauses), families out. Everything else stays in this folder.
 import type { Registry } from "prom-client";
-import { forEachFullRow } from "../collect/sandbox-table.js";
+import { SandboxTable } from "../collect/sandbox-table.js";
 import type { Snapshot } from "../collect/snapshot.js";
 import { ValueGuard } from "../metrics/exposition/value-guard.js";
 import type { LifecycleEvent, LifecycleEventSink } from "../platform/events.js";
+import type { Sandbox } from "../platform/types.js";
 import type { PolicyDecision } from "../policy/evaluate.js";
 import type { PolicyHooks } from "../policy/executor.js";
 import type { Clock } from "../util/clock.js";
 import { inShard } from "../util/shard.js";
-import { CostAccountant, type WalkRowVisitor } from "./cost-accountant.js";
+import { CostAccountant } from "./cost-accountant.js";
 import { registerCostFamilies } from "./cost-families.js";
+import type { WalkRowVisitor } from "./cost-inputs.js";
 import type { CostSettings } from "./cost-settings.js";
 
 /** What the cost module reads of a snapshot. */
@@ -79,7 +81,9 @@ export function startCost(d: CostModuleDeps): CostModule | undefined {
       // A partial walk would read as sandboxes gone: only complete ones are accounted.
       if (!snapshot.walked || !snapshot.sandboxesComplete || !snapshot.sandboxes) return;
       const list = snapshot.sandboxes;
-      accountant.observeRows(snapshot.startedAt, (visit) => visitRows(list, visit), list.length);
+      if (list instanceof SandboxTable) accountant.observeTable(snapshot.startedAt, list.rows());
+      else
+        accountant.observeRows(snapshot.startedAt, (visit) => visitRows(list, visit), list.length);
     },
     events<S extends LifecycleEventSink>(ledger: S): S {
       accountant.expectEvents();
@@ -110,15 +114,8 @@ export function startCost(d: CostModuleDeps): CostModule | undefined {
   };
 }
 
-/** Every row of a walk as arguments (100,000 rows make no garbage). */
-function visitRows(list: NonNullable<Snapshot["sandboxes"]>, visit: WalkRowVisitor): void {
-  if (Array.isArray(list)) {
-    for (const s of list)
-      visit(s.id, s.templateId, s.state, s.cpuCount, s.memoryMB, s.startedAt, s.endAt, s.metadata);
-    return;
-  }
-  // A table's rows carry no metadata (attribution keeps records); the probe tag is not needed.
-  forEachFullRow(list, (id, templateId, state, cpu, memory, startedAt, endAt) =>
-    visit(id, templateId, state, cpu, memory, startedAt, endAt, undefined),
-  );
+/** Every record of a walk as arguments. */
+function visitRows(list: Iterable<Sandbox>, visit: WalkRowVisitor): void {
+  for (const s of list)
+    visit(s.id, s.templateId, s.state, s.cpuCount, s.memoryMB, s.startedAt, s.endAt, s.metadata);
 }

@@ -1,8 +1,3 @@
-// The collector registry as a contract: a collector brings its own opt-in setting (a bool of its own
-// settings slice, off by default), its slice reaches the config through the registry, its families
-// are rendered from its own declaration, and no file of src/collect grows past 300 lines.
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { optedIn, type TickCollector } from "../../src/collect/collector.js";
@@ -12,8 +7,6 @@ import { Family } from "../../src/metrics/exposition/text.js";
 import { PlatformFamilies } from "../../src/metrics/platform-families.js";
 import { pollSettings } from "../helpers/poller.js";
 import { snapshot } from "../metrics/fixtures.js";
-
-const COLLECT = join(import.meta.dirname, "..", "..", "src", "collect");
 
 describe("collector registry", () => {
   it("names each opt-in collector's setting among its own slice's fields, off by default", () => {
@@ -59,21 +52,5 @@ describe("collector registry", () => {
     const { families } = new PlatformFamilies("x", [custom], new Registry()).render(s);
     expect(seen).toEqual([{ up: true }]);
     expect(families.map((f) => f.render("prometheus")).join("")).toContain("x_custom_total 2");
-  });
-
-  it("keeps every file of src/collect under 300 lines", () => {
-    const long: string[] = [];
-    const walk = (dir: string): void => {
-      for (const name of readdirSync(dir)) {
-        const path = join(dir, name);
-        if (statSync(path).isDirectory()) walk(path);
-        else if (name.endsWith(".ts") && name !== "sandbox-table.ts") {
-          const lines = readFileSync(path, "utf8").split("\n").length - 1;
-          if (lines > 300) long.push(`${path}: ${lines}`);
-        }
-      }
-    };
-    walk(COLLECT);
-    expect(long).toEqual([]);
   });
 });

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CostAccountant, type WalkRow } from "../../src/cost/cost-accountant.js";
+import { CostAccountant } from "../../src/cost/cost-accountant.js";
+import type { WalkRow } from "../../src/cost/cost-inputs.js";
 import { E2B_PRICES } from "../../src/cost/cost-settings.js";
 import { normalizeLifecycleEvent } from "../../src/platform/normalize/events.js";
 import { FakeClock } from "../../src/util/clock.js";
