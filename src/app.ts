@@ -24,14 +24,15 @@ import type { Clock } from "./util/clock.js";
 import { Secrets } from "./util/secrets.js";
 
 /**
- * The features, in the order they start and see each snapshot: cost wraps the event sink and
- * follows the policy's pauses, so it comes before what feeds it. A new feature is one line here.
+ * The features, in the order they start, see each snapshot and show on /status and the landing
+ * page: cost wraps the event sink and follows the policy's pauses, so it comes before what feeds
+ * it. A new feature is one line here.
  */
 export const FEATURES: readonly Feature[] = [
   costFeature,
+  probeFeature,
   policyFeature,
   e2bWebhookFeature,
-  probeFeature,
 ];
 
 /** Effects the exporter needs from outside. */
@@ -102,7 +103,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     started,
     off: prepared.filter(([, p]) => p === undefined).map(([f]) => f),
     reloadConfig: deps.reloadConfig ?? (() => config),
-    readSecrets: (next) => readSecretFiles(next),
+    readSecrets: (next, names) => readSecretFiles(next, names),
   });
   running.begin();
   for (const f of features) await f.begin?.();

@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { Dispatcher } from "undici";
 import type { Snapshot } from "./collect/snapshot.js";
 import type { Config } from "./config/schema.js";
-import type { SecretValues } from "./config/secret-files.js";
+import type { SecretName, SecretValues } from "./config/secret-files.js";
 import type { ExporterMetrics } from "./metrics/exporter-metrics.js";
 import type { EventLedger } from "./metrics/lifecycle-events.js";
 import type { ControlClient } from "./platform/control/control.js";
@@ -100,9 +100,13 @@ export interface Started {
   readonly exposed?: Record<string, unknown>;
 }
 
-/** What a reload reads before any feature checks its part: every secret file, the listener. */
+/** What a reload gives each feature's check: the next listener, and its secret files on demand. */
 export interface ReloadContext {
-  secrets: SecretValues;
+  /**
+   * Reads one secret file of the next configuration (throws naming its setting on a bad one);
+   * the value joins the scrubber before it is returned. Only what a feature applies is read.
+   */
+  secret(name: SecretName): string | undefined;
   listener: ListenerSecurity;
 }
 

@@ -3,7 +3,7 @@
 // and the platform facts learned as the exporter runs.
 import type { Snapshot } from "./collect/snapshot.js";
 import type { Config } from "./config/schema.js";
-import { readSecretFiles, secretList } from "./config/secret-files.js";
+import { readSecretFiles, type SecretValues, secretList } from "./config/secret-files.js";
 import type { Effects, Needs, Services } from "./feature.js";
 import { ExporterMetrics } from "./metrics/exporter-metrics.js";
 import { registerLimiterMetrics } from "./metrics/limiter-metrics.js";
@@ -28,9 +28,14 @@ export function startServices(
 ): Services {
   const { logger, clock } = effects;
   secrets.add(config.platform.apiKey);
-  const secretValues = readSecretFiles(config);
+  // The listener's security first (web config file, or the deprecated settings and their
+  // bearer token), then every other secret file.
+  const listener = listenerSecurity(config, logger.child({ component: "server" }));
+  const secretValues: SecretValues = {
+    ...readSecretFiles(config, ["adminToken", "policyWebhookHeader", "e2bWebhookSecret"]),
+    ...(listener.auth?.bearerToken ? { bearerToken: listener.auth.bearerToken } : {}),
+  };
   for (const value of secretList(secretValues)) secrets.add(value);
-  const listener = listenerSecurity(config, secretValues, logger.child({ component: "server" }));
   const facts = new PlatformFacts({
     teamId: config.platform.teamId,
     teamConcurrencyLimit: config.platform.teamConcurrencyLimit,

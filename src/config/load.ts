@@ -44,8 +44,10 @@ const API_KEY = ["platform", "apiKey"];
 const API_KEY_FILE = ["platform", "apiKeyFile"];
 const API_URL = ["platform", "apiUrl"];
 const ENV_PROXY = ["platform", "envProxy"];
+/** Where the probe section says a deprecated key was written (for its one warning). */
+const PROBE_DEPRECATED = ["probe", "deprecatedKeys"];
 /** Facts the loader derives, never settings: a config file naming one names an unknown key. */
-const DERIVED = [ENV_PROXY];
+const DERIVED = [ENV_PROXY, PROBE_DEPRECATED];
 /** The proxy variables undici's EnvHttpProxyAgent reads (lower case wins, as in curl). */
 const PROXY_VARIABLES = ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"];
 

@@ -18,13 +18,29 @@ export interface SecretValues {
   e2bWebhookSecret?: string;
 }
 
-/** Reads every secret file `config` names; a bad one throws a ConfigError naming its setting. */
+/** A secret kept in a file. */
+export type SecretName = keyof SecretValues;
+
+/** Every secret a configuration may keep in a file, in the order they are read. */
+export const SECRET_NAMES: readonly SecretName[] = [
+  "adminToken",
+  "bearerToken",
+  "policyWebhookHeader",
+  "e2bWebhookSecret",
+];
+
+/**
+ * Reads the secret files `config` names, of `names` (default all); a bad one throws a ConfigError
+ * naming its setting.
+ */
 export function readSecretFiles(
   config: Config,
+  names: readonly SecretName[] = SECRET_NAMES,
   read: (path: string) => string = (path) => readFileSync(path, "utf8"),
 ): SecretValues {
   const out: SecretValues = {};
-  const admin = config.platform.adminTokenFile;
+  const want = new Set(names);
+  const admin = want.has("adminToken") ? config.platform.adminTokenFile : undefined;
   if (admin) {
     const v = readSecretFile(read, admin, "platform.adminTokenFile");
     if (v) out.adminToken = v;
@@ -33,10 +49,13 @@ export function readSecretFiles(
   const bearer =
     config.server.webConfigFile === undefined ? config.server.bearerTokenFile : undefined;
   if (bearer) out.bearerToken = readSecretFile(read, bearer, "server.bearerTokenFile");
-  const header = config.policy.enabled ? config.policy.webhook?.headerValueFile : undefined;
+  const header =
+    want.has("policyWebhookHeader") && config.policy.enabled
+      ? config.policy.webhook?.headerValueFile
+      : undefined;
   if (header)
     out.policyWebhookHeader = readSecretFile(read, header, "policy.webhook.headerValueFile");
-  const e2b = config.webhooks.e2bSecretFile;
+  const e2b = want.has("e2bWebhookSecret") ? config.webhooks.e2bSecretFile : undefined;
   if (e2b !== undefined)
     out.e2bWebhookSecret = e2b ? readSecretFile(read, e2b, "webhooks.e2bSecretFile") : "";
   return out;

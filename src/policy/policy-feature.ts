@@ -54,7 +54,8 @@ export const policyFeature: Feature = {
                 },
               }
             : {}),
-          ...(s.policyHooks.length > 0 ? { hooks } : {}),
+          // Read at each call: a feature that starts later may still follow the pauses.
+          hooks,
         });
         const loop = new PolicyLoop(
           (snapshot) => policy.run(snapshot),

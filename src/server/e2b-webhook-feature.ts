@@ -52,7 +52,7 @@ export const e2bWebhookFeature: Feature = {
         return {
           routes: [route],
           reload(_next, ctx) {
-            const value = checked(ctx.secrets.e2bWebhookSecret);
+            const value = checked(ctx.secret("e2bWebhookSecret"));
             warnIfLocked(ctx.listener);
             return () => {
               secret = value;

@@ -2,7 +2,7 @@
 // snapshot and each feature's section, and the reload that checks every part before any applies.
 import type { Poller } from "../collect/poller.js";
 import type { Config } from "../config/schema.js";
-import type { SecretValues } from "../config/secret-files.js";
+import type { SecretName, SecretValues } from "../config/secret-files.js";
 import type { Feature, ReloadContext, Services, Started } from "../feature.js";
 import { negotiateFormat } from "../metrics/exporter-metrics.js";
 import { reloadedWebConfig } from "./listener.js";
@@ -21,8 +21,8 @@ export interface ListenerParts {
   off: readonly Feature[];
   /** Loads the configuration again (SIGHUP, POST /-/reload). */
   reloadConfig: () => Config;
-  /** Reads every secret file of a configuration (config/secret-files.ts). */
-  readSecrets: (config: Config) => SecretValues;
+  /** Reads secret files of a configuration (config/secret-files.ts). */
+  readSecrets: (config: Config, names: readonly SecretName[]) => SecretValues;
 }
 
 /** The running listener and the exporter's reload. */
@@ -41,7 +41,12 @@ export async function startListener(s: Services, parts: ListenerParts): Promise<
       // Everything is read and checked before anything changes: a bad file keeps the last good.
       const web = reloadedWebConfig(next, s.listener);
       const ctx: ReloadContext = {
-        secrets: parts.readSecrets(next),
+        secret(name) {
+          const value = parts.readSecrets(next, [name])[name];
+          // Scrubbed from the moment it is read: the feature puts it in use only later.
+          secrets.add(value);
+          return value;
+        },
         listener: web ? { webConfig: web } : s.listener,
       };
       const apply = features.map((f) => f.reload?.(next, ctx));

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import { ConfigError } from "../config/errors.js";
 import { type Config, DEPRECATED_LISTENER } from "../config/schema.js";
-import type { SecretValues } from "../config/secret-files.js";
+import { readSecretFiles } from "../config/secret-files.js";
 import type { ServerDeps } from "./server.js";
 import { loadWebConfig, type WebConfig, WebConfigError } from "./web-config.js";
 
@@ -17,11 +17,7 @@ export function asksForCredentials(security: ListenerSecurity): boolean {
 }
 
 /** The listener's security at start; a bad web config file stops the start like a bad setting. */
-export function listenerSecurity(
-  config: Config,
-  secrets: SecretValues,
-  log: Logger,
-): ListenerSecurity {
+export function listenerSecurity(config: Config, log: Logger): ListenerSecurity {
   const s = config.server;
   if (s.webConfigFile !== undefined) return { webConfig: startWebConfig(s.webConfigFile) };
   const deprecated = DEPRECATED_LISTENER.filter((key) => s[key] !== undefined);
@@ -33,7 +29,9 @@ export function listenerSecurity(
   const out: ListenerSecurity = {};
   if (s.bearerTokenFile || s.basicAuthUsers) {
     out.auth = {
-      ...(s.bearerTokenFile ? { bearerToken: secrets.bearerToken ?? "" } : {}),
+      ...(s.bearerTokenFile
+        ? { bearerToken: readSecretFiles(config, ["bearerToken"]).bearerToken ?? "" }
+        : {}),
       ...(s.basicAuthUsers ? { basicUsers: s.basicAuthUsers } : {}),
     };
   }
