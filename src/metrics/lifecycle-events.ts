@@ -10,7 +10,7 @@ import {
   type LifecycleEvent,
   type LifecycleEventSink,
 } from "../platform/events.js";
-import type { PlatformFacts } from "../platform/facts.js";
+import { PlatformFacts } from "../platform/facts.js";
 import type { Clock } from "../util/clock.js";
 
 /** Event ids remembered at most (about 100 bytes each), whatever the horizon. */
@@ -61,7 +61,8 @@ export class EventLedger implements LifecycleEventSink, KillLookup {
   private readonly kills = new Map<string, KillReason>();
   private readonly templates = new Set<string>();
   private readonly extraTypes = new Set<string>();
-  private team: string | undefined;
+  /** Where the team events name is kept: the exporter's shared facts, or the ledger's own. */
+  private readonly facts: PlatformFacts;
   /** The latest arrival time of an id forgotten (clock ms): ids that came at or before it may be gone. */
   private forgottenUpTo = Number.NEGATIVE_INFINITY;
   private readonly folded: Counter;
@@ -71,6 +72,7 @@ export class EventLedger implements LifecycleEventSink, KillLookup {
   private readonly duplicates: Counter<"via">;
 
   constructor(private readonly o: EventLedgerOptions) {
+    this.facts = o.facts ?? new PlatformFacts();
     const registers = [o.registry];
     this.events = new Counter({
       name: `${o.ns}_lifecycle_events_total`,
@@ -119,10 +121,7 @@ export class EventLedger implements LifecycleEventSink, KillLookup {
     this.ids.set(event.id, now);
     const template = this.templateLabel(event.templateId);
     this.events.inc({ type: this.typeLabel(event.type), template });
-    if (event.teamId !== undefined) {
-      this.team = event.teamId;
-      this.o.facts?.learnTeamId(event.teamId);
-    }
+    if (event.teamId !== undefined) this.facts.learnTeamId(event.teamId);
     if (event.type === "killed") {
       const reason = event.killReason ?? "unknown";
       this.killed.inc({ template, reason });
@@ -145,7 +144,7 @@ export class EventLedger implements LifecycleEventSink, KillLookup {
 
   /** The team of the latest event that named one (E2B's sandboxTeamId). */
   teamId(): string | undefined {
-    return this.team;
+    return this.facts.learnedTeamId();
   }
 
   /**

@@ -1,9 +1,10 @@
 // The idle signal: a sandbox's last activity, from its newest log entry, else a configured field,
 // else its start time. Cached per sandbox: a read is only needed once the sandbox could be idle.
-import type { PolicySpec } from "../config/policy-schema.js";
+
 import type { LogEntry, Page, Sandbox } from "../platform/types.js";
 import { mapLimit } from "../util/concurrency.js";
 import { epochMs, parseTime } from "./match.js";
+import type { PolicySpec } from "./policy-settings.js";
 
 /** Where a last-activity time came from. */
 export type ActivitySource = "log" | "metadata" | "runtime" | "start" | "none" | "error";

@@ -2,7 +2,6 @@
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { Snapshot } from "../collect/snapshot.js";
-import type { PolicySpec, SettledRule } from "../config/policy-schema.js";
 import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { LogLimiter } from "../util/log-limiter.js";
@@ -24,6 +23,7 @@ import {
 import { cheapMatch, type StateSets } from "./match.js";
 import { PolicyMetrics } from "./policy-metrics.js";
 import type { BlockReason, PolicyOutcome, PolicyRun } from "./policy-run.js";
+import type { PolicySpec, SettledRule } from "./policy-settings.js";
 import { describe, loggedAlone, policyStatus } from "./policy-status.js";
 import { estimateIdle, sampleRules } from "./sampling.js";
 import { checkUsage } from "./usage-check.js";

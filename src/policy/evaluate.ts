@@ -1,8 +1,9 @@
 // The policy's pure core: (sandboxes, activity, rules, memory of earlier cycles, now) -> decisions.
-import type { PolicyRule, PolicySpec } from "../config/policy-schema.js";
+
 import type { Sandbox } from "../platform/types.js";
 import { formatDuration } from "../util/duration.js";
 import { ageHolds, idleHolds, isProtected, type StateSets, selectorMatch } from "./match.js";
+import type { PolicyRule, PolicySpec } from "./policy-settings.js";
 
 /** What the evaluator says about one (rule, sandbox) pair. */
 export type DecisionOutcome =

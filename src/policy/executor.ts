@@ -1,11 +1,12 @@
 // Applies the evaluator's decisions: re-reads each sandbox, re-checks the rule, then acts once.
-import type { PolicyRule, PolicySpec } from "../config/policy-schema.js";
+
 import { PlatformNotFoundError } from "../platform/http-errors.js";
 import type { Sandbox, SandboxUsage } from "../platform/types.js";
 import { formatDuration } from "../util/duration.js";
 import type { ActivityTracker } from "./activity.js";
 import type { DecisionOutcome, PolicyDecision } from "./evaluate.js";
 import { cheapMatch, idleHolds, isProtected, type StateSets } from "./match.js";
+import type { PolicyRule, PolicySpec } from "./policy-settings.js";
 
 /** What a decision came to; the `result` label of sandbox_policy_decisions_total. */
 export type PolicyResult =

@@ -1,8 +1,9 @@
 // The cheap, pure tests of a rule against one sandbox: state, template, metadata, protection, age.
-import type { MetadataSelector, PolicyRule, PolicySpec } from "../config/policy-schema.js";
+
 import type { Sandbox } from "../platform/types.js";
 import { PROBE_TAG_KEY } from "../platform/types.js";
 import { epochMs, parseIsoTime } from "../util/time.js";
+import type { MetadataSelector, PolicyRule, PolicySpec } from "./policy-settings.js";
 
 // activity.ts reads its epoch numbers through here.
 export { epochMs };

@@ -3,11 +3,11 @@
 // on walks in its own loop, so the poll never waits for it.
 import { Agent } from "undici";
 import { loadPolicySpec } from "../config/policy-file.js";
-import { policySpec } from "../config/policy-schema.js";
 import type { Feature } from "../feature.js";
 import { PolicyEngine } from "./engine.js";
 import type { PolicyHooks } from "./executor.js";
 import { PolicyLoop } from "./policy-loop.js";
+import { policySpec } from "./policy-settings.js";
 
 export const policyFeature: Feature = {
   name: "policy",

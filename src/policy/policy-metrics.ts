@@ -1,8 +1,8 @@
 // The policy's metric families in the registry the caller owns.
 import { Counter, Gauge, type Registry } from "prom-client";
-import type { PolicySpec } from "../config/policy-schema.js";
 import type { ActivityStats } from "./activity.js";
 import type { PolicyResult } from "./executor.js";
+import type { PolicySpec } from "./policy-settings.js";
 
 /** Results of an attempted action that dashboards and rules read, at 0 for every rule from its load. */
 const COUNTED_RESULTS = ["done", "dry_run", "failed"] as const satisfies readonly PolicyResult[];

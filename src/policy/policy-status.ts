@@ -1,8 +1,9 @@
 // How a run's decisions are shown: the plan on /status, and the one line (audit log, webhook) of
 // each decision that stands alone.
-import type { PolicySpec } from "../config/policy-schema.js";
+
 import type { PolicyResult } from "./executor.js";
 import type { PolicyOutcome, PolicyRun } from "./policy-run.js";
+import type { PolicySpec } from "./policy-settings.js";
 import type { PolicyEvent } from "./webhook.js";
 
 /** Entries of the plan shown on /status; the counts cover all of them. */

@@ -1,10 +1,11 @@
 // The blast-radius estimate: per idle rule, a uniform random sample of what it looks at, the idle
 // share of that sample, and the upper bound of its 95 % Wilson score interval.
-import type { PolicySpec } from "../config/policy-schema.js";
+
 import type { Sandbox } from "../platform/types.js";
 import type { Activity } from "./activity.js";
 import type { IdleEstimate } from "./evaluate.js";
 import { ageHolds, idleHolds, isProtected, type StateSets, selectorMatch } from "./match.js";
+import type { PolicySpec } from "./policy-settings.js";
 
 /**
  * Per idle rule, a random sample of the sandboxes it looks at (selected, not protected), read

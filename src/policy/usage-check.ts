@@ -1,10 +1,11 @@
 // The usage signal of a run: of the sandboxes idle by their logs, which are idle by CPU too, read
 // with batched GET /sandboxes/metrics within the run's read and time budgets.
-import type { PolicySpec } from "../config/policy-schema.js";
+
 import type { Sandbox, SandboxUsage } from "../platform/types.js";
 import type { PolicyMemory } from "./evaluate.js";
 import type { PolicyPlatform } from "./executor.js";
 import type { PolicyMetrics } from "./policy-metrics.js";
+import type { PolicySpec } from "./policy-settings.js";
 import { heldStreaks, usageOrder } from "./usage-queue.js";
 
 /** What one usage check works on. */

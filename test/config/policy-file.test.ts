@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/load.js";
 import { loadPolicySpec, PolicyFileError, parsePolicyFile } from "../../src/config/policy-file.js";
-import { policySpec } from "../../src/config/policy-schema.js";
+import { policySpec } from "../../src/policy/policy-settings.js";
 
 const files = (text: string) => (p: string) => {
   if (p !== "rules.yaml") throw new Error(`ENOENT: no such file '${p}'`);

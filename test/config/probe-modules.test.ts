@@ -1,26 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config/load.js";
-
-function load(yaml: string) {
-  return loadConfig({
-    argv: ["--config", "c.yaml"],
-    env: {},
-    readFile: (path) => {
-      if (path !== "c.yaml") throw new Error(`ENOENT: ${path}`);
-      return yaml;
-    },
-  }).config;
-}
-
-function problems(yaml: string): string[] {
-  try {
-    load(yaml);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).format().split("\n");
-  }
-  throw new Error("expected a ConfigError");
-}
+import { loadYaml as load, yamlProblems as problems } from "../helpers/config-file.js";
 
 describe("probe.modules", () => {
   it("is the default module, from the top-level settings, when no module is listed", () => {

@@ -2,8 +2,8 @@
 // system reads 0 (not "No data") and increase() counts the first event.
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { PolicySectionSchema, policySpec } from "../../src/config/policy-schema.js";
 import { PolicyMetrics } from "../../src/policy/policy-metrics.js";
+import { PolicySectionSchema, policySpec } from "../../src/policy/policy-settings.js";
 import { ProbeFamilies, ProbeMetrics } from "../../src/probe/probe-metrics.js";
 import { PROBE_PHASES } from "../../src/probe/probe-steps.js";
 import { sampleLines } from "./fixtures.js";

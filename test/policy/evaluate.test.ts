@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type PolicyRule, PolicyRuleSchema, policySpec } from "../../src/config/policy-schema.js";
 import type { Sandbox } from "../../src/platform/types.js";
 import { EMPTY_MEMORY, evaluatePolicy, type PolicyMemory } from "../../src/policy/evaluate.js";
 import { cheapMatch, idleHolds, isProtected, parseTime } from "../../src/policy/match.js";
+import { type PolicyRule, PolicyRuleSchema, policySpec } from "../../src/policy/policy-settings.js";
 import { wilsonUpper } from "../../src/policy/sampling.js";
 import { inTimeZone } from "../helpers/timezone.js";
 

@@ -3,33 +3,12 @@
 
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config/load.js";
 import type { ProbeControl, ProbeData } from "../../src/probe/phase.js";
 import { ProbeService } from "../../src/probe/probe-service.js";
 import { probeSchema } from "../../src/probe/probe-settings.js";
+import { loadYaml as load, yamlProblems as problems } from "../helpers/config-file.js";
 import { markerStep, withMarker } from "./marker-step.js";
 import { INSTANCE } from "./setup.js";
-
-function load(yaml: string) {
-  return loadConfig({
-    argv: ["--config", "c.yaml"],
-    env: {},
-    readFile: (path) => {
-      if (path !== "c.yaml") throw new Error(`ENOENT: ${path}`);
-      return yaml;
-    },
-  }).config;
-}
-
-function problems(yaml: string): string[] {
-  try {
-    load(yaml);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).format().split("\n");
-  }
-  throw new Error("expected a ConfigError");
-}
 
 /** Warnings a ProbeService logs as it is built from `yaml`'s probe section. */
 function startupWarnings(yaml: string): { obj: object; msg: string }[] {
