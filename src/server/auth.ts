@@ -1,12 +1,14 @@
 // Listener authentication in the manner of Prometheus' exporter-toolkit: bcrypt basic auth with
 // verified credentials remembered, plus the deprecated bearer token. bcrypt is what an
 // unauthenticated caller can make the exporter spend, so its compares run off the event loop, a
-// bounded number at a time, and a remembered answer never waits behind them.
-import { createHash, timingSafeEqual } from "node:crypto";
+// bounded number at a time, a remembered answer never waits behind them, and a login from an
+// address that sent no wrong password lately goes before the guesses of one that did.
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type Clock, systemClock } from "../util/clock.js";
 import { LogLimiter, type WarnLogger } from "../util/log-limiter.js";
 import { BcryptPool } from "./bcrypt-pool.js";
+import { SuspectSources, sourceOf } from "./login-sources.js";
 
 /** Accepted credentials; both may be set, either one passes. */
 export interface ServerAuth {
@@ -44,6 +46,11 @@ const MAX_COMPARES_PER_USER = 3;
  * the same 503 as a configured user's, so the answer tells no one which names exist.
  */
 const MAX_UNKNOWN_COMPARES = 3;
+/**
+ * Priority compares waiting at most: one per address that sent no wrong password lately, served
+ * before every other waiting compare, so a flood from elsewhere cannot refuse the right client.
+ */
+const MAX_PRIORITY_WAITING = 8;
 /** One warning line a minute about refused logins, with the count of the others. */
 const WARN_INTERVAL_MS = 60_000;
 /** What a 503 asks the client to wait before it tries again. */
@@ -83,6 +90,8 @@ export interface LoginVerifierOptions {
   maxPerUser?: number;
   /** Compares of all unknown user names together at most (default MAX_UNKNOWN_COMPARES). */
   maxUnknown?: number;
+  /** Priority compares waiting at most (default MAX_PRIORITY_WAITING). */
+  maxPriority?: number;
   /** Where refused logins are warned about, once a minute. */
   logger?: WarnLogger;
   clock?: Clock;
@@ -96,11 +105,13 @@ interface Remembered {
 
 /**
  * Checks basic-auth passwords against bcrypt hashes for the listener, across reloads. An answer is
- * remembered (keyed by a SHA-256 of user, password and hash, so the password itself is not kept):
- * bcrypt gives the same answer for the same three, so a scrape pays bcrypt once and the same wrong
- * password is compared once. Compares run `threads` at a time with at most `maxWaiting` waiting,
- * `maxPerUser` of one configured user and `maxUnknown` of all unknown names together; past that a
- * login is refused at once rather than queued behind a flood.
+ * remembered (keyed by an HMAC of user, password and hash under a key of this process's own, so
+ * neither the password nor a fast unkeyed digest of it is kept): bcrypt gives the same answer for
+ * the same three, so a scrape pays bcrypt once and the same wrong password is compared once.
+ * Compares run `threads` at a time. An address that sent no wrong password lately has one priority
+ * compare at a time, served before the others (at most `maxPriority` waiting). Every other compare
+ * waits behind them, at most `maxWaiting`, `maxPerUser` of one configured user and `maxUnknown` of
+ * all unknown names together; past that a login is refused at once rather than queued.
  */
 export class LoginVerifier {
   readonly #compare: PasswordCompare;
@@ -109,11 +120,18 @@ export class LoginVerifier {
   readonly #maxWaiting: number;
   readonly #maxPerUser: number;
   readonly #maxUnknown: number;
+  readonly #maxPriority: number;
+  /** The key of the remembered answers' HMAC: random, never written anywhere. */
+  readonly #secret = randomBytes(32);
   /** Compares running or waiting by configured user name, and of every unknown name under UNKNOWN. */
   readonly #byUser = new Map<string | typeof UNKNOWN, number>();
+  /** Sources with a priority compare running or waiting. */
+  readonly #prioritySources = new Set<string>();
+  readonly #suspects: SuspectSources;
   readonly #verified = new Map<string, Remembered>();
   readonly #refused = new Map<string, Remembered>();
   readonly #pending = new Map<string, Promise<boolean>>();
+  readonly #priority: Array<() => void> = [];
   readonly #waiting: Array<() => void> = [];
   #running = 0;
   readonly #logger: WarnLogger;
@@ -124,6 +142,7 @@ export class LoginVerifier {
     this.#maxWaiting = o.maxWaiting ?? MAX_WAITING_COMPARES;
     this.#maxPerUser = o.maxPerUser ?? MAX_COMPARES_PER_USER;
     this.#maxUnknown = o.maxUnknown ?? MAX_UNKNOWN_COMPARES;
+    this.#maxPriority = o.maxPriority ?? MAX_PRIORITY_WAITING;
     if (o.compare) this.#compare = o.compare;
     else {
       const pool = new BcryptPool(this.#threads);
@@ -133,14 +152,31 @@ export class LoginVerifier {
     this.#logger = o.logger ?? { warn: () => {} };
     const clock = o.clock ?? systemClock;
     this.#warnings = new LogLimiter({ intervalMs: WARN_INTERVAL_MS, now: () => clock.now() });
+    this.#suspects = new SuspectSources(() => clock.now());
   }
 
-  /** True, false, or "busy" when no compare can be had now (nothing remembered for it either). */
-  async verify(user: string, password: string, hash: string): Promise<boolean | "busy"> {
-    const key = createHash("sha256")
+  /**
+   * True, false, or "busy" when no compare can be had now (nothing remembered for it either).
+   * `source` (from sourceOf) is the caller's address: a wrong password marks it, and without a
+   * mark its login goes first.
+   */
+  async verify(
+    user: string,
+    password: string,
+    hash: string,
+    source?: string,
+  ): Promise<boolean | "busy"> {
+    const key = createHmac("sha256", this.#secret)
       .update(`${user.length}:${user}\u0000${password.length}:${password}\u0000${hash}`)
       .digest("hex");
-    // A remembered answer first: it never waits behind the compares of others.
+    const answer =
+      this.#remembered(key) ?? (await this.#compareOnce(key, user, password, hash, source));
+    if (answer === false && source !== undefined) this.#suspects.failed(source);
+    return answer;
+  }
+
+  /** A remembered answer: it never waits behind the compares of others. */
+  #remembered(key: string): boolean | undefined {
     if (this.#verified.has(key)) {
       touch(this.#verified, key);
       return true;
@@ -149,43 +185,69 @@ export class LoginVerifier {
       touch(this.#refused, key);
       return false;
     }
+    return undefined;
+  }
+
+  /** Starts the compare of one credential, or joins the one running; "busy" past the bounds. */
+  #compareOnce(
+    key: string,
+    user: string,
+    password: string,
+    hash: string,
+    source: string | undefined,
+  ): Promise<boolean | "busy"> | "busy" {
     // Concurrent requests with the same credential share one compare.
-    let pending = this.#pending.get(key);
-    if (!pending) {
-      // Unknown names are all compared against the stand-in, and share one budget.
-      const unknown = hash === UNKNOWN_USER_HASH;
-      const budget = unknown ? UNKNOWN : user;
-      const mine = this.#byUser.get(budget) ?? 0;
-      const full = this.#running >= this.#threads && this.#waiting.length >= this.#maxWaiting;
-      if (full || mine >= (unknown ? this.#maxUnknown : this.#maxPerUser)) {
-        this.#warnings.warn(
-          this.#logger,
-          "busy",
-          { running: this.#running, waiting: this.#waiting.length, bound: full ? "all" : "user" },
-          "listener login refused (503): bcrypt compares at their bound (a flood of logins?)",
-        );
-        return "busy";
-      }
-      this.#byUser.set(budget, mine + 1);
-      const done = (): void => {
-        const left = (this.#byUser.get(budget) ?? 1) - 1;
-        if (left > 0) this.#byUser.set(budget, left);
-        else this.#byUser.delete(budget);
-      };
-      pending = this.#run(password, hash, done).then(
-        (ok) => {
-          // The stand-in's own password opens nothing: it must not take a verified place.
-          const verified = ok && hash !== UNKNOWN_USER_HASH;
-          remember(verified ? this.#verified : this.#refused, key, { user, hash }, verified);
-          return verified;
-        },
-        () => false,
-      );
-      this.#pending.set(key, pending);
-      const settled = pending;
-      void settled.finally(() => this.#pending.delete(key));
-    }
+    const shared = this.#pending.get(key);
+    if (shared) return shared;
+    const done = this.#admit(user, hash, source);
+    if (done === undefined) return "busy";
+    const pending = this.#run(password, hash, done).then(
+      (ok) => {
+        // The stand-in's own password opens nothing: it must not take a verified place.
+        const verified = ok && hash !== UNKNOWN_USER_HASH;
+        remember(verified ? this.#verified : this.#refused, key, { user, hash }, verified);
+        return verified;
+      },
+      () => false,
+    );
+    this.#pending.set(key, pending);
+    void pending.finally(() => this.#pending.delete(key));
     return pending;
+  }
+
+  /** Takes a place for a compare: its release and queue, or undefined when none is left. */
+  #admit(user: string, hash: string, source: string | undefined): Admission | undefined {
+    const free = this.#running < this.#threads;
+    if (
+      source !== undefined &&
+      !this.#prioritySources.has(source) &&
+      !this.#suspects.has(source) &&
+      (free || this.#priority.length < this.#maxPriority)
+    ) {
+      this.#prioritySources.add(source);
+      return { queue: this.#priority, release: () => this.#prioritySources.delete(source) };
+    }
+    // Unknown names are all compared against the stand-in, and share one budget.
+    const unknown = hash === UNKNOWN_USER_HASH;
+    const budget = unknown ? UNKNOWN : user;
+    const mine = this.#byUser.get(budget) ?? 0;
+    const full = !free && this.#waiting.length >= this.#maxWaiting;
+    if (full || mine >= (unknown ? this.#maxUnknown : this.#maxPerUser)) {
+      this.#warnings.warn(
+        this.#logger,
+        "busy",
+        { running: this.#running, waiting: this.#waiting.length, bound: full ? "all" : "user" },
+        "listener login refused (503): bcrypt compares at their bound (a flood of logins?)",
+      );
+      return undefined;
+    }
+    this.#byUser.set(budget, mine + 1);
+    const release = (): void => {
+      const left = (this.#byUser.get(budget) ?? 1) - 1;
+      if (left > 0) this.#byUser.set(budget, left);
+      else this.#byUser.delete(budget);
+    };
+    return { queue: this.#waiting, release };
   }
 
   /** Forgets the answers for users whose hash is no longer `users`' (a reload); the rest stay. */
@@ -200,20 +262,26 @@ export class LoginVerifier {
     await this.#pool?.close();
   }
 
-  async #run(password: string, hash: string, done: () => void): Promise<boolean> {
+  async #run(password: string, hash: string, place: Admission): Promise<boolean> {
     if (this.#running >= this.#threads)
-      await new Promise<void>((resolve) => this.#waiting.push(resolve));
+      await new Promise<void>((resolve) => place.queue.push(resolve));
     else this.#running++;
     try {
       return await this.#compare(password, hash);
     } finally {
-      done();
-      // The place passes straight to the next waiter; `running` stays the same.
-      const next = this.#waiting.shift();
+      place.release();
+      // The place passes straight to the next waiter, priority first; `running` stays the same.
+      const next = this.#priority.shift() ?? this.#waiting.shift();
       if (next) next();
       else this.#running--;
     }
   }
+}
+
+/** A compare's place: the queue it waits in when every thread is busy, and what frees it. */
+interface Admission {
+  queue: Array<() => void>;
+  release: () => void;
 }
 
 /** Moves `key` to the newest end of `memory`. */
@@ -277,7 +345,8 @@ export class ListenerAuth {
       const user = decoded.slice(0, colon);
       const known = Object.hasOwn(auth.basicUsers, user);
       const hash = known ? (auth.basicUsers[user] as string) : UNKNOWN_USER_HASH;
-      const ok = await this.#verifier.verify(user, decoded.slice(colon + 1), hash);
+      const source = sourceOf(req.socket.remoteAddress);
+      const ok = await this.#verifier.verify(user, decoded.slice(colon + 1), hash, source);
       if (ok === "busy") return "busy";
       return ok && known ? "ok" : "unauthorized";
     }

@@ -1,11 +1,25 @@
-// A tiny bash stand-in: echo, cat, sleep, kill, exit, true, false, pwd, `python -m http.server`
-// (a service on a sandbox port), background jobs (`&`, `$!`), and redirections into the
-// sandbox's in-memory files. A generator, so sleeps pause the caller and
-// side effects stay in order.
+// A tiny bash stand-in: echo, cat, sleep, kill, exit, true, false, the builtins of a working
+// directory and variables (cd, pwd, export, unset, env, NAME=value), `python -m http.server` (a
+// service on a sandbox port), background jobs (`&`, `$!`), and redirections into the sandbox's
+// in-memory files. A generator, so sleeps pause the caller and side effects stay in order.
 import { posix } from "node:path";
 import type { SimProcess } from "./model.js";
 import {
-  LAST_JOB,
+  assign,
+  cd,
+  environ,
+  envOperands,
+  exportVars,
+  fail,
+  ok,
+  type Result,
+  type ShellState,
+  shellState,
+  subshell,
+  unset,
+} from "./shell-builtins.js";
+import {
+  expandCommand,
   parseScript,
   type ShellCommand,
   ShellSyntaxError,
@@ -30,21 +44,14 @@ export interface ShellJobs {
 /** Where a script runs. */
 export interface ShellEnv {
   files: Map<string, Buffer>;
+  /** The process's start directory (envd's cwd, else the user's home); `cd` moves from it. */
   cwd: string;
+  /** The process's environment, exported to what it runs. */
   env: Readonly<Record<string, string>>;
   /** Default: a table of this script's own, from pid 1000 on a clock that stands still. */
   jobs?: ShellJobs;
 }
 
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-  sleepMs?: number;
-  exit?: boolean;
-}
-
-const ok = (stdout = ""): Result => ({ code: 0, stdout, stderr: "" });
 /** How long a foreground service holds its run's stream: longer than any test or sandbox lives. */
 const SERVE_HOLD_MS = 24 * 3_600_000;
 const PYTHONS = new Set(["python", "python3", "/usr/bin/python3", "/usr/local/bin/python3"]);
@@ -85,7 +92,6 @@ function startServer(
   jobs.table.set(pid, { pid, command: argv.join(" "), startedAt: now, serves: server });
   return { pid };
 }
-const fail = (code: number, stderr: string): Result => ({ code, stdout: "", stderr });
 
 /** A `sleep` operand in ms, or undefined when it is not a valid interval. */
 function sleepMs(args: readonly string[]): number | undefined {
@@ -114,13 +120,48 @@ function kill(args: readonly string[], jobs: ShellJobs): Result {
   return stderr === "" ? ok() : fail(1, stderr);
 }
 
-function run(
-  argv: readonly string[],
-  sh: ShellEnv,
-  jobs: ShellJobs,
-  stdin: Buffer | undefined,
-  last: number,
-): Result {
+/** What a command runs with: the sandbox's files, its shell, the jobs, and NAME=value before it. */
+interface Context {
+  files: Map<string, Buffer>;
+  state: ShellState;
+  jobs: ShellJobs;
+  /** The previous command's exit code, for a bare `exit`. */
+  last: number;
+  extra: ReadonlyArray<[string, string]>;
+}
+
+function cat(args: readonly string[], c: Context, stdin: Buffer | undefined): Result {
+  if (args.length === 0) return ok(stdin?.toString("latin1") ?? "");
+  let stdout = "";
+  let stderr = "";
+  let code = 0;
+  for (const f of args) {
+    const content = c.files.get(posix.resolve(c.state.cwd, f));
+    if (content === undefined) {
+      stderr += `cat: ${f}: No such file or directory\n`;
+      code = 1;
+    } else {
+      stdout += content.toString("latin1");
+    }
+  }
+  return { code, stdout, stderr };
+}
+
+/** `env [NAME=VALUE...]`: the environment; with a command, runs it with those added. */
+function env(args: readonly string[], c: Context, stdin: Buffer | undefined): Result {
+  const { extra, command } = envOperands(args);
+  const all = [...c.extra, ...extra];
+  if (command[0]?.startsWith("-"))
+    return fail(125, `env: option '${command[0]}' is not supported by the simulator\n`);
+  if (command.length > 0) return run(command, { ...c, extra: all }, stdin);
+  return ok(
+    environ(c.state, all)
+      .map(([name, value]) => `${name}=${value}\n`)
+      .join(""),
+  );
+}
+
+function run(argv: readonly string[], c: Context, stdin: Buffer | undefined): Result {
   const [name, ...args] = argv;
   switch (name) {
     case undefined:
@@ -130,37 +171,31 @@ function run(
     case "false":
       return fail(1, "");
     case "pwd":
-      return ok(`${sh.cwd}\n`);
+      return ok(`${c.state.cwd}\n`);
+    case "cd":
+      return cd(args, c.state, c.files);
+    case "export":
+      return exportVars(args, c.state);
+    case "unset":
+      return unset(args, c.state);
+    case "env":
+      return env(args, c, stdin);
     case "echo": {
       const noNewline = args[0] === "-n";
       const words = noNewline ? args.slice(1) : args;
       return ok(words.join(" ") + (noNewline ? "" : "\n"));
     }
-    case "cat": {
-      if (args.length === 0) return ok(stdin?.toString("latin1") ?? "");
-      let stdout = "";
-      let stderr = "";
-      let code = 0;
-      for (const f of args) {
-        const content = sh.files.get(posix.resolve(sh.cwd, f));
-        if (content === undefined) {
-          stderr += `cat: ${f}: No such file or directory\n`;
-          code = 1;
-        } else {
-          stdout += content.toString("latin1");
-        }
-      }
-      return { code, stdout, stderr };
-    }
+    case "cat":
+      return cat(args, c, stdin);
     case "sleep": {
       const ms = sleepMs(args);
       if (ms === undefined) return fail(1, `sleep: invalid time interval '${args[0] ?? ""}'\n`);
       return { ...ok(), sleepMs: ms };
     }
     case "kill":
-      return kill(args, jobs);
+      return kill(args, c.jobs);
     case "exit": {
-      const n = args[0] === undefined ? last : Number.parseInt(args[0], 10);
+      const n = args[0] === undefined ? c.last : Number.parseInt(args[0], 10);
       return { code: Number.isNaN(n) ? 2 : n & 255, stdout: "", stderr: "", exit: true };
     }
     default:
@@ -174,23 +209,28 @@ function ownJobs(): ShellJobs {
   return { table: new Map(), nextPid: () => pid++, now: () => 0 };
 }
 
+/** `cmd` with its output files made absolute against `cwd`, as bash opens them before it runs. */
+function resolveSinks(cmd: ShellCommand, cwd: string): ShellCommand {
+  const abs = (sink: Sink): Sink =>
+    "path" in sink ? { ...sink, path: posix.resolve(cwd, sink.path) } : sink;
+  const stdout = abs(cmd.stdout);
+  return { ...cmd, stdout, stderr: cmd.stderr === cmd.stdout ? stdout : abs(cmd.stderr) };
+}
+
 /** Opens the command's output files as bash does before it runs: `>` truncates, `>>` creates. */
-function open(sh: ShellEnv, cmd: ShellCommand): void {
+function open(files: Map<string, Buffer>, cmd: ShellCommand): void {
   for (const sink of [cmd.stdout, cmd.stderr]) {
-    if (!("path" in sink)) continue;
-    const path = posix.resolve(sh.cwd, sink.path);
-    if (path === "/dev/null") continue;
-    if (!sink.append || !sh.files.has(path)) sh.files.set(path, Buffer.alloc(0));
+    if (!("path" in sink) || sink.path === "/dev/null") continue;
+    if (!sink.append || !files.has(sink.path)) files.set(sink.path, Buffer.alloc(0));
   }
 }
 
 /** Writes `data` where `sink` points: a stream op to yield, or appended to a file. */
-function route(sh: ShellEnv, sink: Sink, data: Buffer): ShellOp | undefined {
+function route(files: Map<string, Buffer>, sink: Sink, data: Buffer): ShellOp | undefined {
   if (data.byteLength === 0) return undefined;
   if ("fd" in sink) return { kind: sink.fd === 1 ? "stdout" : "stderr", data };
-  const path = posix.resolve(sh.cwd, sink.path);
-  if (path !== "/dev/null")
-    sh.files.set(path, Buffer.concat([sh.files.get(path) ?? Buffer.alloc(0), data]));
+  if (sink.path !== "/dev/null")
+    files.set(sink.path, Buffer.concat([files.get(sink.path) ?? Buffer.alloc(0), data]));
   return undefined;
 }
 
@@ -219,91 +259,96 @@ function startJob(
   return { pid, running: true, holdMs: holds ? ms : 0 };
 }
 
+/** What a run carries from command to command. */
+interface RunState {
+  code: number;
+  /** The pid of the last background job, for `$!`. */
+  lastJob: string;
+  /** A background job writing to the run's streams holds them open until it ends, as on envd. */
+  holdMs: number;
+}
+
 /** Runs `script`, yielding output and sleeps; returns the exit code. */
 export function* runScript(script: string, sh: ShellEnv): Generator<ShellOp, number> {
   let steps: ReturnType<typeof parseScript>;
   try {
-    steps = parseScript(script, sh.env);
+    steps = parseScript(script);
   } catch (err) {
     if (!(err instanceof ShellSyntaxError)) throw err;
     yield { kind: "stderr", data: Buffer.from(`bash: -c: line 1: ${err.message}\n`) };
     return 2;
   }
   const jobs = sh.jobs ?? ownJobs();
-  let code = 0;
-  let lastJob = "";
-  // A background job writing to the run's streams holds them open until it ends, as on envd.
-  let holdMs = 0;
-  const fill = (s: string) => s.replaceAll(LAST_JOB, lastJob);
-  for (const { connector, command: parsed } of steps) {
-    if ((connector === "&&" && code !== 0) || (connector === "||" && code === 0)) continue;
-    const command = withJob(parsed, fill);
-    let stdin: Buffer | undefined;
-    if (command.stdin !== undefined) {
-      const path = posix.resolve(sh.cwd, command.stdin);
-      stdin = path === "/dev/null" ? Buffer.alloc(0) : sh.files.get(path);
-      if (stdin === undefined) {
-        code = 1;
-        yield {
-          kind: "stderr",
-          data: Buffer.from(`bash: ${command.stdin}: No such file or directory\n`),
-        };
-        continue;
-      }
-    }
-    open(sh, command);
-    if (command.background) {
-      const job = startJob(command, jobs, sh.cwd);
-      lastJob = String(job.pid);
-      code = 0;
-      if (job.running) {
-        holdMs = Math.max(holdMs, job.holdMs);
-        continue;
-      }
-      // Any other job finishes at once: its output is written now, its exit code is not ours.
-    }
-    const server = command.background ? undefined : httpServerOf(command.argv, sh.cwd);
-    if (server) {
-      // In the foreground a service runs until killed: its run's stream stays open meanwhile.
-      const started = startServer(server, command.argv, jobs);
-      if ("pid" in started) {
-        yield { kind: "sleep", ms: SERVE_HOLD_MS };
-        code = 0;
-      } else {
-        code = 1;
-        const err = route(sh, command.stderr, Buffer.from(started.stderr));
-        if (err) yield err;
-      }
-      continue;
-    }
-    // Output bytes keep what cat read verbatim (latin1 round-trips any byte).
-    const r = run(command.argv, sh, jobs, stdin, code);
-    if (!command.background) code = r.code;
-    if (r.sleepMs !== undefined) yield { kind: "sleep", ms: r.sleepMs };
-    const out = route(
-      sh,
-      command.stdout,
-      Buffer.from(r.stdout, command.argv[0] === "cat" ? "latin1" : "utf8"),
-    );
-    if (out) yield out;
-    const err = route(sh, command.stderr, Buffer.from(r.stderr));
-    if (err) yield err;
-    if (r.exit && !command.background) break;
+  // One shell for the whole command line: a cd or an export lasts to its end, and no further.
+  const state = shellState(sh.cwd, sh.env);
+  const r: RunState = { code: 0, lastJob: "", holdMs: 0 };
+  const lookup = (name: string) =>
+    name === "!" ? r.lastJob : name === "?" ? String(r.code) : state.vars.get(name);
+  for (const { connector, command: raw } of steps) {
+    if ((connector === "&&" && r.code !== 0) || (connector === "||" && r.code === 0)) continue;
+    const command = expandCommand(raw, lookup);
+    // A background job is a subshell: its cd and variables stay in it.
+    const shell = command.background ? subshell(state) : state;
+    const c = { files: sh.files, state: shell, jobs, last: r.code, extra: command.assignments };
+    if (yield* runCommand(resolveSinks(command, shell.cwd), c, r)) break;
   }
-  if (holdMs > 0) yield { kind: "sleep", ms: holdMs };
-  return code;
+  if (r.holdMs > 0) yield { kind: "sleep", ms: r.holdMs };
+  return r.code;
 }
 
-/** The command with `$!` filled in where it was parsed. */
-function withJob(cmd: ShellCommand, fill: (s: string) => string): ShellCommand {
-  const sink = (s: Sink): Sink => ("path" in s ? { ...s, path: fill(s.path) } : s);
-  return {
-    ...cmd,
-    argv: cmd.argv.map(fill),
-    stdout: sink(cmd.stdout),
-    stderr: cmd.stderr === cmd.stdout ? sink(cmd.stdout) : sink(cmd.stderr),
-    ...(cmd.stdin !== undefined ? { stdin: fill(cmd.stdin) } : {}),
-  };
+/** Runs one command, yielding its output and sleeps and updating `r`; true when it was `exit`. */
+function* runCommand(command: ShellCommand, c: Context, r: RunState): Generator<ShellOp, boolean> {
+  const { files, state } = c;
+  let stdin: Buffer | undefined;
+  if (command.stdin !== undefined) {
+    const path = posix.resolve(state.cwd, command.stdin);
+    stdin = path === "/dev/null" ? Buffer.alloc(0) : files.get(path);
+    if (stdin === undefined) {
+      r.code = 1;
+      const msg = `bash: ${command.stdin}: No such file or directory\n`;
+      yield { kind: "stderr", data: Buffer.from(msg) };
+      return false;
+    }
+  }
+  open(files, command);
+  if (command.argv.length === 0) {
+    // NAME=value alone sets a variable of the shell (exported if it already was).
+    for (const [name, value] of command.assignments) assign(state, name, value);
+    r.code = 0;
+    return false;
+  }
+  if (command.background) {
+    const job = startJob(command, c.jobs, state.cwd);
+    r.lastJob = String(job.pid);
+    r.code = 0;
+    if (job.running) {
+      r.holdMs = Math.max(r.holdMs, job.holdMs);
+      return false;
+    }
+    // Any other job finishes at once: its output is written now, its exit code is not ours.
+  }
+  const server = command.background ? undefined : httpServerOf(command.argv, state.cwd);
+  if (server) {
+    // In the foreground a service runs until killed: its run's stream stays open meanwhile.
+    const started = startServer(server, command.argv, c.jobs);
+    r.code = "pid" in started ? 0 : 1;
+    if ("pid" in started) yield { kind: "sleep", ms: SERVE_HOLD_MS };
+    else {
+      const err = route(files, command.stderr, Buffer.from(started.stderr));
+      if (err) yield err;
+    }
+    return false;
+  }
+  const res = run(command.argv, c, stdin);
+  if (!command.background) r.code = res.code;
+  if (res.sleepMs !== undefined) yield { kind: "sleep", ms: res.sleepMs };
+  // Output bytes keep what cat read verbatim (latin1 round-trips any byte).
+  const encoding = command.argv[0] === "cat" ? "latin1" : "utf8";
+  const out = route(files, command.stdout, Buffer.from(res.stdout, encoding));
+  if (out) yield out;
+  const err = route(files, command.stderr, Buffer.from(res.stderr));
+  if (err) yield err;
+  return res.exit === true && !command.background;
 }
 
 /** Quotes one argument for the parser (used to run an argv that is not a bash -c script). */

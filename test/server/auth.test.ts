@@ -247,8 +247,9 @@ describe("bcrypt basic auth under a flood of wrong passwords", () => {
           return r;
         }),
       );
-      // Three compares each (one runs, the rest wait); the others are answered while those are held.
-      const admitted = 6;
+      // The first guess from this address (no wrong password from it yet) takes its priority
+      // place and runs; three more each wait; the others are answered while those are held.
+      const admitted = 7;
       expect(await until(() => answers.length === 2 * FLOOD - admitted)).toBe(true);
       expect(answers.every((r) => r.status === 503 && r.headers.get("retry-after") === "1")).toBe(
         true,
@@ -264,7 +265,8 @@ describe("bcrypt basic auth under a flood of wrong passwords", () => {
       const first = fetch(`${s.url}/metrics`, as("bob", "pw2")).then((r) => {
         bob = r.status;
       });
-      // FIFO: alice's two waiting guesses and one unknown user's are ahead of bob (at most 6).
+      // FIFO: the running guess, alice's three waiting and the unknown users' three are ahead of
+      // bob, whose address has its priority place taken (at most 7).
       for (let i = 0; i < admitted && bob === undefined && held.length > 0; i++) {
         letOneGo();
         await until(() => held.length > 0 || bob !== undefined);
@@ -320,8 +322,9 @@ describe("bcrypt basic auth under a flood of wrong passwords", () => {
         ...Array.from({ length: FLOOD }, (_, i) => as(`nobody-${i}`, `guess-${i}`)),
         ...Array.from({ length: FLOOD }, (_, i) => as("alice", `wrong-${i}`)),
       ].map((init) => fetch(`${s.url}/metrics`, init).then((r) => answers.push(r.status)));
-      // Three places for every unknown name together, three for alice: the rest 503 at once.
-      const admitted = 6;
+      // One priority place for this address's first guess, three for every unknown name
+      // together, three for alice: the rest 503 at once.
+      const admitted = 7;
       // At most 1 running and 8 waiting: wait for those answers, then for the flood to settle.
       expect(await until(() => answers.length >= 2 * FLOOD - 9)).toBe(true);
       await until(() => answers.length === 2 * FLOOD - admitted, 500);
@@ -332,7 +335,7 @@ describe("bcrypt basic auth under a flood of wrong passwords", () => {
       });
       await until(() => bob !== undefined, 500);
       expect(bob).toBeUndefined();
-      // ...and gets a compare against his hash once the six ahead of him end.
+      // ...and gets a compare against his hash once the seven ahead of him end.
       for (let i = 0; i < admitted && bob === undefined; i++) {
         await until(() => held.length > 0 || bob !== undefined);
         held.shift()?.();
@@ -384,15 +387,16 @@ describe("bcrypt basic auth under a flood of wrong passwords", () => {
       fetch(`${s.url}/metrics`, as(password)).then((r) => answers.push(r.status));
     const refusals = () => warnings.filter((w) => w.msg.startsWith("listener login refused (503)"));
     try {
-      // Three of alice's guesses get places; the other seven are refused, with one line.
+      // Four of alice's guesses get places (the address's priority one, and three of hers); the
+      // other six are refused, with one line.
       const flood = Array.from({ length: 10 }, (_, i) => guess(`wrong-${i}`));
-      expect(await until(() => answers.length === 7)).toBe(true);
+      expect(await until(() => answers.length === 6)).toBe(true);
       expect(refusals()).toHaveLength(1);
       clock.advance(60_000);
       await guess("wrong-10");
       expect(answers.at(-1)).toBe(503);
       expect(refusals()).toHaveLength(2);
-      expect(refusals()[1]?.obj).toMatchObject({ suppressed: 6 });
+      expect(refusals()[1]?.obj).toMatchObject({ suppressed: 5 });
       while (answers.length < 11 && (await until(() => held.length > 0, 1_000))) held.shift()?.();
       await Promise.all(flood);
     } finally {

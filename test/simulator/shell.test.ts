@@ -145,3 +145,90 @@ describe("simulator shell jobs", () => {
     expect(exec("& echo x").code).toBe(2);
   });
 });
+
+describe("simulator shell builtins: a working directory and variables per process", () => {
+  const HOME = { HOME: "/home/user" };
+
+  it("changes directory with cd for the rest of the command line, as pwd and $PWD show", () => {
+    expect(exec("cd /tmp && pwd; echo $PWD $OLDPWD").stdout).toBe("/tmp\n/tmp /home/user\n");
+    expect(exec("cd .. && pwd").stdout).toBe("/home\n");
+    expect(exec("cd /tmp; cd; pwd", undefined, HOME).stdout).toBe("/home/user\n");
+    expect(exec("cd / && cd ~ && pwd; echo ~ '~'", undefined, HOME).stdout).toBe(
+      "/home/user\n/home/user ~\n",
+    );
+    // An unquoted empty expansion is no word at all: `cd $UNSET` is `cd`.
+    expect(exec("cd /tmp && cd $UNSET && pwd", undefined, HOME).stdout).toBe("/home/user\n");
+  });
+
+  it("goes back with cd -, printing where it went, and needs an OLDPWD for it", () => {
+    expect(exec("cd /tmp && cd - ")).toMatchObject({ code: 0, stdout: "/home/user\n" });
+    expect(exec("cd /tmp && cd - >/dev/null && cd - && pwd").stdout).toBe("/tmp\n/tmp\n");
+    expect(exec("cd -")).toMatchObject({ code: 1, stderr: "bash: cd: OLDPWD not set\n" });
+  });
+
+  it("refuses a missing directory, a file, and two operands like bash, and stops an && chain", () => {
+    const files = new Map([["/srv/app/main.py", Buffer.from("")]]);
+    expect(exec("cd /nope && echo no", files)).toMatchObject({
+      code: 1,
+      stdout: "",
+      stderr: "bash: cd: /nope: No such file or directory\n",
+    });
+    expect(exec("cd /srv/app/main.py", files)).toMatchObject({
+      code: 1,
+      stderr: "bash: cd: /srv/app/main.py: Not a directory\n",
+    });
+    // A directory holds files written under it, as the files API creates the parents.
+    expect(exec("cd /srv/app && cat main.py && pwd", files).stdout).toBe("/srv/app\n");
+    expect(exec("cd /a /b").stderr).toBe("bash: cd: too many arguments\n");
+    expect(exec("cd", undefined, {})).toMatchObject({
+      code: 1,
+      stderr: "bash: cd: HOME not set\n",
+    });
+  });
+
+  it("keeps the directory per process: the next script starts where its process was told", () => {
+    const files = new Map<string, Buffer>();
+    expect(exec("cd /tmp && echo hi > f && cat f", files).stdout).toBe("hi\n");
+    expect(files.get("/tmp/f")?.toString()).toBe("hi\n");
+    expect(exec("pwd", files).stdout).toBe("/home/user\n");
+    // Redirections are opened before the command runs, in the directory it runs from.
+    exec("cd /tmp > out", files);
+    expect(files.has("/home/user/out")).toBe(true);
+    // A background job is a subshell: its cd stays in it.
+    expect(exec("cd /tmp & pwd").stdout).toBe("/home/user\n");
+  });
+
+  it("serves `python -m http.server` from the directory cd went to", () => {
+    const table = new Map<number, SimProcess>();
+    let pid = 700;
+    const j: ShellJobs = { table, nextPid: () => pid++, now: () => 0 };
+    exec("cd /tmp && python -m http.server 8000 > /dev/null 2>&1 &", undefined, {}, j);
+    expect(table.get(700)?.serves).toEqual({ port: 8000, dir: "/tmp" });
+    const fg = exec("cd /var && python3 -m http.server 8001", undefined, {}, j);
+    expect(fg.ops).toEqual([{ kind: "sleep", ms: 24 * 3_600_000 }]);
+    expect(table.get(701)?.serves).toEqual({ port: 8001, dir: "/var" });
+  });
+
+  it("expands each command's words when it runs: export X=1 && echo $X, $?", () => {
+    expect(exec("export X=1 && echo $X").stdout).toBe("1\n");
+    expect(exec('X=two; echo "$X"; false; echo $?').stdout).toBe("two\n1\n");
+    // NAME=value before a command is that command's alone, and its words were expanded before.
+    expect(exec('X=1 echo $X; echo "[$X]"').stdout).toBe("\n[]\n");
+  });
+
+  it("lists the exported variables with env and export, and not the shell's own", () => {
+    const env = exec("export A=1; B=2; C=3 env; echo [$C]", undefined, { HOME: "/h" }).stdout;
+    expect(env).toBe("HOME=/h\nPWD=/home/user\nA=1\nC=3\n[]\n");
+    expect(exec("env D=4 env", undefined, {}).stdout).toBe("PWD=/home/user\nD=4\n");
+    expect(exec("B=2; export B; export", undefined, {}).stdout).toBe(
+      'declare -x B="2"\ndeclare -x PWD="/home/user"\n',
+    );
+    expect(exec("export 1x=2")).toMatchObject({
+      code: 1,
+      stderr: "bash: export: `1x=2': not a valid identifier\n",
+    });
+    expect(exec("export X=1; unset X; echo [$X]; env", undefined, {}).stdout).toBe(
+      "[]\nPWD=/home/user\n",
+    );
+  });
+});
