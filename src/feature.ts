@@ -115,6 +115,9 @@ export interface Feature {
   readonly name: string;
   /** Reads and checks what it needs before anything starts (a bad file stops the start); undefined: off. */
   prepare(config: Config, effects: Effects): Prepared | undefined;
-  /** When it was off at start and a reload turns it on: what the exporter says (it takes a restart). */
+  /**
+   * When it was off at start and a reload turns it on: what the exporter says (it takes a
+   * restart); throwing refuses the whole reload with that message.
+   */
   onReloadWhileOff?(next: Config, logger: Logger): void;
 }

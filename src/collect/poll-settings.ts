@@ -86,7 +86,8 @@ export const pollSlice = defineSlice({
       env: `${X}POLL_MAX_WALK`,
       flag: "poll-max-walk",
       kind: "duration",
-      help: "longest one sandbox walk may take before it is abandoned as incomplete (default 4 poll intervals)",
+      help: "longest one sandbox walk may take before it is abandoned as incomplete",
+      shownDefault: "4 poll intervals",
     },
     {
       path: "poll.usage",

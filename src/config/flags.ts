@@ -1,13 +1,9 @@
-// Command-line flags (node:util parseArgs) and the --help text generated from the settings table.
+// Command-line flags (node:util parseArgs); help.ts turns the same settings table into --help.
 import { parseArgs } from "node:util";
-import { formatDuration } from "../util/duration.js";
-import { isScheduleSpec } from "../util/schedule.js";
 import type { ConfigProblem } from "./errors.js";
-import { ConfigSchema } from "./schema.js";
-import { SETTINGS, type Setting, type SettingKind } from "./settings.js";
+import { SETTINGS, type Setting } from "./settings.js";
 
-/** Environment variable naming the config file; like every variable it beats the flag. */
-export const CONFIG_FILE_ENV = "SANDBOX_EXPORTER_CONFIG";
+export { helpText } from "./help.js";
 
 /** One setting given on the command line, still as text. */
 export interface FlagValue {
@@ -37,14 +33,6 @@ const NOT_A_FLAG = "argv";
 const KEY_ON_ARGV = "api-key";
 /** Stands for the value of a flag followed directly by another flag. */
 const MISSING = "\u0000missing";
-const PLACEHOLDER: Record<SettingKind, string> = {
-  string: " VALUE",
-  int: " N",
-  number: " NUMBER",
-  bool: "[=BOOL]",
-  list: " A,B",
-  duration: " DURATION",
-};
 
 /** Parses argv, collecting every unknown flag, missing value and stray argument as a problem. */
 export function parseFlags(argv: readonly string[]): ParsedFlags {
@@ -136,43 +124,4 @@ function markMissingValues(
     if (takesValue && (out[i + 1] as string).startsWith("-")) out[i] = `${arg}=${MISSING}`;
   }
   return out;
-}
-
-/** The --help text: every flag with its environment variable and default. */
-export function helpText(): string {
-  const defaults = ConfigSchema.parse({}) as unknown as Record<string, Record<string, unknown>>;
-  const row = (flag: string, env: string, help: string): string =>
-    `  ${flag.padEnd(30)} ${env.padEnd(40)} ${help}`;
-  const rows = SETTINGS.map((s) => {
-    const def = s.path
-      .split(".")
-      .reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], defaults);
-    const shown =
-      def === undefined || def === "" || (Array.isArray(def) && def.length === 0)
-        ? ""
-        : ` [default: ${showDefault(s.kind, def)}]`;
-    const flag = s.flag ? `--${s.flag}${PLACEHOLDER[s.kind]}` : "(no flag)";
-    const also = [...(s.flagAliases ?? []), ...(s.negatable ? [`no-${s.flag}`] : [])]
-      .map((f) => ` (also --${f})`)
-      .join("");
-    return row(flag, s.env, `${s.path}: ${s.help}${also}${shown}`);
-  });
-  return [
-    "Usage: sandbox-exporter [--config FILE] [flags]",
-    "",
-    "Precedence: environment variables > flags > config file > defaults.",
-    "Durations: 30s, 5m, 1h30m, 250ms or milliseconds. Booleans: true/false, 1/0, yes/no, on/off.",
-    "",
-    row("--config FILE", CONFIG_FILE_ENV, "YAML or JSON config file (nested keys as in the paths)"),
-    ...rows,
-    row("--help, -h", "", "print this text"),
-    row("--version", "", "print the version"),
-    "",
-  ].join("\n");
-}
-
-function showDefault(kind: SettingKind, def: unknown): string {
-  if (kind === "duration" && typeof def === "number") return formatDuration(def);
-  if (isScheduleSpec(def)) return def.text;
-  return typeof def === "string" ? def : JSON.stringify(def);
 }

@@ -4,12 +4,13 @@ import type { z } from "zod";
 import { isScheduleSpec } from "../util/schedule.js";
 import { FILE_PATH, readConfigFile } from "./config-file.js";
 import { ConfigError, type ConfigProblem, type Source, showValue } from "./errors.js";
-import { CONFIG_FILE_ENV, parseFlags } from "./flags.js";
+import { parseFlags } from "./flags.js";
 import { type Config, ConfigSchema } from "./schema.js";
-import { fromText, SETTINGS } from "./settings.js";
+import { CONFIG_FILE_ENV, fromText, SETTINGS } from "./settings.js";
+import { closest, knownKeys } from "./suggest.js";
 
 export { ConfigError, type ConfigProblem, type Source } from "./errors.js";
-export { helpText } from "./flags.js";
+export { helpText } from "./help.js";
 export { redactConfig } from "./redact.js";
 
 /** The loaded configuration and where each of its values came from. */
@@ -106,7 +107,8 @@ export function loadConfig(input: ConfigInput): LoadedConfig {
 
   const parsed = ConfigSchema.safeParse(raw, { error: genericExpected });
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) problems.push(...problemsOf(issue, raw, entries));
+    for (const issue of parsed.error.issues)
+      problems.push(...problemsOf(issue, raw, entries, configFile));
   }
   const wantsInfo = flags.help || flags.version;
   const url = getIn(raw, API_URL);
@@ -238,12 +240,13 @@ function problemsOf(
   issue: z.core.$ZodIssue,
   raw: Record<string, unknown>,
   entries: Map<string, Entry>,
+  file: string | undefined,
 ): ConfigProblem[] {
   const base = issue.path.map(String);
   const targets = issue.code === "unrecognized_keys" ? issue.keys.map((k) => [...base, k]) : [base];
   return targets.map((keys) => {
     const path = keys.join(".");
-    const { source, origin } = originOf(keys, entries);
+    const { source, origin } = originOf(keys, entries, file);
     const expected = issue.code === "unrecognized_keys" ? unknown(keys) : issue.message;
     const received =
       issue.code === "unrecognized_keys" ? undefined : showValue(path, getIn(raw, keys));
@@ -251,8 +254,15 @@ function problemsOf(
   });
 }
 
-/** The entry that set this value, or the one that set the list or mapping holding it. */
-function originOf(keys: string[], entries: Map<string, Entry>): { source: Source; origin: string } {
+/**
+ * The entry that set this value, or the one that set the list or mapping holding it; for a mapping
+ * no entry set as a whole (an unknown section), the source that wrote every value inside it.
+ */
+function originOf(
+  keys: string[],
+  entries: Map<string, Entry>,
+  file?: string,
+): { source: Source; origin: string } {
   for (let n = keys.length; n > 0; n--) {
     const entry = entries.get(keys.slice(0, n).join("."));
     if (!entry) continue;
@@ -261,10 +271,13 @@ function originOf(keys: string[], entries: Map<string, Entry>): { source: Source
       entry.source === "file" && rest !== "" ? `${entry.origin}.${rest}` : entry.origin;
     return { source: entry.source, origin: deeper };
   }
+  const path = keys.join(".");
+  const inside = [...entries.keys()].filter((k) => k.startsWith(`${path}.`));
+  const sources = new Set(inside.map((k) => entries.get(k)?.source));
+  if (sources.size === 1 && sources.has("file") && file !== undefined)
+    return { source: "file", origin: `${file}:${path}` };
   return { source: "default", origin: "" };
 }
-
-const KNOWN = ConfigSchema.parse({}) as unknown as Record<string, Record<string, unknown>>;
 
 /** Whether these keys are (or lie inside) a derived fact. */
 function isDerived(keys: readonly string[]): boolean {
@@ -276,32 +289,21 @@ function unknown(keys: string[]): string {
   return `a known setting (see --help)${suggestion(keys)}`;
 }
 
+/** Names the file accepts at its top level besides the sections: the seed client's. */
+const SEED_NAMES = SETTINGS.flatMap((s) => (s.seed ? [s.seed] : []));
+
 /**
- * `; did you mean poll.pageLimit?` for a key that differs from a known one only in case, - and _,
- * or a missing `Ms` suffix.
+ * `; did you mean poll.schedule?` for a key a few edits from one the schema knows at that place
+ * (any depth), or from a seed name at the top; never a derived fact.
  */
 function suggestion(keys: string[]): string {
-  const squash = (k: string): string => k.toLowerCase().replace(/[-_]/g, "");
-  const [section, key] = keys;
-  const names =
-    keys.length === 1
-      ? Object.keys(KNOWN)
-      : keys.length === 2 && section !== undefined
-        ? [
-            ...Object.keys(KNOWN[section] ?? {}),
-            ...SETTINGS.filter((s) => s.path.startsWith(`${section}.`)).map(
-              (s) => s.path.split(".")[1] ?? "",
-            ),
-          ]
-        : [];
-  const last = (keys.length === 1 ? section : key) ?? "";
-  // Durations are stored in ms, so `maxBackoff` is most likely `maxBackoffMs`.
-  const hit = names.find(
-    (n) =>
-      !isDerived([...keys.slice(0, -1), n]) &&
-      (squash(n) === squash(last) || squash(n) === `${squash(last)}ms`),
+  const parents = keys.slice(0, -1);
+  const names = [...knownKeys(ConfigSchema, parents), ...(parents.length === 0 ? SEED_NAMES : [])];
+  const hit = closest(
+    keys.at(-1) ?? "",
+    names.filter((n) => !isDerived([...parents, n])),
   );
-  return hit ? `; did you mean ${[...keys.slice(0, -1), hit].join(".")}?` : "";
+  return hit ? `; did you mean ${[...parents, hit].join(".")}?` : "";
 }
 
 /** Dotted path of every leaf of the config (lists and schedules are leaves) -> its source. */

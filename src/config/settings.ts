@@ -5,6 +5,9 @@ import type { Setting, SettingKind } from "./slice.js";
 
 export type { Setting, SettingKind } from "./slice.js";
 
+/** Environment variable naming the config file; like every variable it beats the flag. */
+export const CONFIG_FILE_ENV = "SANDBOX_EXPORTER_CONFIG";
+
 const TRUE = new Set(["1", "true", "yes", "on"]);
 const FALSE = new Set(["0", "false", "no", "off"]);
 

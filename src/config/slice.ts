@@ -19,7 +19,13 @@ export interface Setting {
   /** The seed client's PascalCase field name, accepted at the top of a config file. */
   seed?: string;
   kind: SettingKind;
+  /** What it does, for --help: no default here (--help adds the schema's, per flavor). */
   help: string;
+  /**
+   * --help's words for a default the code computes from other settings (`4 poll intervals`), or
+   * `unset` where the settled value only stands in for one; the flavors' presets are still added.
+   */
+  shownDefault?: string;
 }
 
 /** The prefix of the exporter's own environment variables. */

@@ -255,6 +255,14 @@ export class CostAccountant {
     this.policy.endUnplanned(runAt - this.o.origin, planned);
   }
 
+  /**
+   * Prices from a reload: every second counted from now on (the spans are counted up to each
+   * walk, so from the last walk on) costs the new ones; what was counted keeps its cost.
+   */
+  setPrices(prices: CostSettings["prices"]): void {
+    this.spend.setPrices(prices);
+  }
+
   /** Registers a rule's savings series at 0 (so rates exist before its first pause). */
   declareRule(rule: string, mode: SavingMode): void {
     this.policy.declare(rule, mode);

@@ -2,6 +2,7 @@
 // (it wraps the event sink, so the features after it feed it) and the policy's pauses.
 import type { Feature } from "../feature.js";
 import { startCost } from "./cost-module.js";
+import { enabledChanged } from "./cost-reload.js";
 
 export const costFeature: Feature = {
   name: "cost",
@@ -22,12 +23,21 @@ export const costFeature: Feature = {
           maxTemplates: config.metrics.maxEventTemplates,
           scrub: (text) => s.secrets.scrub(text),
           rules: all.rules,
+          nonFinite: (family) => s.metrics.drops.dropNonFinite(family),
         });
         if (!cost) return {};
         if (s.eventSink) s.eventSink = cost.events(s.eventSink);
         s.policyHooks.push(cost.policy);
-        return { onSnapshot: (snapshot) => cost.onSnapshot(snapshot) };
+        return {
+          onSnapshot: (snapshot) => cost.onSnapshot(snapshot),
+          // Prices, the budget and the cap apply; a change that takes a restart refuses the reload.
+          reload: (next) => cost.reload(next.cost),
+        };
       },
     };
+  },
+  onReloadWhileOff(next) {
+    // Refused, not warned: a reload that answers "reloaded" must have applied what it read.
+    if (next.cost.enabled) throw enabledChanged(true);
   },
 };

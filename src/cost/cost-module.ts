@@ -13,6 +13,7 @@ import { inShard } from "../util/shard.js";
 import { CostAccountant } from "./cost-accountant.js";
 import { registerCostFamilies } from "./cost-families.js";
 import type { WalkRowVisitor } from "./cost-inputs.js";
+import { checkCostReload } from "./cost-reload.js";
 import type { CostSettings } from "./cost-settings.js";
 
 /** What the cost module reads of a snapshot. */
@@ -35,6 +36,8 @@ export interface CostModuleDeps {
   scrub: (text: string) => string;
   /** The policy's rules at start: their savings series exist at 0 from the first scrape. */
   rules?: readonly { name: string; dryRun: boolean }[];
+  /** Counts a series of `family` left out of a scrape for a NaN or +-Inf value. */
+  nonFinite?: (family: string) => void;
 }
 
 /** The cost module's inputs; its outputs are the families it registered. */
@@ -49,6 +52,11 @@ export interface CostModule {
   /** For the policy engine: pauses done and planned, and each run's plan. */
   readonly policy: PolicyHooks;
   readonly accountant: CostAccountant;
+  /**
+   * Checks the cost settings of a reload (throws CostRestartError naming one that takes a
+   * restart) and returns the call that puts the rest in use.
+   */
+  reload(next: CostSettings): () => void;
 }
 
 /** Builds the cost module and registers its families; undefined when cost.enabled is off. */
@@ -66,17 +74,26 @@ export function startCost(d: CostModuleDeps): CostModule | undefined {
     events: false,
   });
   const guard = new ValueGuard(d.maxLabelValueLength, d.scrub);
+  let settings = d.settings;
   registerCostFamilies(accountant, {
     registry: d.registry,
     ns: d.namespace,
-    settings: d.settings,
+    settings: () => settings,
     label: (v) => guard.label(v),
     maxTemplates: d.maxTemplates,
+    nonFinite: d.nonFinite ?? (() => undefined),
   });
   for (const r of d.rules ?? []) accountant.declareRule(r.name, r.dryRun ? "dry_run" : "done");
   const own = (e: LifecycleEvent): boolean => inShard(e.sandboxId, d.shard.index, d.shard.total);
   return {
     accountant,
+    reload(next) {
+      checkCostReload(settings, next);
+      return () => {
+        settings = next;
+        accountant.setPrices(next.prices);
+      };
+    },
     onSnapshot(snapshot) {
       // A partial walk would read as sandboxes gone: only complete ones are accounted.
       if (!snapshot.walked || !snapshot.sandboxesComplete || !snapshot.sandboxes) return;

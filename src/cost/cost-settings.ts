@@ -22,10 +22,24 @@ export interface CostPrices {
   pausedGiBSecond: number;
 }
 
-const PRICE_TEXT = "a price: a finite number >= 0 (currency per unit-second)";
+/**
+ * Highest price per unit-second accepted: 3.6 million an hour for one vCPU or GiB, past what any
+ * platform charges in any currency (E2B: 0.000014 USD). A larger one overflows spend to Infinity.
+ */
+export const MAX_PRICE = 1000;
+const PRICE_TEXT = `a price: a number from 0 to ${MAX_PRICE} (currency per unit-second)`;
 const price = z
   .number({ error: PRICE_TEXT })
-  .refine((n) => Number.isFinite(n) && n >= 0, { error: PRICE_TEXT });
+  .refine((n) => Number.isFinite(n) && n >= 0 && n <= MAX_PRICE, { error: PRICE_TEXT });
+/** Metadata keys, each once: a key given twice would count its spend twice. */
+const attributeKeys = list.superRefine((keys, ctx) => {
+  const twice = keys.find((k, i) => keys.indexOf(k) !== i);
+  if (twice !== undefined)
+    ctx.addIssue({
+      code: "custom",
+      message: `distinct metadata keys ("${twice}" is given twice, which would count its spend twice)`,
+    });
+});
 const budget = z
   .number({ error: "a budget: a finite number >= 0" })
   .refine((n) => Number.isFinite(n) && n >= 0, { error: "a budget: a finite number >= 0" });
@@ -53,7 +67,7 @@ export const CostSchema = z.strictObject({
     .prefault({}),
   currency: text.regex(/^[A-Za-z]{3}$/, { error: "an ISO 4217 code like USD" }).default("USD"),
   /** Metadata keys whose values get their own spend series (customer, user, ...). */
-  attributeBy: list.default([]),
+  attributeBy: attributeKeys.default([]),
   /** Values per key with their own series; the rest are summed as `other`. */
   maxAttributedValues: int(1, 1000).default(20),
   budget: z.strictObject({ daily: budget.optional() }).prefault({}),
@@ -125,21 +139,23 @@ export const costSlice = defineSlice({
       flag: "cost",
       negatable: true,
       kind: "bool",
-      help: "estimate spend and policy savings (default: on for --flavor e2b, else once prices are given; --no-cost turns it off)",
+      help: "estimate spend and policy savings (a running price given turns it on, on any flavor)",
     },
     {
       path: "cost.prices.vcpuSecond",
       env: `${X}COST_VCPU_SECOND`,
       flag: "cost-vcpu-second",
       kind: "number",
-      help: "price of one vCPU-second running, in cost.currency (default E2B's 0.000014 on e2b)",
+      help: "price of one vCPU-second running, in cost.currency (E2B's rate on e2b)",
+      shownDefault: "unset",
     },
     {
       path: "cost.prices.memoryGiBSecond",
       env: `${X}COST_MEMORY_GIB_SECOND`,
       flag: "cost-memory-gib-second",
       kind: "number",
-      help: "price of one GiB-second of RAM running (default E2B's 0.0000045 on e2b)",
+      help: "price of one GiB-second of RAM running (E2B's rate on e2b)",
+      shownDefault: "unset",
     },
     {
       path: "cost.prices.pausedGiBSecond",

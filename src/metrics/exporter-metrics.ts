@@ -12,6 +12,11 @@ import type { Clock } from "../util/clock.js";
 import { ChurnTracker } from "./churn.js";
 import { collectorFamilies } from "./collector-families.js";
 import { registryAsOpenMetrics } from "./exposition/openmetrics.js";
+import {
+  ExpositionDrops,
+  registerDropFamilies,
+  registryAsText,
+} from "./exposition/registry-families.js";
 import { Family, type Format } from "./exposition/text.js";
 import { RESOURCE_FIELDS, ValueGuard } from "./exposition/value-guard.js";
 import { EventLedger } from "./lifecycle-events.js";
@@ -106,6 +111,8 @@ interface Cached {
 export class ExporterMetrics {
   /** prom-client registry (Prometheus content type) that other modules may register into. */
   readonly registry: Registry;
+  /** What the exposition left out (NaN or +-Inf where a family never means one, failed families). */
+  readonly drops: ExpositionDrops;
   private readonly self: SelfMetrics;
   private readonly platform: PlatformFamilies;
   private readonly aggregates: SandboxAggregates;
@@ -134,6 +141,10 @@ export class ExporterMetrics {
       latest: () => this.snapshot,
     });
     this.registry = this.self.registry;
+    this.drops = new ExpositionDrops((family, err) =>
+      this.warnOnce(`family:${family}`, { family, err }, "metric family left out of the scrape"),
+    );
+    registerDropFamilies(this.registry, ns, this.drops);
     // Each tick collector's families, made with the registry for any it updates between snapshots.
     this.platform = new PlatformFamilies(ns, TICK_COLLECTORS, this.registry);
     // The ledger's labels come from events, not snapshots: a guard of its own.
@@ -269,6 +280,7 @@ export class ExporterMetrics {
     }
     small.push(...collectorFamilies(ns, snapshot, shard.total > 1));
     const counters = [...this.churn.families(ns, guard), ...collected];
+    for (const f of counters) this.drops.dropNonFinite(`${f.name}_total`, f.nonFinite);
     small.push(...guardFamilies(ns, guard, usage !== undefined));
     const text = small.map((f) => f.render("prometheus")).join("");
     return { gauges: [Buffer.from(text, "utf8"), ...big], counters, countersText: {} };
@@ -309,8 +321,8 @@ export class ExporterMetrics {
     const cache = this.cache;
     const live =
       format === "openmetrics"
-        ? `${await registryAsOpenMetrics(this.registry)}# EOF\n`
-        : await this.registry.metrics();
+        ? `${await registryAsOpenMetrics(this.registry, this.drops)}# EOF\n`
+        : await registryAsText(this.registry, this.drops);
     cache.countersText[format] ??= Buffer.from(
       cache.counters.map((f) => f.render(format)).join(""),
       "utf8",

@@ -116,7 +116,7 @@ export const platformSlice = defineSlice({
       env: `${X}API_PREFIX`,
       flag: "api-prefix",
       kind: "string",
-      help: "path of the management API below the base URL (default /sandboxapi/v1, empty for e2b)",
+      help: "path of the management API below the base URL",
     },
     {
       path: "platform.adminTokenFile",
@@ -169,7 +169,7 @@ export const platformSlice = defineSlice({
       flag: "proxy-port-http",
       seed: "ProxyPortHTTP",
       kind: "int",
-      help: "data-plane proxy port (0 = scheme default)",
+      help: "data-plane proxy port (0: the scheme's own, 80 or 443)",
     },
     {
       path: "platform.proxyScheme",

@@ -197,7 +197,8 @@ export const policySlice = defineSlice({
       env: `${X}POLICY_ENABLED`,
       flag: "policy-enabled",
       kind: "bool",
-      help: "evaluate policy rules (default: on when a rule file or rules are given)",
+      help: "evaluate policy rules",
+      shownDefault: "true with a rule file or rules, else false",
     },
     {
       path: "policy.file",

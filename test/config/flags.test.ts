@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { helpText, parseFlags } from "../../src/config/flags.js";
+import { parseFlags } from "../../src/config/flags.js";
+import { helpText } from "../../src/config/help.js";
 import { SETTINGS } from "../../src/config/settings.js";
 
 const raws = (argv: string[]) =>
@@ -51,8 +52,27 @@ describe("parseFlags", () => {
   });
 });
 
+/** The rows of the help: each flag's line and its description lines, the description joined. */
+function helpRows(text: string): Array<{ head: string; body: string }> {
+  const rows: Array<{ head: string; lines: string[] }> = [];
+  for (const line of text.split("\n")) {
+    if (/^ {2}\S/.test(line)) rows.push({ head: line, lines: [] });
+    else if (/^ {8}\S/.test(line)) rows.at(-1)?.lines.push(line.trim());
+  }
+  return rows.map((r) => ({ head: r.head, body: r.lines.join(" ") }));
+}
+
+const literal = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
 describe("helpText", () => {
   const text = helpText();
+  const rows = helpRows(text);
+  /** The whole row of the flag written as `flag` (with its placeholder): head and description. */
+  const row = (flag: string): string => {
+    const r = rows.find((x) => x.head.trim().split(/\s+/)[0] === flag);
+    if (!r) throw new Error(`no row for ${flag}`);
+    return `${r.head.trim()} ${r.body}`;
+  };
 
   it("lists every setting's flag and environment variable", () => {
     for (const s of SETTINGS) {
@@ -63,37 +83,68 @@ describe("helpText", () => {
       expect(text).toContain(f);
   });
 
+  it("keeps every line within 100 columns", () => {
+    const long = text.split("\n").filter((l) => l.length > 100);
+    expect(long).toEqual([]);
+    expect(rows.length).toBeGreaterThanOrEqual(SETTINGS.length);
+  });
+
+  it("separates every flag from its environment variable by whitespace", () => {
+    for (const s of SETTINGS) {
+      const flag = s.flag ? `--${s.flag}` : "(no flag)";
+      // The placeholder follows the flag; then at least two spaces, or a line break, then the env.
+      const head = new RegExp(
+        `^ {2}${literal(flag)}(?:\\[=BOOL\\]| [A-Z,]+)?(?: {2,}|\\n {8})${literal(s.env)}$`,
+        "m",
+      );
+      expect(text, s.path).toMatch(head);
+    }
+  });
+
+  it("shows at most one default per row, only in its [default: ...]", () => {
+    for (const r of rows) {
+      const all = `${r.head} ${r.body}`;
+      expect(all.match(/\[default: /g)?.length ?? 0, all).toBeLessThanOrEqual(1);
+      expect(all.replace(/\[default: [^\]]*\]/, ""), all).not.toMatch(/\bdefault/i);
+    }
+  });
+
+  it("shows a flavor's preset beside the base default, and an unset price as unset", () => {
+    expect(row("--cost[=BOOL]")).toMatch(/\[default: false; true with --flavor e2b\]$/);
+    expect(row("--cost-vcpu-second")).toMatch(/\[default: unset; 0\.000014 with --flavor e2b\]$/);
+    expect(row("--cost-memory-gib-second")).toMatch(
+      /\[default: unset; 0\.0000045 with --flavor e2b\]$/,
+    );
+    expect(row("--api-prefix")).toMatch(/\[default: \/sandboxapi\/v1; empty with --flavor e2b\]$/);
+    // The flavor's own row names one default, not itself again per flavor.
+    expect(row("--flavor")).toMatch(/\[default: sandboxapi\]$/);
+    expect(row("--cost-paused-gib-second")).toMatch(/\[default: 0\]$/);
+    expect(row("--cost-budget-daily")).not.toContain("[default:");
+  });
+
   it("shows defaults, durations the way they are written", () => {
-    expect(text).toMatch(/--timeout DURATION +SANDBOX_TIMEOUT .*\[default: 10s\]/);
-    expect(text).toMatch(/--page-limit N +SANDBOX_EXPORTER_PAGE_LIMIT .*\[default: 100\]/);
-    expect(text).toMatch(/--max-pages N +SANDBOX_EXPORTER_MAX_PAGES .*\[default: 100000\]/);
+    expect(row("--timeout")).toMatch(/^--timeout DURATION +SANDBOX_TIMEOUT .*\[default: 10s\]$/);
+    expect(row("--page-limit")).toMatch(/SANDBOX_EXPORTER_PAGE_LIMIT .*\[default: 100\]$/);
+    expect(row("--max-pages")).toMatch(/SANDBOX_EXPORTER_MAX_PAGES .*\[default: 100000\]$/);
     // Schedules are parsed values; --help shows them as written.
-    expect(text).toMatch(
-      /--poll-schedule VALUE +SANDBOX_EXPORTER_POLL_SCHEDULE .*\[default: 15s\]/,
-    );
-    expect(text).toMatch(
-      /--probe-schedule VALUE +SANDBOX_EXPORTER_PROBE_SCHEDULE .*\[default: 60s\]/,
-    );
-    expect(text).toMatch(/--probe\[=BOOL\] +SANDBOX_EXPORTER_PROBE_ENABLED .*\[default: false\]/);
+    expect(row("--poll-schedule")).toMatch(/\[default: 15s\]$/);
+    expect(row("--probe-schedule")).toMatch(/\[default: 60s\]$/);
+    expect(row("--probe[=BOOL]")).toMatch(/SANDBOX_EXPORTER_PROBE_ENABLED .*\[default: false\]$/);
+    // A default computed from other settings, in the row's own words.
+    expect(row("--poll-max-walk")).toMatch(/\[default: 4 poll intervals\]$/);
   });
 
   it("shows the settings other parts consume, with their defaults and the flag's other spelling", () => {
-    expect(text).toMatch(
-      /--web\.enable-lifecycle\[=BOOL\] +SANDBOX_EXPORTER_WEB_ENABLE_LIFECYCLE .*\(also --web-enable-lifecycle\) \[default: false\]/,
+    expect(row("--web.enable-lifecycle[=BOOL]")).toMatch(
+      /SANDBOX_EXPORTER_WEB_ENABLE_LIFECYCLE .*\(also --web-enable-lifecycle\) \[default: false\]$/,
     );
-    expect(text).toMatch(
-      /--max-label-value-length N +SANDBOX_EXPORTER_MAX_LABEL_VALUE_LENGTH .*\[default: 1024\]/,
-    );
-    expect(text).toMatch(
-      /--confirm-drop-ratio NUMBER +SANDBOX_EXPORTER_CONFIRM_DROP_RATIO .*\[default: 0\.5\]/,
-    );
-    expect(text).toMatch(
-      /--poll-max-backoff DURATION +SANDBOX_EXPORTER_POLL_MAX_BACKOFF .*\[default: 5m\]/,
-    );
+    expect(row("--max-label-value-length")).toMatch(/\[default: 1024\]$/);
+    expect(row("--confirm-drop-ratio")).toMatch(/\[default: 0\.5\]$/);
+    expect(row("--poll-max-backoff")).toMatch(/\[default: 5m\]$/);
   });
 
   it("offers no flag for the API key", () => {
-    expect(text).toMatch(/\(no flag\) +SANDBOX_API_KEY /);
+    expect(text).toMatch(/^ {2}\(no flag\) +SANDBOX_API_KEY$/m);
     expect(text).not.toMatch(/--api-key /);
   });
 });

@@ -1,9 +1,13 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { CostAccountant } from "../../src/cost/cost-accountant.js";
 import { registerCostFamilies } from "../../src/cost/cost-families.js";
 import { type CostSettings, E2B_PRICES } from "../../src/cost/cost-settings.js";
+import { normalizeLifecycleEvent } from "../../src/platform/normalize/events.js";
 import { FakeClock } from "../../src/util/clock.js";
+import { samples } from "../helpers/exporter.js";
 
 const T0 = Date.UTC(2026, 10, 1);
 
@@ -41,7 +45,14 @@ async function exposition(templates: string[], maxTemplates: number): Promise<st
       });
   });
   const registry = new Registry();
-  registerCostFamilies(a, { registry, ns: "sandbox", settings, label: (v) => v, maxTemplates });
+  registerCostFamilies(a, {
+    registry,
+    ns: "sandbox",
+    settings: () => settings,
+    label: (v) => v,
+    maxTemplates,
+    nonFinite: () => undefined,
+  });
   return registry.metrics();
 }
 
@@ -76,5 +87,47 @@ describe("the cost families", () => {
     const text = await exposition([], 2);
     for (const reason of ["bad_execution", "missing_resources", "bad_resources"])
       expect(value(text, `sandbox_cost_inputs_dropped_total{reason="${reason}"}`)).toBe(0);
+  });
+
+  it("attribute a killed run whose E2B event has no sandbox_metadata to none, so each key sums to the spend (old: left out)", async () => {
+    const file = join(import.meta.dirname, "..", "fixtures", "e2b", "lifecycle-events");
+    const raw = JSON.parse(readFileSync(join(file, "webhook-snake-case.json"), "utf8"));
+    // E2B leaves sandbox_metadata out for a sandbox created without metadata.
+    const bare = structuredClone(raw);
+    bare.sandbox_id = "sbx-without-metadata";
+    bare.id = "ev-2";
+    delete bare.event_data.sandbox_metadata;
+    const run = 12.123 * (2 * E2B_PRICES.vcpuSecond + 0.5 * E2B_PRICES.memoryGiBSecond);
+    const start = Date.UTC(2025, 7, 6, 20);
+    const a = new CostAccountant({
+      prices: settings.prices,
+      attributeBy: ["<custom-key>"],
+      runningStates: ["running"],
+      pausedStates: ["paused"],
+      origin: start,
+      clock: new FakeClock(start + 3_600_000),
+    });
+    a.observeEvent(normalizeLifecycleEvent(raw));
+    a.observeEvent(normalizeLifecycleEvent(bare));
+    const registry = new Registry();
+    registerCostFamilies(a, {
+      registry,
+      ns: "sandbox",
+      settings: () => ({ ...settings, attributeBy: ["<custom-key>"] }),
+      label: (v) => v,
+      maxTemplates: 10,
+      nonFinite: () => undefined,
+    });
+    const at = samples(await registry.metrics());
+    const sum = (prefix: string): number =>
+      [...at].filter(([k]) => k.startsWith(prefix)).reduce((n, [, v]) => n + v, 0);
+    expect(sum("sandbox_estimated_cost_total{")).toBeCloseTo(2 * run, 15);
+    const attributed = (value: string): number | undefined =>
+      at.get(
+        `sandbox_estimated_cost_attributed_total{key="<custom-key>",value="${value}",currency="USD"}`,
+      );
+    expect(attributed("<custom-value>")).toBeCloseTo(run, 15);
+    expect(attributed("none")).toBeCloseTo(run, 15);
+    expect(sum("sandbox_estimated_cost_attributed_total{")).toBeCloseTo(2 * run, 15);
   });
 });

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config/errors.js";
 import { helpText } from "../../src/config/flags.js";
 import { loadConfig } from "../../src/config/load.js";
-import { E2B_PRICES } from "../../src/cost/cost-settings.js";
+import { E2B_PRICES, MAX_PRICE } from "../../src/cost/cost-settings.js";
+import { yamlProblems } from "../helpers/config-file.js";
 
 const load = (argv: string[], env: Record<string, string> = {}) =>
   loadConfig({ argv: ["--api-url", "http://127.0.0.1:1", ...argv], env }).config;
@@ -58,5 +59,37 @@ describe("cost settings", () => {
     expect(c.cost.attributeBy).toEqual(["customer", "user"]);
     expect(helpText()).toContain("--cost[=BOOL]");
     expect(helpText()).toContain("(also --no-cost)");
+  });
+
+  it("refuse a price no platform charges, which would overflow spend to Infinity (old: 1e300 accepted)", () => {
+    for (const huge of ["1e300", "1e307", String(MAX_PRICE * 1.001)])
+      expect(problems(["--flavor", "e2b", `--cost-vcpu-second=${huge}`])).toMatch(
+        /cost\.prices\.vcpuSecond \(flag --cost-vcpu-second\): expected a price: a number from 0 to 1000/,
+      );
+    expect(problems([], { SANDBOX_EXPORTER_COST_MEMORY_GIB_SECOND: "1e307" })).toContain(
+      "cost.prices.memoryGiBSecond",
+    );
+    const lines = yamlProblems(
+      "cost:\n  prices:\n    pausedGiBSecond: 1e300\n    templates:\n      big: { vcpuSecond: 5000 }\n",
+    );
+    expect(lines.join("\n")).toContain("cost.prices.pausedGiBSecond");
+    expect(lines.join("\n")).toContain("cost.prices.templates.big.vcpuSecond");
+    expect(
+      load(["--flavor", "e2b", `--cost-vcpu-second=${MAX_PRICE}`]).cost.prices.vcpuSecond,
+    ).toBe(MAX_PRICE);
+  });
+
+  it("refuse a metadata key given twice to cost.attributeBy, by flag or in the file (old: its spend counted twice)", () => {
+    expect(
+      problems(["--flavor", "e2b", "--cost-attribute-by", "team", "--cost-attribute-by", "team"]),
+    ).toMatch(
+      /cost\.attributeBy \(flag --cost-attribute-by\): expected distinct metadata keys \("team" is given twice/,
+    );
+    expect(problems(["--flavor", "e2b", "--cost-attribute-by", "team,user,team"])).toContain(
+      '"team" is given twice',
+    );
+    const lines = yamlProblems("cost:\n  attributeBy: [owner, owner]\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^cost\.attributeBy \(file c\.yaml.*"owner" is given twice/);
   });
 });

@@ -58,6 +58,8 @@ export function header(
 /** One metric family being written: header once, then samples. */
 export class Family {
   private readonly lines: string[] = [];
+  /** Counter samples left out for a NaN or +-Inf value (a counter never means one). */
+  nonFinite = 0;
   /** `name` is the family name; counter samples get `_total` appended. */
   constructor(
     readonly name: string,
@@ -65,8 +67,12 @@ export class Family {
     readonly help: string,
   ) {}
 
-  /** Adds a sample with pre-rendered labels (see `labels`). */
+  /** Adds a sample with pre-rendered labels (see `labels`); a non-finite counter value is left out. */
   add(labelText: string, value: number): this {
+    if (this.type === "counter" && !Number.isFinite(value)) {
+      this.nonFinite++;
+      return this;
+    }
     const sample = this.type === "counter" ? `${this.name}_total` : this.name;
     this.lines.push(`${sample}${labelText} ${formatValue(value)}`);
     return this;

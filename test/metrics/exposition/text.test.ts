@@ -45,6 +45,15 @@ describe("exposition text", () => {
     expect(f.render("openmetrics")).toBe('# HELP x h\n# TYPE x counter\nx_total{a="1"} 2\n');
     expect(new Family("y", "gauge", "h").render("prometheus")).toBe("");
   });
+
+  it("leaves out a counter sample that is not finite and counts it; a gauge keeps NaN", () => {
+    const c = new Family("c", "counter", "h").add('{a="1"}', Number.POSITIVE_INFINITY).add("", 2);
+    expect(c.render("prometheus")).toBe("# HELP c_total h\n# TYPE c_total counter\nc_total 2\n");
+    expect(c.nonFinite).toBe(1);
+    expect(new Family("g", "gauge", "h").add("", Number.NaN).render("prometheus")).toContain(
+      "g NaN",
+    );
+  });
 });
 
 describe("registryAsOpenMetrics", () => {
