@@ -1,4 +1,5 @@
 // Typed errors of both platform channels; messages carry endpoint and status, never a secret.
+import { formatDuration } from "../util/duration.js";
 import { ExporterError } from "../util/errors.js";
 import type { Secrets } from "../util/secrets.js";
 
@@ -53,14 +54,21 @@ export class PlatformNetworkError extends ExporterError {
   }
 }
 
-/** No response within the configured timeout. */
+/** No response within the configured timeout; `headersMs`: the headers came, the body did not. */
 export class PlatformTimeoutError extends ExporterError {
   constructor(
     readonly endpoint: string,
     readonly method: string,
     readonly timeoutMs: number,
+    readonly headersMs?: number,
   ) {
-    super("ERR_PLATFORM_TIMEOUT", `${method} ${endpoint}: no response within ${timeoutMs} ms`);
+    const within = formatDuration(timeoutMs);
+    super(
+      "ERR_PLATFORM_TIMEOUT",
+      headersMs === undefined
+        ? `${method} ${endpoint}: no response within ${within}`
+        : `${method} ${endpoint}: body not complete within ${within}; headers arrived after ${formatDuration(headersMs)}`,
+    );
   }
 }
 

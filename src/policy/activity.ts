@@ -1,13 +1,17 @@
 // The idle signal: a sandbox's last activity, from its newest log entry, else a configured field,
 // else its start time. Cached per sandbox: a read is only needed once the sandbox could be idle.
 
+import { PlatformNotFoundError } from "../platform/http-errors.js";
 import type { LogEntry, Page, Sandbox } from "../platform/types.js";
 import { mapLimit } from "../util/concurrency.js";
 import { epochMs, parseTime } from "./match.js";
 import type { PolicySpec } from "./policy-settings.js";
 
-/** Where a last-activity time came from. */
-export type ActivitySource = "log" | "metadata" | "runtime" | "start" | "none" | "error";
+/**
+ * Where a last-activity time came from; `gone`: the log read found no such sandbox (404), as
+ * when it was killed between the walk and the read.
+ */
+export type ActivitySource = "log" | "metadata" | "runtime" | "start" | "none" | "error" | "gone";
 
 /** A sandbox's last activity as far as the platform tells. */
 export interface Activity {
@@ -32,6 +36,8 @@ interface CacheEntry extends Activity {
 export interface ActivityStats {
   reads: number;
   errors: number;
+  /** Reads that found the sandbox gone (404): not failed, and the sandbox is no candidate. */
+  gone: number;
   cacheHits: number;
   /** Sandboxes left unread because the run's time budget was spent. */
   unread: number;
@@ -79,6 +85,8 @@ export class ActivityTracker {
     wanted: ReadonlyMap<Sandbox, number>,
     now: number,
     opts: {
+      /** The run's settings (its rule set's), whatever a reload sets meanwhile; default the latest. */
+      options?: PolicySpec["activity"];
       sample?: ReadonlySet<Sandbox>;
       /** Idle sandboxes worth knowing this run (the actions it may take). */
       enough?: number;
@@ -88,13 +96,22 @@ export class ActivityTracker {
       until?: number;
       clock?: () => number;
     } = {},
-  ): Promise<{ activity: Map<string, Activity>; stats: ActivityStats }> {
-    const stats: ActivityStats = { reads: 0, errors: 0, cacheHits: 0, unread: 0, deferred: 0 };
+  ): Promise<{ activity: Map<string, Activity>; gone: Set<string>; stats: ActivityStats }> {
+    const stats: ActivityStats = {
+      reads: 0,
+      errors: 0,
+      gone: 0,
+      cacheHits: 0,
+      unread: 0,
+      deferred: 0,
+    };
+    const gone = new Set<string>();
     const clock = opts.clock ?? (() => now);
     const until = opts.until ?? Number.POSITIVE_INFINITY;
     const enough = opts.enough ?? Number.POSITIVE_INFINITY;
     const sample = opts.sample ?? new Set<Sandbox>();
     const spent = opts.spent ?? new Set<string>();
+    const options = opts.options ?? this.options;
     const generation = this.generation;
     const next = new Map<string, CacheEntry>();
     const unknown: Sandbox[] = [];
@@ -109,8 +126,8 @@ export class ActivityTracker {
     }
     // Oldest first: the likeliest to be idle, and the ones a limit should reach first.
     unknown.sort((a, b) => (a.startedAt ?? Infinity) - (b.startedAt ?? Infinity));
-    const maxReads = this.options.maxReadsPerRun;
-    const batch = this.options.concurrency;
+    const maxReads = options.maxReadsPerRun;
+    const batch = options.concurrency;
     const queue = [...[...sample].filter((s) => wanted.has(s)), ...unknown];
     const sampled = queue.length - unknown.length;
     let at = 0;
@@ -128,13 +145,18 @@ export class ActivityTracker {
       const part = queue.slice(at, at + Math.max(1, Math.min(batch, room)));
       at += part.length;
       const before = this.requests;
-      const read = await mapLimit(part, batch, (s) => this.readOne(s));
+      const read = await mapLimit(part, batch, (s) => this.readOne(s, options));
       stats.reads += this.requests - before;
       part.forEach((s, i) => {
         const a = read[i] as Activity;
         if (a.source === "error") {
           stats.errors++;
           stats.firstError ??= a.error;
+          return;
+        }
+        if (a.source === "gone") {
+          stats.gone++;
+          gone.add(s.id);
           return;
         }
         next.set(s.id, { ...a, startedAt: s.startedAt });
@@ -148,33 +170,36 @@ export class ActivityTracker {
       const a = next.get(s.id);
       if (a) activity.set(s.id, a);
     }
-    return { activity, stats };
+    return { activity, gone, stats };
   }
 
   /** A fresh read before acting; what it finds replaces the cached value (not an error). */
-  async recheck(s: Sandbox): Promise<Activity> {
-    const a = await this.readOne(s);
-    if (a.source !== "error") this.cache.set(s.id, { ...a, startedAt: s.startedAt });
+  async recheck(s: Sandbox, options: PolicySpec["activity"] = this.options): Promise<Activity> {
+    const a = await this.readOne(s, options);
+    // Read under settings a reload has since replaced: not for the new settings' cache.
+    if (a.source !== "error" && a.source !== "gone" && options === this.options)
+      this.cache.set(s.id, { ...a, startedAt: s.startedAt });
     return a;
   }
 
   /** A fresh read for one sandbox (the executor's re-check before acting); never cached. */
-  async readOne(s: Sandbox): Promise<Activity> {
+  async readOne(s: Sandbox, options: PolicySpec["activity"] = this.options): Promise<Activity> {
     const running = this.running.has(s.state);
     if (running) {
       this.requests++;
       try {
         const page = await this.readLogs(s.id, {
           limit: 1,
-          direction: this.options.logDirection,
+          direction: options.logDirection,
         });
         const at = page.items[0]?.timestamp;
         if (at !== undefined) return { at, source: "log" };
       } catch (err) {
+        if (err instanceof PlatformNotFoundError) return { at: undefined, source: "gone" };
         return { at: undefined, source: "error", error: (err as Error).message ?? String(err) };
       }
     }
-    return fallback(s, this.options, running);
+    return fallback(s, options, running);
   }
 }
 

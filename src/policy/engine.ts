@@ -4,8 +4,7 @@ import type { Registry } from "prom-client";
 import type { Snapshot } from "../collect/snapshot.js";
 import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
-import { LogLimiter } from "../util/log-limiter.js";
-import { ActivityTracker, type LogReader } from "./activity.js";
+import { type ActivityStats, ActivityTracker, type LogReader } from "./activity.js";
 import {
   EMPTY_MEMORY,
   type Evaluation,
@@ -25,6 +24,7 @@ import { PolicyMetrics } from "./policy-metrics.js";
 import type { BlockReason, PolicyOutcome, PolicyRun } from "./policy-run.js";
 import type { PolicySpec, SettledRule } from "./policy-settings.js";
 import { describe, loggedAlone, policyStatus } from "./policy-status.js";
+import { RuleSummaryLog } from "./rule-summary.js";
 import { estimateIdle, sampleRules } from "./sampling.js";
 import { checkUsage } from "./usage-check.js";
 import { PolicyWebhook, type WebhookOptions } from "./webhook.js";
@@ -38,9 +38,6 @@ const COOLS_DOWN: ReadonlySet<PolicyResult> = new Set<PolicyResult>([
   "failed",
   "skipped_unverified",
 ]);
-
-/** A rule stopped by its blast radius run after run is said once a minute, with a count. */
-const TOO_MANY_LOG_INTERVAL_MS = 60_000;
 
 export interface PolicyEngineOptions {
   spec: PolicySpec;
@@ -71,14 +68,10 @@ export class PolicyEngine {
   private readonly metrics: PolicyMetrics;
   private readonly log: Logger;
   private readonly webhook: PolicyWebhook | undefined;
-  private readonly tooMany: LogLimiter;
+  private readonly summary: RuleSummaryLog;
 
   constructor(private readonly o: PolicyEngineOptions) {
     this.spec = o.spec;
-    this.tooMany = new LogLimiter({
-      intervalMs: TOO_MANY_LOG_INTERVAL_MS,
-      now: () => o.clock.now(),
-    });
     this.states = { running: new Set(o.states.running) };
     this.activity = new ActivityTracker(
       (id, q) => o.platform.listLogs(id, q),
@@ -88,6 +81,7 @@ export class PolicyEngine {
     this.metrics = new PolicyMetrics(o.registry, o.namespace);
     this.metrics.setRules(o.spec);
     this.log = o.logger.child({ component: "policy" });
+    this.summary = new RuleSummaryLog(this.log, () => o.clock.now());
     const webhook = o.webhook;
     this.webhook = webhook
       ? new PolicyWebhook({
@@ -118,44 +112,27 @@ export class PolicyEngine {
   async run(snapshot: Snapshot): Promise<PolicyRun> {
     // A snapshot counts once towards consecutiveCycles, however often it is offered.
     if (this.last && snapshot.cycle <= this.lastCycle) return this.last;
-    const now = this.o.clock.now();
-    const blocked = this.blockReason(snapshot, now);
-    this.lastCycle = snapshot.cycle;
-    if (blocked) {
-      // "In a row" means fresh snapshots without a gap: a blocked run breaks every streak.
-      this.memory = { streaks: new Map(), lastAction: this.memory.lastAction };
-      this.metrics.blocked.inc({ reason: blocked });
-      this.log.warn({ cycle: snapshot.cycle, reason: blocked }, "policy blocked: no action");
-      this.last = {
-        at: now,
-        cycle: snapshot.cycle,
-        blocked,
-        outcomes: [],
-        candidates: {},
-        blastRadius: [],
-        logReads: 0,
-        durationMs: 0,
-        budgetMs: 0,
-        overBudget: false,
-        estimates: {},
-      };
-      return this.last;
-    }
+    // One rule set for the whole run: a reload while it awaits applies from the next run.
     const spec = this.spec;
+    const now = this.o.clock.now();
+    const blocked = this.blockReason(snapshot, now, spec);
+    this.lastCycle = snapshot.cycle;
+    if (blocked) return this.blockedRun(snapshot.cycle, now, blocked);
     const budgetMs = spec.maxRunTimeMs ?? this.o.defaultRunTimeMs;
     const until = now + budgetMs;
     const clock = () => this.o.clock.now();
     // The walk kept only this shard's sandboxes: every one of them is ours to act on.
     const list = snapshot.sandboxes ?? [];
     const own: readonly Sandbox[] = Array.isArray(list) ? list : Array.from(list);
-    const samples = sampleRules(this.spec, own, this.states, now, this.o.random ?? Math.random);
+    const samples = sampleRules(spec, own, this.states, now, this.o.random ?? Math.random);
     const sample = new Set([...samples.values()].flat());
-    const asked = this.idleAsked(own, now);
+    const asked = this.idleAsked(spec, own, now);
     const cooling = this.cooling();
     // A sandbox first found idle now is acted on consecutiveCycles runs later: knowing that many
     // runs' worth of actions keeps every run's budget filled (and no more is read).
     const enough = spec.maxActionsPerCycle * spec.consecutiveCycles;
     const read = await this.activity.lastActivity(asked, now, {
+      options: spec.activity,
       sample,
       enough,
       spent: cooling,
@@ -181,9 +158,11 @@ export class PolicyEngine {
           budget: { until, clock },
         })
       : undefined;
-    const estimates = estimateIdle(this.spec, samples, read.activity, now, busy?.busy);
+    // A sandbox gone since the walk (its log read found none) is in no share and no decision.
+    const live = read.gone.size > 0 ? withoutGone(own, samples, read.gone) : { own, samples };
+    const estimates = estimateIdle(spec, live.samples, read.activity, now, busy?.busy);
     const evaluation = evaluatePolicy({
-      sandboxes: own,
+      sandboxes: live.own,
       activity,
       spec,
       states: this.states,
@@ -195,22 +174,7 @@ export class PolicyEngine {
     this.o.hooks?.onPlan(now, evaluation.decisions);
     const overBudget = stats.unread > 0 || outcomes.some((o) => o.result === "skipped_time_budget");
     if (overBudget) this.metrics.runsCut.inc();
-    // One run-level line, only when something went wrong: read errors, the budget spent.
-    if (stats.errors > 0 || overBudget)
-      this.log.warn(
-        {
-          cycle: snapshot.cycle,
-          readErrors: stats.errors,
-          reads: stats.reads,
-          firstError: stats.firstError,
-          overBudget,
-          unread: stats.unread,
-          budgetSeconds: budgetMs / 1000,
-        },
-        overBudget
-          ? "policy run over its time budget: it stopped reading and acting"
-          : "idle-signal log reads failed; those sandboxes count as active",
-      );
+    this.warnRun(snapshot.cycle, stats, overBudget, budgetMs);
     // Failed and unverified attempts cool down too: a call that keeps failing is not repeated
     // every cycle, nor does it hold the rule's budget.
     const acted = outcomes.filter((d) => d.result !== undefined && COOLS_DOWN.has(d.result));
@@ -220,7 +184,7 @@ export class PolicyEngine {
       for (const [rule, n] of Object.entries(evaluation.candidates))
         this.metrics.candidates.set({ rule }, n);
     for (const rule of evaluation.blastRadius) this.metrics.blastRadius.inc({ rule });
-    this.summarize(spec, outcomes, evaluation.blastRadius);
+    this.summary.summarize(spec, outcomes, evaluation.blastRadius);
     this.metrics.lastRun.set(now / 1000);
     const durationMs = this.o.clock.now() - now;
     this.metrics.runSeconds.set(durationMs / 1000);
@@ -239,33 +203,53 @@ export class PolicyEngine {
     return this.last;
   }
 
+  /** A run that acted on nothing: the snapshot was incomplete, stale or the platform down. */
+  private blockedRun(cycle: number, now: number, blocked: BlockReason): PolicyRun {
+    // "In a row" means fresh snapshots without a gap: a blocked run breaks every streak.
+    this.memory = { streaks: new Map(), lastAction: this.memory.lastAction };
+    this.metrics.blocked.inc({ reason: blocked });
+    this.log.warn({ cycle, reason: blocked }, "policy blocked: no action");
+    this.last = {
+      at: now,
+      cycle,
+      blocked,
+      outcomes: [],
+      candidates: {},
+      blastRadius: [],
+      logReads: 0,
+      durationMs: 0,
+      budgetMs: 0,
+      overBudget: false,
+      estimates: {},
+    };
+    return this.last;
+  }
+
   /**
-   * One line per rule that decided anything without acting (pending, skipped_*): the counts by
-   * result. With one line per action and per notice, a run logs at most actions + notices +
-   * rules + 1 lines, however many sandboxes each rule passes over.
+   * One run-level line, only when something went wrong: reads failed (a sandbox gone since the
+   * walk is no failure), or the budget was spent.
    */
-  private summarize(spec: PolicySpec, outcomes: readonly PolicyOutcome[], stopped: string[]): void {
-    const byRule = new Map<string, Record<string, number>>();
-    for (const o of outcomes) {
-      if (loggedAlone(o)) continue;
-      const counts = byRule.get(o.rule) ?? {};
-      const result = o.result ?? "pending";
-      counts[result] = (counts[result] ?? 0) + 1;
-      byRule.set(o.rule, counts);
-    }
-    for (const rule of spec.rules) {
-      const counts = byRule.get(rule.name);
-      if (!counts) continue;
-      const line = { audit: true, rule: rule.name, action: rule.action, skipped: counts };
-      if (stopped.includes(rule.name))
-        this.tooMany.warn(
-          this.log,
-          rule.name,
-          line,
-          "policy rule would act on too many sandboxes: acting on none",
-        );
-      else this.log.info(line, "policy rule summary");
-    }
+  private warnRun(
+    cycle: number,
+    stats: ActivityStats,
+    overBudget: boolean,
+    budgetMs: number,
+  ): void {
+    if (stats.errors === 0 && !overBudget) return;
+    this.log.warn(
+      {
+        cycle,
+        readErrors: stats.errors,
+        reads: stats.reads,
+        firstError: stats.firstError,
+        overBudget,
+        unread: stats.unread,
+        budgetSeconds: budgetMs / 1000,
+      },
+      overBudget
+        ? "policy run over its time budget: it stopped reading and acting"
+        : "idle-signal log reads failed; those sandboxes count as active",
+    );
   }
 
   /** The plan for /status: the latest run's decisions, actions first. */
@@ -273,9 +257,9 @@ export class PolicyEngine {
     return policyStatus(this.spec, this.last);
   }
 
-  private blockReason(s: Snapshot, now: number): BlockReason | undefined {
+  private blockReason(s: Snapshot, now: number, spec: PolicySpec): BlockReason | undefined {
     if (!s.sandboxesComplete || !s.collectors.sandboxes.success) return "incomplete";
-    if (now - dataReadAt(s) > this.spec.maxSnapshotAgeMs) return "stale";
+    if (now - dataReadAt(s) > spec.maxSnapshotAgeMs) return "stale";
     if (!s.collectors.health.success || s.health?.up !== true) return "health_down";
     return undefined;
   }
@@ -286,9 +270,9 @@ export class PolicyEngine {
   }
 
   /** Sandbox -> the shortest idleFor asked of it, over rules whose cheap filters it passes. */
-  private idleAsked(own: readonly Sandbox[], now: number): Map<Sandbox, number> {
+  private idleAsked(spec: PolicySpec, own: readonly Sandbox[], now: number): Map<Sandbox, number> {
     const asked = new Map<Sandbox, number>();
-    const idleRules = this.spec.rules.filter(
+    const idleRules = spec.rules.filter(
       (r): r is SettledRule & { idleFor: number } => r.idleFor !== undefined,
     );
     if (idleRules.length === 0) return asked;
@@ -361,4 +345,17 @@ export class PolicyEngine {
 function dataReadAt(s: Snapshot): number {
   const { sandboxes, health } = s.collectors;
   return Math.min(sandboxes.lastAttemptAt, health.success ? health.lastAttemptAt : Infinity);
+}
+
+/** The walk's sandboxes and the rules' samples without those found gone since the walk. */
+function withoutGone(
+  own: readonly Sandbox[],
+  samples: ReadonlyMap<string, Sandbox[]>,
+  gone: ReadonlySet<string>,
+): { own: Sandbox[]; samples: Map<string, Sandbox[]> } {
+  const kept = (list: readonly Sandbox[]) => list.filter((s) => !gone.has(s.id));
+  return {
+    own: kept(own),
+    samples: new Map([...samples].map(([rule, list]) => [rule, kept(list)])),
+  };
 }

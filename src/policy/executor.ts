@@ -85,9 +85,10 @@ export async function applyDecision(
   if (isProtected(fresh.metadata, ctx.spec.protectLabel, now))
     return { result: "skipped_changed", detail: "protected since the snapshot" };
   if (rule.idleFor !== undefined) {
-    const a = await ctx.activity.recheck(fresh);
+    const a = await ctx.activity.recheck(fresh, ctx.spec.activity);
     if (a.source === "error")
       return { result: "skipped_unverified", detail: `activity re-read failed: ${a.error}` };
+    if (a.source === "gone") return { result: "skipped_gone" };
     if (!idleHolds(rule, a.at, now)) {
       const ago = a.at === undefined ? "unknown" : `${formatDuration(now - a.at)} ago`;
       return { result: "skipped_changed", detail: `active since the snapshot (last ${ago})` };

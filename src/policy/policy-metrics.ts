@@ -77,7 +77,7 @@ export class PolicyMetrics {
     });
     this.activityReads = new Counter({
       name: `${ns}_policy_activity_reads_total`,
-      help: "Log reads of the idle signal (GET /v2/sandboxes/{id}/logs), by result.",
+      help: "Log reads of the idle signal (GET /v2/sandboxes/{id}/logs), by result: ok, error, or gone (404: the sandbox ended after the walk).",
       labelNames: ["result"],
       registers,
     });
@@ -93,7 +93,7 @@ export class PolicyMetrics {
       registers,
     });
     for (const reason of ["incomplete", "stale", "health_down"]) this.blocked.inc({ reason }, 0);
-    for (const result of ["ok", "error"]) this.activityReads.inc({ result }, 0);
+    for (const result of ["ok", "error", "gone"]) this.activityReads.inc({ result }, 0);
   }
 
   /** Sets the per-rule gauges for a (re)loaded spec; families of removed rules disappear. */
@@ -111,8 +111,9 @@ export class PolicyMetrics {
 
   /** Counts one round of idle-signal reads. */
   observeActivity(stats: ActivityStats): void {
-    this.activityReads.inc({ result: "ok" }, stats.reads - stats.errors);
+    this.activityReads.inc({ result: "ok" }, stats.reads - stats.errors - stats.gone);
     this.activityReads.inc({ result: "error" }, stats.errors);
+    this.activityReads.inc({ result: "gone" }, stats.gone);
     this.activityCacheHits.inc(stats.cacheHits);
   }
 }

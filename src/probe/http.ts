@@ -3,7 +3,7 @@
 // sandbox port). Phases http_wait_ready (start it, wait until the proxy stops answering
 // "port is not open") and http_request (status, the nonce in the body, the traffic token).
 import { posix } from "node:path";
-import type { PortAnswer } from "../platform/data/port-request.js";
+import { type PortAnswer, PortBodyTooLargeError } from "../platform/data/port-request.js";
 import { abortable } from "./abortable.js";
 import { expectCleanExit, runCommand } from "./exec.js";
 import { STATE_POLL_MS } from "./lifecycle.js";
@@ -121,26 +121,35 @@ export function askingForTraffic(
   };
 }
 
-/** One request to the service's port, within `timeoutMs`; the traffic token unless `noToken`. */
-export function requestService(
+/**
+ * One request to the service's port, within `timeoutMs`; the traffic token unless `noToken`. An
+ * answer longer than the probe reads fails `body_too_large` (the service's, not the transport's).
+ */
+export async function requestService(
   run: ProbeRun,
   signal: AbortSignal,
   timeoutMs: number,
   o: { noToken?: boolean } = {},
 ): Promise<PortAnswer> {
   const h = httpSettings(run);
-  return abortable(
-    run.data.requestPort(probeSandbox(run), {
-      port: h.port,
-      path: h.path,
-      method: h.method,
-      headers: h.headers,
-      ...(run.trafficToken && !o.noToken ? { trafficToken: run.trafficToken } : {}),
+  try {
+    return await abortable(
+      run.data.requestPort(probeSandbox(run), {
+        port: h.port,
+        path: h.path,
+        method: h.method,
+        headers: h.headers,
+        ...(run.trafficToken && !o.noToken ? { trafficToken: run.trafficToken } : {}),
+        signal,
+        timeoutMs: Math.max(1, timeoutMs),
+      }),
       signal,
-      timeoutMs: Math.max(1, timeoutMs),
-    }),
-    signal,
-  );
+    );
+  } catch (err) {
+    if (err instanceof PortBodyTooLargeError)
+      throw new ProbeCheckError("body_too_large", err.message);
+    throw err;
+  }
 }
 
 /** Writes the nonce file the service serves and starts the service; remembers its pid. */

@@ -43,6 +43,8 @@ export type FailureReason =
   | "not_restricted"
   /** The answer lacks the nonce or fails a failIfBodyNotMatchesRegexp. */
   | "body_mismatch"
+  /** The answer's body is longer than the probe reads (64 KiB): it stopped reading there. */
+  | "body_too_large"
   /** Traffic to the paused sandbox got the proxy's paused (or not-found) answer instead of a wake. */
   | "not_auto_resumed"
   /** The paused sandbox did not answer the waking request in time. */

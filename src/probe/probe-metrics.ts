@@ -34,6 +34,7 @@ const FAILURE_REASONS = [
   "port_closed",
   "bad_status",
   "body_mismatch",
+  "body_too_large",
   "not_restricted",
   "not_auto_resumed",
   "wake_timeout",

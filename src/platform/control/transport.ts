@@ -226,6 +226,7 @@ export class ControlTransport {
     }
     const started = this.clock.now();
     let status: number | undefined;
+    let headersMs: number | undefined;
     // The same strong, cleared deadline as every other call of the daemon (util/duration.ts).
     const limit = deadline(this.o.timeoutMs);
     try {
@@ -239,12 +240,13 @@ export class ControlTransport {
         bodyTimeout: timerMs(this.o.timeoutMs),
       });
       status = res.statusCode;
+      headersMs = this.clock.now() - started;
       const raw = await readCapped(res.body, this.o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
       const reply = this.interpret(call, res.statusCode, res.headers, raw);
       this.report(call, started, status);
       return reply;
     } catch (err) {
-      const e = this.typed(call, err);
+      const e = this.typed(call, err, headersMs);
       const expected = call.notFoundExpected === true && e instanceof PlatformNotFoundError;
       this.report(call, started, status, expected ? undefined : e);
       throw e;
@@ -279,11 +281,12 @@ export class ControlTransport {
   }
 
   /** Any failure of one attempt as one of our typed errors. */
-  private typed(call: Call, err: unknown): Error {
+  private typed(call: Call, err: unknown, headersMs?: number): Error {
     const { method, endpoint } = call;
     if (err instanceof PlatformHttpError || err instanceof PlatformNotFoundError) return err;
     if (err instanceof PlatformBodyError) return err;
-    if (isTimeout(err)) return new PlatformTimeoutError(endpoint, method, this.o.timeoutMs);
+    if (isTimeout(err))
+      return new PlatformTimeoutError(endpoint, method, this.o.timeoutMs, headersMs);
     if (err instanceof BodyTooLargeError)
       return new PlatformBodyError(endpoint, method, err.message);
     return new PlatformNetworkError(endpoint, method, err);

@@ -60,10 +60,14 @@ export async function refusal(
   );
 }
 
-/** A transport failure as a typed error; the caller's own abort and our typed errors pass through. */
-export function typedDataError(call: DataCall, err: unknown): unknown {
+/**
+ * A transport failure as a typed error; the caller's own abort and our typed errors pass through.
+ * `headersMs`: the answer's headers came this long after sending (a timeout is the body's then).
+ */
+export function typedDataError(call: DataCall, err: unknown, headersMs?: number): unknown {
   if (err instanceof ExporterError || call.signal?.aborted) return err;
-  if (isTimeout(err)) return new PlatformTimeoutError(call.endpoint, call.method, call.limitMs);
+  if (isTimeout(err))
+    return new PlatformTimeoutError(call.endpoint, call.method, call.limitMs, headersMs);
   if (err instanceof BodyTooLargeError)
     return new PlatformBodyError(call.endpoint, call.method, err.message);
   return new PlatformNetworkError(call.endpoint, call.method, err);

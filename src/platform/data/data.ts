@@ -256,15 +256,17 @@ export class DataClient {
   private async read(sb: SandboxRef, path: string, signal?: AbortSignal): Promise<Buffer> {
     const call = { endpoint: "/files", method: "GET", limitMs: this.o.timeoutMs, signal };
     const limit = deadline(call.limitMs, signal);
+    const sent = this.monotonic();
     try {
       const init = { headers: this.sandboxHeaders(sb) };
       const res = await this.request(sb, filesPath(sb, path), call, init, limit.signal);
+      const headersMs = this.monotonic() - sent;
       if (res.statusCode < 200 || res.statusCode >= 300)
         throw await refusal(call, res, this.secrets);
       try {
         return await readCapped(res.body, this.o.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES);
       } catch (err) {
-        throw typedDataError(call, err);
+        throw typedDataError(call, err, headersMs);
       }
     } finally {
       limit.clear();

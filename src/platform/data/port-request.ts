@@ -42,6 +42,25 @@ export interface PortAnswer {
   totalMs: number;
 }
 
+/** The answer's body is longer than the request reads (`maxBodyBytes`); reading stopped there. */
+export class PortBodyTooLargeError extends PlatformBodyError {
+  constructor(
+    endpoint: string,
+    method: string,
+    readonly maxBytes: number,
+    /** Its Content-Length, when it announced one over the cap (nothing was read then). */
+    readonly announcedBytes?: number,
+  ) {
+    super(
+      endpoint,
+      method,
+      announcedBytes === undefined
+        ? `answer longer than ${maxBytes} bytes; reading stopped there`
+        : `answer announced ${announcedBytes} bytes (Content-Length), over the ${maxBytes} read at most; not read`,
+    );
+  }
+}
+
 /** Where the request goes: its URL and the routing headers that name the sandbox and port. */
 export interface PortTarget {
   url: string;
@@ -58,10 +77,10 @@ export async function sendPortRequest(
   const endpoint = `:${req.port}${req.path.split("?")[0] ?? "/"}`;
   const limitMs = req.timeoutMs ?? o.timeoutMs;
   const limit = deadline(limitMs, req.signal);
-  const typed = (err: unknown): unknown => {
+  const typed = (err: unknown, headersMs?: number): unknown => {
     if (err instanceof ExporterError || req.signal?.aborted) return err;
     if (isTimeout(err) || limit.signal.aborted)
-      return new PlatformTimeoutError(endpoint, req.method, limitMs);
+      return new PlatformTimeoutError(endpoint, req.method, limitMs, headersMs);
     return new PlatformNetworkError(endpoint, req.method, err);
   };
   const headers: Record<string, string> = {
@@ -88,13 +107,20 @@ export async function sendPortRequest(
     }
     const firstByteMs = o.monotonic() - sent;
     const max = req.maxBodyBytes ?? DEFAULT_MAX_PORT_BODY_BYTES;
+    const announced = Number(res.headers["content-length"]);
+    // A body announced over the cap is refused unread (a HEAD answer announces one it never sends).
+    if (req.method !== "HEAD" && announced > max) {
+      res.body.destroy();
+      throw new PortBodyTooLargeError(endpoint, req.method, max, announced);
+    }
     let body: Buffer;
     try {
       body = await readCapped(res.body, max);
     } catch (err) {
       if (err instanceof BodyTooLargeError)
-        throw new PlatformBodyError(endpoint, req.method, `answer longer than ${max} bytes`);
-      throw typed(err);
+        throw new PortBodyTooLargeError(endpoint, req.method, max);
+      // The headers came in time, the body did not: the timeout says so.
+      throw typed(err, firstByteMs);
     }
     return {
       status: res.statusCode,

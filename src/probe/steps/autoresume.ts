@@ -25,6 +25,7 @@ export const autoResumeStep = defineStep({
     "port_closed",
     "bad_status",
     "body_mismatch",
+    "body_too_large",
     "file_lost",
     "process_lost",
     "wrong_output",

@@ -24,6 +24,7 @@ export const httpStep = defineStep({
     "not_found",
     "bad_status",
     "body_mismatch",
+    "body_too_large",
     "not_restricted",
     "wrong_output",
     "exit_code",
