@@ -66,5 +66,6 @@ export function collectorStatus(
     durationMs: outcome.durationMs,
     requests: outcome.requests,
     ...(outcome.error ? { error: outcome.error } : {}),
+    ...(outcome.lists ? { lists: outcome.lists } : {}),
   };
 }

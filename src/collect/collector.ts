@@ -30,6 +30,7 @@ import type {
 import type { Clock } from "../util/clock.js";
 import { formatDuration } from "../util/duration.js";
 import { ExporterError } from "../util/errors.js";
+import type { ListRead } from "./paging.js";
 import type { Snapshot, TickData, TickName } from "./snapshot.js";
 
 /** The read-only part of the control client that the collectors need. */
@@ -46,12 +47,16 @@ export interface PlatformReader {
     query?: CallQuery,
     parse?: (body: unknown) => T,
   ): Promise<T>;
-  /** getJson with the answer's headers (lower-case names), for a walk paged by a header. */
+  /**
+   * getJson with the answer's headers (lower-case names), for a walk paged by a header.
+   * `background`: an inventory read, granted only while no other request waits (RequestLimiter).
+   */
   getJsonReply<T = unknown>(
     endpoint: string,
     path: string,
     query?: CallQuery,
     parse?: (body: unknown) => T,
+    opts?: { background?: boolean },
   ): Promise<JsonReply<T>>;
   health(): Promise<Health>;
   clusterOverview(): Promise<ClusterOverview>;
@@ -90,6 +95,8 @@ export interface PlatformReader {
 export interface Reading<T> {
   value: T;
   requests: number;
+  /** The paged lists it read, each with where it stopped short of the end (if it did). */
+  lists?: readonly ListRead[];
 }
 
 /** The poll settings (config.poll): the poll's own, and every collector's slice of them. */
@@ -108,6 +115,10 @@ export interface TickContext {
   eventSink?: LifecycleEventSink;
   /** The team whose capacity teamMetrics reads: platform.teamId, else learned; undefined: unknown. */
   teamId?: () => string | undefined;
+  /** Time between two ticks: a paged list reads for half of it at most (poll.listMaxMs unset). */
+  intervalMs?: number;
+  /** Aborts at the read's deadline: a paged list asks for no page after it. */
+  signal?: AbortSignal;
 }
 
 /** What a collector's families are made with, once, when the metrics layer starts. */
@@ -193,6 +204,8 @@ export interface Outcome<T> {
   unsupportedAnswer?: boolean;
   /** The endpoint answered 401: unsupported for us when the key works elsewhere (see Capabilities). */
   refused?: boolean;
+  /** The paged lists the read went through, and where each stopped short (see Reading). */
+  lists?: readonly ListRead[];
 }
 
 /**
@@ -210,6 +223,21 @@ export class CollectorDeadlineError extends ExporterError {
   }
 }
 
+/**
+ * A read that failed part way (bad paging, one list of several failing): it fails with the cause's
+ * code and message, and what it read is kept as the collector's data, so one list never hides
+ * another and a looping list keeps what was read.
+ */
+export class IncompleteReadError extends ExporterError {
+  constructor(
+    readonly reason: unknown,
+    readonly partial: Reading<unknown>,
+  ) {
+    const { code, message } = describeError(reason);
+    super(code, message, { cause: reason });
+  }
+}
+
 /** Runs `read`, timing it on `clock`; a rejection becomes a failed outcome, never an exception. */
 export async function attempt<T>(
   clock: Clock,
@@ -217,25 +245,31 @@ export async function attempt<T>(
 ): Promise<Outcome<T>> {
   const startedAt = clock.now();
   try {
-    const { value, requests } = await read();
-    return { value, ok: true, requests, startedAt, durationMs: clock.now() - startedAt };
+    const { value, requests, lists } = await read();
+    const durationMs = clock.now() - startedAt;
+    return { value, ok: true, requests, startedAt, durationMs, ...(lists ? { lists } : {}) };
   } catch (err) {
-    return failure(err, startedAt, clock.now() - startedAt);
+    // A partial read's data is the collector's own (IncompleteReadError).
+    return failure(err, startedAt, clock.now() - startedAt) as Outcome<T>;
   }
 }
 
 /** The outcome of a read that failed with `err`. */
-export function failure(err: unknown, startedAt: number, durationMs: number): Outcome<never> {
+export function failure(err: unknown, startedAt: number, durationMs: number): Outcome<unknown> {
+  const partial = err instanceof IncompleteReadError ? err.partial : undefined;
+  const cause = err instanceof IncompleteReadError ? err.reason : err;
   return {
     ok: false,
-    requests: 0,
+    requests: partial?.requests ?? 0,
     startedAt,
     durationMs,
     error: describeError(err),
     unsupportedAnswer:
-      err instanceof PlatformNotFoundError ||
-      (err instanceof PlatformHttpError && (err.status === 403 || err.status === 405)),
-    refused: err instanceof PlatformHttpError && err.status === 401,
+      cause instanceof PlatformNotFoundError ||
+      (cause instanceof PlatformHttpError && (cause.status === 403 || cause.status === 405)),
+    refused: cause instanceof PlatformHttpError && cause.status === 401,
+    ...(partial ? { value: partial.value } : {}),
+    ...(partial?.lists ? { lists: partial.lists } : {}),
   };
 }
 

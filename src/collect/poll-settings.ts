@@ -33,6 +33,10 @@ export const pollSlice = defineSlice({
     maxBackoffMs: duration().default(300_000),
     /** Longest one sandbox walk may take; then it is abandoned as incomplete. Default 4 poll intervals. */
     maxWalkMs: duration().optional(),
+    /** Pages of an inventory list (snapshots, volumes, templates) read in one tick; the rest next tick. */
+    listPagesPerTick: int(1).default(100),
+    /** Longest an inventory list reads in one tick; the rest next tick. Default half a poll interval. */
+    listMaxMs: duration().optional(),
     /** Read the CPU, memory and disk use of this shard's running sandboxes (GET /sandboxes/metrics). */
     usage: bool.default(false),
     /** Least time between two usage reads; each follows a complete sandbox walk. */
@@ -88,6 +92,21 @@ export const pollSlice = defineSlice({
       kind: "duration",
       help: "longest one sandbox walk may take before it is abandoned as incomplete",
       shownDefault: "4 poll intervals",
+    },
+    {
+      path: "poll.listPagesPerTick",
+      env: `${X}LIST_PAGES_PER_TICK`,
+      flag: "list-pages-per-tick",
+      kind: "int",
+      help: "pages of an inventory list (snapshots, volumes, templates) read per tick",
+    },
+    {
+      path: "poll.listMaxMs",
+      env: `${X}LIST_MAX_TIME`,
+      flag: "list-max-time",
+      kind: "duration",
+      help: "longest an inventory list reads per tick; the rest is read next tick",
+      shownDefault: "half a poll interval",
     },
     {
       path: "poll.usage",

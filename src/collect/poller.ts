@@ -89,6 +89,8 @@ export interface PollerOptions extends Omit<SandboxWalkOptions, "reader" | "cloc
 export class Poller {
   private last: Snapshot | undefined;
   private cycle = 0;
+  /** Snapshots that carried a walk's outcome (poll_cycles_total). */
+  private pollCycles = 0;
   private readonly reads: TickReads;
   private readonly tickCollectors: readonly TickCollector[];
   private readonly optIn: ReadonlySet<string>;
@@ -245,6 +247,7 @@ export class Poller {
     }
     const snapshot: Snapshot = {
       cycle: ++this.cycle,
+      pollCycles: walked ? ++this.pollCycles : this.pollCycles,
       // The reads this snapshot brings, and only those: an outcome carried over (an unsupported
       // collector's, one still reading) says nothing about this cycle. Usage is left out: a read
       // that follows a walk says nothing about when the cycle began.

@@ -6,6 +6,7 @@ import type {
   SandboxUsage,
   Template,
 } from "../platform/types.js";
+import type { ListRead } from "./paging.js";
 import type { SandboxList } from "./sandbox-table.js";
 
 /**
@@ -43,6 +44,8 @@ export interface CollectorStatus {
   /** Requests this collector made in the latest attempt (pages, detail reads). */
   requests: number;
   error?: { code: string; message: string };
+  /** The paged lists of the latest attempt, each with where it stopped short (if it did). */
+  lists?: readonly ListRead[];
 }
 
 /**
@@ -78,8 +81,10 @@ export interface UsageData {
 
 /** Everything one poll cycle produced, plus the last good data of collectors that failed. */
 export interface Snapshot extends Partial<TickData> {
-  /** Monotonic cycle number, starting at 1. */
+  /** Monotonic snapshot number, starting at 1 (a read that ended between ticks publishes one too). */
   cycle: number;
+  /** Poll cycles so far: snapshots that carried a walk's outcome (what poll_cycles_total counts). */
+  pollCycles?: number;
   /**
    * Epoch ms the oldest read this snapshot brings started (the collectors in `refreshed`, usage
    * aside); `finishedAt` when it brings none. An outcome carried over (an unsupported collector's,

@@ -30,7 +30,8 @@ export interface TickReadsOptions {
 /**
  * Starts, bounds and remembers the reads of the tick collectors. A read still running at its
  * deadline is a failed outcome (ERR_COLLECTOR_DEADLINE) from then on; it is left to end (none of
- * the reader's calls can be aborted), and no second read of that collector starts meanwhile. What
+ * the reader's calls can be aborted, but a paged list asks for no page after it: ctx.signal), and
+ * no second read of that collector starts meanwhile. What
  * it brings when it ends is kept as the collector's data (the events' cursor moves on), but the
  * outcome stays failed: a read that keeps missing its deadline keeps failing.
  */
@@ -106,7 +107,9 @@ export class TickReads {
       );
       // Whatever throws here (a capability hook, say), the collector is free for the next tick.
       try {
-        const outcome = await attempt(clock, () => c.read(ctx, this.data[c.name]));
+        // A paged list asks for no page past the deadline: a late read stops taking the budget.
+        const bounded = { ...ctx, signal: limit.signal };
+        const outcome = await attempt(clock, () => c.read(bounded, this.data[c.name]));
         this.record(c.name, late ? pastDeadline(c.name, outcome, deadlineMs) : outcome);
         if (c.optional) this.o.capabilities.learn(c.name, outcome);
       } finally {

@@ -28,8 +28,15 @@ export function collectorFamilies(ns: string, s: Snapshot, sharded = false): Fam
     "gauge",
     "1 when the platform serves the collector's endpoint; 0 when it answered 404, 405 or 403 before any success (re-checked every poll.capabilityRecheck). An unsupported collector exports no success or stale series.",
   );
+  const truncated = new Family(
+    `${ns}_exporter_list_truncated`,
+    "gauge",
+    "1 when the last read of a paged inventory list (GET /snapshots, /volumes, /v2/templates) stopped short of its end: at its page or time limit per tick (poll.listPagesPerTick, poll.listMaxMs; the next tick reads on) or on bad paging (a loop). What was read is published; see /status for why.",
+  );
   for (const c of collectorStatuses(s)) {
     if (c.skipped) continue;
+    for (const l of c.unsupported ? [] : (c.lists ?? []))
+      truncated.add(labels([["list", l.list]]), l.truncated ? 1 : 0);
     const l = labels([["collector", c.name]]);
     supported.add(l, c.unsupported ? 0 : 1);
     if (c.unsupported) continue;
@@ -53,7 +60,7 @@ export function collectorFamilies(ns: string, s: Snapshot, sharded = false): Fam
     "gauge",
     "Unix time the last poll cycle finished.",
   ).add("", s.finishedAt / 1000);
-  return [duration, success, last, supported, ...cross, ...skipped, cycle];
+  return [duration, success, last, supported, truncated, ...cross, ...skipped, cycle];
 }
 
 /**

@@ -1,5 +1,6 @@
 // Finds probe sandboxes an earlier run left behind (crash, SIGKILL, failed delete) and deletes them.
 
+import { readPages } from "../collect/paging.js";
 import { PlatformNotFoundError } from "../platform/http-errors.js";
 import type { Sandbox } from "../platform/types.js";
 import { PROBE_TAG_KEY } from "../platform/types.js";
@@ -27,6 +28,8 @@ export interface SweepResult {
   /** The deleted sandboxes as listed (their module tag and template attribute the count). */
   deletedSandboxes: Sandbox[];
   failed: Array<{ id: string; error: string }>;
+  /** The list stopped short of its end (its page limit, a loop): the rest waits for the next sweep. */
+  truncated?: { code: string; message: string };
 }
 
 /** Metadata key naming the probe module that created a probe sandbox. */
@@ -45,18 +48,24 @@ export function probeTag(instance: string, module?: string): Record<string, stri
 export async function sweepOrphans(control: ProbeControl, o: SweepOptions): Promise<SweepResult> {
   const metadata = new URLSearchParams(probeTag(o.instance)).toString();
   const orphans: Sandbox[] = [];
-  const seen = new Set<string>();
-  let nextToken: string | undefined;
-  for (let page = 0; page < (o.maxPages ?? MAX_PAGES); page++) {
-    const query = { metadata, limit: PAGE_LIMIT, ...(nextToken ? { nextToken } : {}) };
-    const got = await abortable(control.listSandboxes(query), o.signal);
-    for (const s of got.items) if (isOrphan(s, o)) orphans.push(s);
-    // A repeated token would walk forever.
-    if (got.nextToken === undefined || seen.has(got.nextToken)) break;
-    seen.add(got.nextToken);
-    nextToken = got.nextToken;
-  }
+  // The one paged reader: a page limit, loop detection, and a result that says where it stopped.
+  const read = await readPages(
+    async (nextToken) => {
+      const query = { metadata, limit: PAGE_LIMIT, ...(nextToken ? { nextToken } : {}) };
+      const got = await abortable(control.listSandboxes(query), o.signal);
+      return {
+        size: got.items.length,
+        items: () => got.items,
+        ...(got.nextToken ? { nextToken: got.nextToken } : {}),
+      };
+    },
+    { maxPages: o.maxPages ?? MAX_PAGES },
+    (s) => {
+      if (isOrphan(s, o)) orphans.push(s);
+    },
+  );
   const result: SweepResult = { deleted: [], deletedSandboxes: [], failed: [] };
+  if (read.stopped) result.truncated = { code: read.stopped.code, message: read.stopped.message };
   for (const s of orphans) {
     try {
       await abortable(control.deleteSandbox(s.id), o.signal);
@@ -82,6 +91,8 @@ export interface SweepStatus {
   time: string;
   deleted: number;
   error: string | null;
+  /** The list stopped short of its end: why (the rest waits for the next sweep). */
+  truncated?: { code: string; message: string };
 }
 
 /** What the sweeper needs. */
@@ -142,9 +153,16 @@ export class OrphanSweeper {
       const error = r.failed.length
         ? `${r.failed.length} deletes failed: ${r.failed[0]?.error}`
         : null;
-      this.last = { time, deleted: r.deleted.length, error };
+      this.last = {
+        time,
+        deleted: r.deleted.length,
+        error,
+        ...(r.truncated ? { truncated: r.truncated } : {}),
+      };
       if (r.deleted.length || error)
         o.logger?.info({ deleted: r.deleted, failed: r.failed }, "probe orphan sweep");
+      if (r.truncated)
+        o.logger?.warn({ truncated: r.truncated }, "probe orphan sweep: list read in part");
       return r.deleted.length;
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err);

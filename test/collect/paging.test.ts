@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PagingError, walkPages } from "../../src/collect/paging.js";
+import { nextTokenOf, PagingError, readPages, walkPages } from "../../src/collect/paging.js";
 import type { DeferredPage } from "../../src/platform/normalize/normalize.js";
 import type { Page } from "../../src/platform/types.js";
 
@@ -117,5 +117,98 @@ describe("walkPages", () => {
       page: 5,
     });
     expect(n).toBe(5);
+  });
+});
+
+describe("readPages", () => {
+  /** An endless list: page n holds n and hands out the token `t<n+1>`, never repeated. */
+  function endless() {
+    const tokens: Array<string | undefined> = [];
+    const fetch = async (token: string | undefined) => {
+      tokens.push(token);
+      const n = token === undefined ? 0 : Number(token.slice(1));
+      return deferred({ items: [n], nextToken: `t${n + 1}` });
+    };
+    return { fetch, tokens };
+  }
+
+  it("stops at its page limit with what it read, and the next read goes on from the saved token", async () => {
+    const e = endless();
+    const items: number[] = [];
+    const first = await readPages(e.fetch, { maxPages: 100, pagesPerRead: 3 }, (i) =>
+      items.push(i),
+    );
+    expect(first).toMatchObject({
+      pages: 3,
+      complete: false,
+      stopped: { code: "ERR_PAGING_PAGE_LIMIT" },
+    });
+    expect(items).toEqual([0, 1, 2]);
+    const second = await readPages(
+      e.fetch,
+      { maxPages: 100, pagesPerRead: 3 },
+      (i) => items.push(i),
+      first.resume,
+    );
+    expect(e.tokens).toEqual([undefined, "t1", "t2", "t3", "t4", "t5"]);
+    expect(items).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(second.resume?.pages).toBe(6);
+  });
+
+  it("counts the pass's pages across reads against the ceiling, and then starts no resume", async () => {
+    const e = endless();
+    const bounds = { maxPages: 5, pagesPerRead: 3 };
+    const first = await readPages(e.fetch, bounds, () => {});
+    const second = await readPages(e.fetch, bounds, () => {}, first.resume);
+    expect(second).toMatchObject({
+      pages: 2,
+      complete: false,
+      stopped: { code: "ERR_PAGING_CEILING" },
+    });
+    expect(second.resume).toBeUndefined();
+  });
+
+  it("stops at its time limit on the injected clock, and when its deadline aborts", async () => {
+    let now = 0;
+    const e = endless();
+    const timed = async (token: string | undefined) => {
+      now += 100;
+      return e.fetch(token);
+    };
+    const limit = { now: () => now, at: 250, ms: 250 };
+    const r = await readPages(timed, { maxPages: 100, timeLimit: limit }, () => {});
+    expect(r).toMatchObject({ pages: 3, stopped: { code: "ERR_PAGING_TIME_LIMIT" } });
+    const stop = new AbortController();
+    stop.abort();
+    const aborted = await readPages(e.fetch, { maxPages: 100, signal: stop.signal }, () => {});
+    expect(aborted).toMatchObject({ pages: 1, stopped: { code: "ERR_PAGING_TIME_LIMIT" } });
+  });
+
+  it("finds a loop that spans two reads, and leaves out the page that repeats a token", async () => {
+    const p = pages([
+      { items: [1], nextToken: "a" },
+      { items: [2], nextToken: "b" },
+      { items: [1], nextToken: "a" },
+    ]);
+    const items: number[] = [];
+    const first = await readPages(p.fetch, { maxPages: 10, pagesPerRead: 2 }, (i) => items.push(i));
+    const second = await readPages(
+      p.fetch,
+      { maxPages: 10, pagesPerRead: 2 },
+      (i) => items.push(i),
+      first.resume,
+    );
+    expect(second).toMatchObject({
+      complete: false,
+      stopped: { code: "ERR_PAGING_REPEATED_TOKEN" },
+    });
+    expect(items).toEqual([1, 2]);
+  });
+
+  it("reads X-Next-Token in one place: the first value, none on the last page", () => {
+    expect(nextTokenOf({ "x-next-token": "abc" })).toBe("abc");
+    expect(nextTokenOf({ "x-next-token": ["a", "b"] })).toBe("a");
+    expect(nextTokenOf({ "x-next-token": "" })).toBeUndefined();
+    expect(nextTokenOf({})).toBeUndefined();
   });
 });

@@ -10,6 +10,7 @@ import { collectorFamilies } from "../../src/metrics/collector-families.js";
 import type { ControlClient } from "../../src/platform/control/control.js";
 import { PlatformHttpError } from "../../src/platform/http-errors.js";
 import { PROBE_TAG_KEY } from "../../src/platform/types.js";
+import { statusReport } from "../../src/server/status.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { inShard } from "../../src/util/shard.js";
@@ -105,6 +106,14 @@ describe("Poller", () => {
     const last = published.at(-1) as Snapshot;
     expect(last.walked).toBe(true);
     expect(last.refreshed).toEqual(["sandboxes"]);
+    // /status counts poll cycles as poll_cycles_total does: snapshots that carried a walk.
+    const { metrics } = metricsWith();
+    for (const s of published) metrics.update(s);
+    const total = linesOf(await scrapeText(metrics), "sandbox_exporter_poll_cycles_total");
+    const doc = statusReport(last, clock.now()) as { cycle: number };
+    expect(total).toEqual([`sandbox_exporter_poll_cycles_total ${doc.cycle}`]);
+    expect(published.filter((s) => s.walked)).toHaveLength(doc.cycle);
+    expect(last.cycle).toBeGreaterThan(doc.cycle);
   });
 
   it("backs off failed walks, doubling from one interval up to the ceiling, and resets on success", async () => {
@@ -311,6 +320,15 @@ describe("capability detection", () => {
         success: false,
       });
       expect(changes).toEqual([[name, false]]);
+      // /status says unsupported: a state of its own, neither failed nor stale (docs/e2b.md).
+      const doc = statusReport(first, clock.now()) as { collectors: Record<string, unknown> };
+      expect(doc.collectors[name]).toMatchObject({
+        state: "unsupported",
+        success: null,
+        stale: false,
+        error: null,
+        unsupportedAnswer: { code: "ERR_PLATFORM_NOT_FOUND" },
+      });
       const asked = sim.counters.get(route);
       for (let i = 0; i < 5; i++) {
         clock.advance(INTERVAL);

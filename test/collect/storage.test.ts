@@ -37,6 +37,12 @@ interface Platform {
   volumesAnswer: 200 | 404 | 405;
   counts: Map<string, number>;
   limits: string[];
+  /** "loop": the third page sends back the first page's token. */
+  paging: "normal" | "loop";
+  /** Each /snapshots page moves the clock this much (a slow list, on the injected clock). */
+  pageMs: number;
+  /** The nextToken of every /snapshots request ("-" for none). */
+  tokens: string[];
 }
 
 let up: Platform;
@@ -53,13 +59,16 @@ function route(url: URL): JsonAnswer {
   }
   if (url.pathname !== "/snapshots") return [404, { code: 404, message: "no route" }];
   up.limits.push(url.searchParams.get("limit") ?? "");
+  up.tokens.push(url.searchParams.get("nextToken") ?? "-");
+  clock.advance(up.pageMs);
   if (up.snapshotsAnswer === "notAList") return [200, { snapshots: "soon" }];
   if (up.snapshotsAnswer !== 200) return [up.snapshotsAnswer, { code: up.snapshotsAnswer }];
   const limit = Math.min(100, Number(url.searchParams.get("limit") ?? 100));
   const from = Number(url.searchParams.get("nextToken") ?? 0);
   const page = up.snapshots.slice(from, from + limit);
   const more = from + page.length < up.snapshots.length;
-  return [200, page, more ? { "X-Next-Token": String(from + page.length) } : {}];
+  const token = up.paging === "loop" && from >= 200 ? "100" : String(from + page.length);
+  return [200, page, more ? { "X-Next-Token": token } : {}];
 }
 
 beforeAll(async () => {
@@ -74,6 +83,9 @@ beforeEach(() => {
     volumesAnswer: 200,
     counts: new Map(),
     limits: [],
+    paging: "normal",
+    pageMs: 0,
+    tokens: [],
   };
 });
 afterAll(() => close());
@@ -223,6 +235,84 @@ describe("storage collector", () => {
     const s = await cycle(poller());
     expect(s.collectors.storage).toMatchObject({ success: false });
     expect(s.collectors.storage.unsupported).toBeUndefined();
+  });
+});
+
+describe("storage collector, a long or broken list", () => {
+  it("reads a long list over several ticks: so far, then the whole count, first seen once a pass ends", async () => {
+    up.snapshots = snaps(0, 1_050);
+    const p = poller({ storage: true, listPagesPerTick: 4 });
+    const first = await cycle(p);
+    expect(first.storage?.snapshots).toEqual({ count: 400, complete: false });
+    expect(first.collectors.storage.lists).toEqual([
+      expect.objectContaining({
+        list: "/snapshots",
+        pages: 4,
+        truncated: expect.objectContaining({ code: "ERR_PAGING_PAGE_LIMIT", resumes: true }),
+      }),
+      { list: "/volumes", pages: 1 },
+    ]);
+    expect((await cycle(p)).storage?.snapshots).toEqual({ count: 800, complete: false });
+    const whole = await cycle(p);
+    expect(whole.storage?.snapshots).toEqual({ count: 1_050, complete: true });
+    // Each page once, each tick on from the token the last one stopped at.
+    expect(up.tokens).toEqual([
+      "-",
+      ...Array.from({ length: 10 }, (_, i) => String((i + 1) * 100)),
+    ]);
+    // The next pass: the last complete count is published until it ends; then the new ones count.
+    up.snapshots = [...snaps(1_050, 2), ...snaps(0, 1_050)];
+    const during = await cycle(p);
+    expect(during.storage?.snapshots).toEqual({ count: 1_050, complete: true });
+    expect(during.storage?.firstSeen).toBe(0);
+    await cycle(p);
+    const ended = await cycle(p);
+    expect(ended.storage?.snapshots).toEqual({ count: 1_052, complete: true });
+    expect(ended.storage?.firstSeen).toBe(2);
+  });
+
+  it("stops at its time limit per tick on the injected clock, and goes on next tick", async () => {
+    up.snapshots = snaps(0, 1_050);
+    up.pageMs = 100;
+    const p = poller({ storage: true, listMaxMs: 450 });
+    const s = await cycle(p);
+    // Pages at +100 .. +500 ms: none is asked for once 450 ms have passed.
+    expect(up.counts.get("GET /snapshots")).toBe(5);
+    expect(s.storage?.snapshots).toEqual({ count: 500, complete: false });
+    expect(s.collectors.storage.lists?.[0]?.truncated?.code).toBe("ERR_PAGING_TIME_LIMIT");
+    await cycle(p);
+    await cycle(p);
+    expect(up.counts.get("GET /snapshots")).toBe(11);
+  });
+
+  it("publishes the volumes when the snapshots loop, failing named, the snapshots read kept", async () => {
+    up.snapshots = snaps(0, 1_050);
+    up.paging = "loop";
+    const s = await cycle(poller());
+    expect(up.counts.get("GET /snapshots")).toBe(3);
+    expect(s.collectors.storage).toMatchObject({
+      success: false,
+      error: { code: "ERR_PAGING_REPEATED_TOKEN" },
+    });
+    // Pages 1 and 2; the third, which repeats page 1's token, is left out.
+    expect(s.storage?.snapshots).toEqual({ count: 200, complete: false });
+    expect(s.storage?.volumes).toEqual({ count: 1, complete: true });
+    const text = await scrape(s);
+    expect(linesOf(text, "sandbox_storage_volumes")).toEqual(["sandbox_storage_volumes 1"]);
+  });
+
+  it("publishes the volumes when the snapshots fail, the last snapshot count kept", async () => {
+    const p = poller();
+    await cycle(p);
+    up.snapshotsAnswer = 500;
+    up.volumes = [...up.volumes, { volumeID: "v-2", name: "more" }];
+    const s = await cycle(p);
+    expect(s.collectors.storage).toMatchObject({
+      success: false,
+      error: { code: "ERR_PLATFORM_HTTP" },
+    });
+    expect(s.storage?.snapshots?.count).toBe(5);
+    expect(s.storage?.volumes?.count).toBe(2);
   });
 });
 

@@ -120,6 +120,33 @@ describe("templates collector, GET /v2/templates", () => {
     expect(up.counts.get("GET /templates")).toBeUndefined();
   });
 
+  it("reads a long list over several ticks, publishing the last complete list while a pass goes on", async () => {
+    up.ids = ids(5_000);
+    const c = (): TickContext => ({
+      ...ctx(),
+      poll: pollSettings({ capabilityRecheckMs: RECHECK_MS, listPagesPerTick: 20 }),
+    });
+    const first = await templatesCollector.read(c());
+    // Nothing complete yet: what was read so far, flagged.
+    expect(first.value).toHaveLength(2_000);
+    expect(first.lists?.[0]?.truncated).toMatchObject({
+      code: "ERR_PAGING_PAGE_LIMIT",
+      resumes: true,
+    });
+    const second = await templatesCollector.read(c(), first.value);
+    const whole = await templatesCollector.read(c(), second.value);
+    expect(whole.value.map((t) => t.id)).toEqual(up.ids);
+    expect(whole.lists?.[0]?.truncated).toBeUndefined();
+    expect(up.counts.get("GET /v2/templates")).toBe(50);
+    // A new pass: the last complete list is published until it ends.
+    up.ids = ids(5_001);
+    const during = await templatesCollector.read(c(), whole.value);
+    expect(during.value).toHaveLength(5_000);
+    const more = await templatesCollector.read(c(), during.value);
+    const ended = await templatesCollector.read(c(), more.value);
+    expect(ended.value).toHaveLength(5_001);
+  });
+
   it("fails, without falling back, on a 404 past the first page or a body that is no list", async () => {
     up.ids = ids(250);
     up.v2 = "goneOnPage2";

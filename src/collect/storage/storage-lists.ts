@@ -4,8 +4,8 @@
 // dropped and counted (sandbox_exporter_invalid_values_dropped_total{resource,field}), the rest of
 // its page kept; a body that is no list fails the read, named.
 import { z } from "zod";
-import type { PlatformReader, Reading } from "../collector.js";
-import { walkPages } from "../paging.js";
+import type { PlatformReader } from "../collector.js";
+import { type ListPass, nextTokenOf, type PageBounds, type PassRead, readPass } from "../paging.js";
 
 /**
  * Snapshot ids remembered at most (the first of the list, which E2B orders newest first): a
@@ -30,26 +30,52 @@ export type StorageKind = keyof typeof LISTS;
 const page = z.array(z.unknown(), { error: "a list of records" });
 const id = z.string().trim().min(1);
 
-/** Every record of one list, page after page (at most `maxPages`). */
-export async function readList(
+/** What a pass over one list keeps: the records counted, the first ids of the list. */
+export interface StoredTally {
+  count: number;
+  /** Ids of the first MAX_KNOWN_SNAPSHOTS records (the newest: E2B lists newest first). */
+  ids: string[];
+}
+
+/**
+ * One tick's read of a list: on from where the last tick's stopped, up to its page and time
+ * limits (a pass over a million snapshots takes many ticks); see readPass.
+ */
+export function readList(
   reader: PlatformReader,
   kind: StorageKind,
-  maxPages: number,
-): Promise<Reading<StoredRecord[]>> {
+  bounds: PageBounds,
+  previous: ListPass<StoredTally> | undefined,
+): Promise<PassRead<StoredTally>> {
   const { endpoint, paged } = LISTS[kind];
-  const { items, pages } = await walkPages(async (token) => {
-    const query = paged ? { limit: SNAPSHOTS_PAGE_LIMIT, nextToken: token } : { nextToken: token };
-    const reply = await reader.getJsonReply(endpoint, endpoint, query, (body) => page.parse(body));
-    const next = reply.headers["x-next-token"];
-    const nextToken = Array.isArray(next) ? next[0] : next;
-    const records = reply.body.flatMap((raw) => record(reader, kind, raw));
-    return {
-      size: reply.body.length,
-      items: () => records,
-      ...(nextToken ? { nextToken } : {}),
-    };
-  }, maxPages);
-  return { value: items, requests: pages };
+  return readPass<StoredRecord, StoredTally>({
+    list: endpoint,
+    bounds,
+    previous,
+    start: (from) => (from ? { count: from.count, ids: [...from.ids] } : { count: 0, ids: [] }),
+    add: (acc, r) => {
+      acc.count++;
+      if (acc.ids.length < MAX_KNOWN_SNAPSHOTS) acc.ids.push(r.id);
+    },
+    fetchPage: async (token) => {
+      const query = paged
+        ? { limit: SNAPSHOTS_PAGE_LIMIT, nextToken: token }
+        : { nextToken: token };
+      // Background: granted only while no other request waits, within its share of the budget.
+      const reply = await reader.getJsonReply(
+        endpoint,
+        endpoint,
+        query,
+        (body) => page.parse(body),
+        {
+          background: true,
+        },
+      );
+      const records = reply.body.flatMap((raw) => record(reader, kind, raw));
+      const nextToken = nextTokenOf(reply.headers);
+      return { size: reply.body.length, items: () => records, ...(nextToken ? { nextToken } : {}) };
+    },
+  });
 }
 
 /** The record of `raw`, or none (counted) when it is not an object with an id. */

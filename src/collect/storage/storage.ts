@@ -2,15 +2,18 @@
 // /snapshots) and volumes (GET /volumes) every tick, and the snapshots first seen. Storage outlives
 // the sandboxes the policy pauses or kills, and costs while it lasts. Cluster-wide (shard 0).
 // A list the platform does not serve (404 or 405) is left out and asked again after
-// poll.capabilityRecheckMs; when neither is served, the collector is unsupported.
-import { routeMissing, type TickCollector, type TickContext } from "../collector.js";
-import { storageFamilies } from "./storage-families.js";
+// poll.capabilityRecheckMs; when neither is served, the collector is unsupported. Each list reads
+// poll.listPagesPerTick pages and poll.listMaxMs a tick at most, in the background of the request
+// budget, and goes on next tick where it stopped (see paging.ts readPass).
 import {
-  MAX_KNOWN_SNAPSHOTS,
-  readList,
-  type StorageKind,
-  type StoredRecord,
-} from "./storage-lists.js";
+  IncompleteReadError,
+  routeMissing,
+  type TickCollector,
+  type TickContext,
+} from "../collector.js";
+import { type ListPass, type ListRead, type PassRead, tickBounds } from "../paging.js";
+import { storageFamilies } from "./storage-families.js";
+import { readList, type StorageKind, type StoredTally } from "./storage-lists.js";
 import { storageSlice } from "./storage-settings.js";
 
 /**
@@ -19,6 +22,11 @@ import { storageSlice } from "./storage-settings.js";
  */
 export interface StorageCount {
   count: number;
+  /**
+   * False while no pass over the list has reached its end: the count is what was read so far.
+   * Once one has, the count is the last complete pass's until the next one ends.
+   */
+  complete: boolean;
 }
 
 /** The collector's data: what the latest read found, carried from tick to tick. */
@@ -28,10 +36,12 @@ export interface StorageInventory {
   volumes?: StorageCount;
   /** A list the platform does not serve: when it is asked again (epoch ms). */
   unserved: Partial<Record<StorageKind, number>>;
-  /** Snapshot ids of the latest read of /snapshots; absent before the first. */
+  /** Snapshot ids of the latest complete read of /snapshots; absent before the first. */
   known?: readonly string[];
   /** Snapshots first seen since start, those of the first read of /snapshots aside. */
   firstSeen: number;
+  /** A pass over a list that goes on next tick (it stopped at its page or time limit). */
+  passes?: Partial<Record<StorageKind, ListPass<StoredTally>>>;
 }
 
 declare module "../snapshot.js" {
@@ -50,53 +60,91 @@ export const storageCollector: TickCollector<"storage", typeof storageSlice> = {
   families: storageFamilies,
 };
 
-/** One reading of both lists. */
-async function readStorage({ reader, clock, poll }: TickContext, previous?: StorageInventory) {
+const KINDS = ["snapshots", "volumes"] as const;
+
+/**
+ * One tick's reading of both lists, each on its own: a list that fails, loops or is not served
+ * never hides the other, which is published (the collector then fails, its data kept).
+ */
+async function readStorage(ctx: TickContext, previous?: StorageInventory) {
+  const { reader, clock, poll } = ctx;
   const now = clock.now();
   const before = previous ?? { unserved: {}, firstSeen: 0 };
-  const kinds = (["snapshots", "volumes"] as const).filter(
-    (k) => !(now < (before.unserved[k] ?? Number.NEGATIVE_INFINITY)),
+  const kinds = KINDS.filter((k) => !(now < (before.unserved[k] ?? Number.NEGATIVE_INFINITY)));
+  const bounds = tickBounds({ ...ctx, now: () => clock.now() });
+  const reads = await Promise.allSettled(
+    kinds.map((k) => readList(reader, k, bounds, before.passes?.[k])),
   );
-  const reads = await Promise.allSettled(kinds.map((k) => readList(reader, k, poll.maxPages)));
   const value: StorageInventory = { unserved: {}, firstSeen: before.firstSeen };
+  const lists: ListRead[] = [];
   let requests = 0;
   let unserved: unknown;
-  for (const kind of ["snapshots", "volumes"] as const) {
-    const i = kinds.indexOf(kind);
-    const got = reads[i];
+  let failed: unknown;
+  for (const kind of KINDS) {
+    const got = reads[kinds.indexOf(kind)];
     if (got === undefined) {
       // Not asked this tick: still not served.
       value.unserved[kind] = before.unserved[kind] as number;
-      continue;
-    }
-    if (got.status === "rejected") {
-      if (!routeMissing(got.reason)) throw got.reason;
-      unserved ??= got.reason;
+    } else if (got.status === "rejected") {
       requests++;
-      value.unserved[kind] = now + poll.capabilityRecheckMs;
-      continue;
-    }
-    requests += got.value.requests;
-    value[kind] = { count: got.value.value.length };
-    if (kind === "snapshots") {
-      const { known, fresh } = firstSeen(got.value.value, before.known);
-      value.known = known;
-      value.firstSeen += fresh;
+      if (routeMissing(got.reason)) {
+        unserved ??= got.reason;
+        value.unserved[kind] = now + poll.capabilityRecheckMs;
+      } else {
+        failed ??= got.reason;
+        keep(value, before, kind);
+      }
+    } else {
+      requests += got.value.report.pages;
+      lists.push(got.value.report);
+      failed ??= got.value.broken;
+      tally(value, before, kind, got.value);
     }
   }
+  if (value.known === undefined && before.known !== undefined) value.known = before.known;
+  const reading = { value, requests, lists };
+  if (failed !== undefined) throw new IncompleteReadError(failed, reading);
   // Neither list served (this tick or before): the platform has no storage to show.
   if (value.snapshots === undefined && value.volumes === undefined && unserved !== undefined)
     throw unserved;
-  if (value.known === undefined && before.known !== undefined) value.known = before.known;
-  return { value, requests };
+  return reading;
+}
+
+/** A list whose read failed keeps its last count and the pass it was in. */
+function keep(value: StorageInventory, before: StorageInventory, kind: StorageKind): void {
+  const count = before[kind];
+  if (count) value[kind] = count;
+  const pass = before.passes?.[kind];
+  if (pass) value.passes = { ...value.passes, [kind]: pass };
+}
+
+/** What one read of a list adds: a count (the last complete pass's, else so far) and its pass. */
+function tally(
+  value: StorageInventory,
+  before: StorageInventory,
+  kind: StorageKind,
+  got: PassRead<StoredTally>,
+): void {
+  if (got.pass) value.passes = { ...value.passes, [kind]: got.pass };
+  if (!got.complete) {
+    const last = before[kind];
+    value[kind] = last?.complete ? last : { count: got.acc.count, complete: false };
+    return;
+  }
+  value[kind] = { count: got.acc.count, complete: true };
+  if (kind === "snapshots") {
+    const { known, fresh } = firstSeen(got.acc.ids, before.known);
+    value.known = known;
+    value.firstSeen += fresh;
+  }
 }
 
 /** The ids to remember, and how many of them the read before did not list (none at the first). */
 function firstSeen(
-  records: readonly StoredRecord[],
+  ids: readonly string[],
   before: readonly string[] | undefined,
 ): { known: string[]; fresh: number } {
-  const known = [...new Set(records.map((r) => r.id))].slice(0, MAX_KNOWN_SNAPSHOTS);
+  const known = [...new Set(ids)];
   if (before === undefined) return { known, fresh: 0 };
   const had = new Set(before);
   return { known, fresh: known.filter((id) => !had.has(id)).length };

@@ -2,10 +2,16 @@
 // 100 a page, following the X-Next-Token header. A platform that answers the first page 404 or 405
 // (an older E2B install) is read with GET /templates, and asked for v2 again after
 // poll.capabilityRecheckMs. The sandboxapi flavor serves no v2 (platform-api.md): never asked.
+// v2 is read in the background of the request budget, poll.listPagesPerTick pages a tick at most.
 import { deferList, normalizeTemplate } from "../../platform/normalize/normalize.js";
 import type { Template } from "../../platform/types.js";
-import { type PlatformReader, type Reading, routeMissing } from "../collector.js";
-import { walkPages } from "../paging.js";
+import {
+  IncompleteReadError,
+  type PlatformReader,
+  type Reading,
+  routeMissing,
+} from "../collector.js";
+import { type ListPass, nextTokenOf, type PageBounds, type PassRead, readPass } from "../paging.js";
 
 /** The paged list and its endpoint (the request metrics' label). */
 export const V2_TEMPLATES = "/v2/templates";
@@ -15,38 +21,56 @@ export const V2_PAGE_LIMIT = 100;
 /** Which route read a list; after a fallback, when v2 is asked again (epoch ms). */
 export type ListedBy = { route: "v2" } | { route: "v1"; v2RetryAt: number };
 
-/** A reading of the list, which remembers the route that read it. */
-export type TemplateList = readonly Template[] & { readonly listedBy?: ListedBy };
+/** A reading of the list, which remembers the route that read it and a pass still going on. */
+export type TemplateList = readonly Template[] & {
+  readonly listedBy?: ListedBy;
+  /** False while no pass over v2 has reached its end: the list is what was read so far. */
+  readonly complete?: boolean;
+  /** A v2 pass that goes on next tick (it stopped at its page or time limit). */
+  readonly pass?: ListPass<Template[]>;
+};
 
 /** What a read of the list needs. */
 export interface TemplateListRead {
   reader: PlatformReader;
   now: number;
-  /** Pages of one walk at most (poll.maxPages). */
-  maxPages: number;
+  /** Pages and time of one read (poll.listPagesPerTick, poll.listMaxMs, poll.maxPages a pass). */
+  bounds: PageBounds;
   /** How long after a fallback v2 is asked again (poll.capabilityRecheckMs). */
   recheckMs: number;
-  /** The route of the previous reading, if any. */
-  before?: ListedBy | undefined;
+  /** The previous reading, if any: its route, its pass, the last complete list. */
+  previous?: TemplateList | undefined;
   /** True where the platform's kind serves no v2 (the sandboxapi flavor): GET /templates only. */
   v1Only?: boolean;
 }
 
-/** Reads every template: v2 page by page, else (404/405 on its first page) the one v1 list. */
+/**
+ * Reads the templates: v2 page by page (a long list over several ticks: until a pass ends the
+ * last complete list is kept), else (404/405 on its first page) the one v1 list. A v2 pass that
+ * loops fails the read, naming why, with the last complete list kept (else what it read).
+ */
 export async function readTemplateList(r: TemplateListRead): Promise<Reading<TemplateList>> {
-  const { reader, now } = r;
-  const retryAt = r.before?.route === "v1" ? r.before.v2RetryAt : undefined;
+  const { reader, now, previous } = r;
+  const before = previous?.listedBy;
+  const retryAt = before?.route === "v1" ? before.v2RetryAt : undefined;
   const legacy = r.v1Only === true || (retryAt !== undefined && now < retryAt);
   let asked = 0;
   if (!legacy) {
     try {
-      const { items, pages } = await walkPages((token) => {
-        asked++;
-        return page(reader, token);
-      }, r.maxPages);
-      return { value: listed(items, { route: "v2" }), requests: pages };
+      const got = await readPass<Template, Template[]>({
+        list: V2_TEMPLATES,
+        bounds: r.bounds,
+        previous: previous?.pass,
+        start: (from) => (from ? [...from] : []),
+        add: (acc, t) => acc.push(t),
+        fetchPage: (token) => {
+          asked++;
+          return page(reader, token);
+        },
+      });
+      return published(got, previous);
     } catch (err) {
-      if (asked !== 1 || !routeMissing(err)) throw err;
+      if (asked !== 1 || previous?.pass !== undefined || !routeMissing(err)) throw err;
     }
   }
   const v1: ListedBy = {
@@ -54,6 +78,22 @@ export async function readTemplateList(r: TemplateListRead): Promise<Reading<Tem
     v2RetryAt: legacy && retryAt !== undefined ? retryAt : now + r.recheckMs,
   };
   return { value: listed(await reader.listTemplates(), v1), requests: asked + 1 };
+}
+
+/** What a v2 read publishes: the whole list, else the last complete one (else what was read). */
+function published(got: PassRead<Template[]>, previous?: TemplateList): Reading<TemplateList> {
+  const lists = [got.report];
+  const requests = got.report.pages;
+  if (got.complete) return { value: listed(got.acc, { route: "v2" }), requests, lists };
+  const last = previous?.complete === false ? undefined : previous;
+  const kept = last ?? listed(got.acc, { route: "v2" }, false);
+  const value = Object.assign([...kept], {
+    listedBy: kept.listedBy ?? { route: "v2" },
+    complete: last !== undefined,
+    ...(got.pass ? { pass: got.pass } : {}),
+  }) as TemplateList;
+  if (got.broken) throw new IncompleteReadError(got.broken, { value, requests, lists });
+  return { value, requests, lists };
 }
 
 /** One page of /v2/templates, its records normalized as GET /templates' are. */
@@ -68,13 +108,13 @@ async function page(reader: PlatformReader, token: string | undefined) {
       const p = deferList(n, body, {}, (raw, path) => normalizeTemplate(n, raw, path));
       return { size: p.size, items: p.items() };
     },
+    { background: true },
   );
-  const next = reply.headers["x-next-token"];
-  const nextToken = Array.isArray(next) ? next[0] : next;
+  const nextToken = nextTokenOf(reply.headers);
   const { size, items } = reply.body;
   return { size, items: () => items, ...(nextToken ? { nextToken } : {}) };
 }
 
-function listed(items: readonly Template[], by: ListedBy): TemplateList {
-  return Object.assign(items, { listedBy: by });
+function listed(items: readonly Template[], by: ListedBy, complete = true): TemplateList {
+  return Object.assign(items, { listedBy: by, complete });
 }

@@ -3,6 +3,7 @@
 // poll.templateDetails. Cluster-wide (shard 0).
 import type { TickCollector } from "../collector.js";
 import { withDetails } from "../details.js";
+import { tickBounds } from "../paging.js";
 import { templateFamilies } from "./template-families.js";
 import { readTemplateList, type TemplateList } from "./template-list.js";
 
@@ -10,13 +11,14 @@ export const templatesCollector: TickCollector<"templates"> = {
   name: "templates",
   optional: true,
   runs: (where) => where.clusterWide,
-  read: async ({ reader, clock, poll, flavor }, previous) => {
+  read: async (ctx, previous) => {
+    const { reader, clock, poll, flavor } = ctx;
     const listing = await readTemplateList({
       reader,
       now: clock.now(),
-      maxPages: poll.maxPages,
+      bounds: tickBounds({ ...ctx, now: () => clock.now() }),
       recheckMs: poll.capabilityRecheckMs,
-      before: (previous as TemplateList | undefined)?.listedBy,
+      previous: previous as TemplateList | undefined,
       v1Only: flavor === "sandboxapi",
     });
     const { value, requests } = await withDetails(
@@ -24,8 +26,13 @@ export const templatesCollector: TickCollector<"templates"> = {
       (id) => reader.getTemplate(id),
       poll.templateDetails,
     );
-    // Merged with their details the records are new: the route that listed them stays with them.
-    return { value: Object.assign(value, { listedBy: listing.value.listedBy }), requests };
+    // Merged with their details the records are new: the route and the pass stay with them.
+    const { listedBy, complete, pass } = listing.value;
+    return {
+      value: Object.assign(value, { listedBy, complete, ...(pass ? { pass } : {}) }),
+      requests,
+      ...(listing.lists ? { lists: listing.lists } : {}),
+    };
   },
   families: templateFamilies,
 };

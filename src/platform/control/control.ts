@@ -136,8 +136,15 @@ export class ControlClient {
     path: string,
     query?: CallQuery,
     parse?: (body: unknown) => T,
+    opts?: { background?: boolean },
   ): Promise<JsonReply<T>> {
-    const r = await this.core.send({ method: "GET", path, endpoint, ...(query ? { query } : {}) });
+    const r = await this.core.send({
+      method: "GET",
+      path,
+      endpoint,
+      ...(query ? { query } : {}),
+      ...(opts?.background ? { background: true } : {}),
+    });
     const body = parse ? this.core.decode(endpoint, "GET", () => parse(r.body)) : (r.body as T);
     return { body, headers: r.headers };
   }

@@ -1,7 +1,9 @@
 // One request budget for the whole daemon: a token bucket in front of every call to the management
 // API. Callers share it by weight (the poll walk first, never all of it), a Retry-After holds only
 // the endpoint that answered it (every caller only when several endpoints are held at once), and
-// health keeps a small reserve so the daemon can always tell whether the platform is up.
+// health keeps a small reserve so the daemon can always tell whether the platform is up. Inventory
+// reads (long lists read a share per tick) go in the background: only while no other request
+// waits, never more than their own share of the rate, and leaving a token for the others.
 import { setTimeout as sleep } from "node:timers/promises";
 import { timerMs } from "../../util/duration.js";
 
@@ -19,6 +21,12 @@ const SEVERAL_HELD = 2;
 /** Health's reserve: tokens per second, and how many it holds. */
 const RESERVE_RATE_PER_S = 0.5;
 const RESERVE_BURST = 2;
+/**
+ * Background (inventory) reads: at most this share of the rate, in a bucket of this many; an
+ * endless list can never hold more than that, and the walk never waits behind one.
+ */
+export const BACKGROUND_SHARE = 0.2;
+const BACKGROUND_BURST = 2;
 
 /** Settings of the limiter. */
 export interface LimiterOptions {
@@ -47,6 +55,11 @@ export interface Ask {
   maxHoldWaitMs?: number;
   /** The error to reject with when the hold is longer than maxHoldWaitMs (ms remaining). */
   onHeld?: (remainingMs: number) => Error;
+  /**
+   * An inventory read: granted only while no other request waits for a token and one is left
+   * for them, within BACKGROUND_SHARE of the rate; it is what waits, never the walk.
+   */
+  background?: boolean;
 }
 
 interface Waiter {
@@ -58,6 +71,10 @@ export class RequestLimiter {
   private tokens: number;
   private refilledAt: number;
   private reserveTokens = RESERVE_BURST;
+  private backgroundTokens = BACKGROUND_BURST;
+  /** Background asks waiting, in order, with their caller. */
+  private readonly background: Array<Waiter & { caller: Caller }> = [];
+  private backgroundPumping = false;
   private heldUntil = 0;
   /** Endpoint -> monotonic ms until which it is held (a Retry-After it answered). */
   private readonly holds = new Map<string, number>();
@@ -75,7 +92,9 @@ export class RequestLimiter {
 
   /** Requests waiting for a token or for their endpoint's hold, by caller (read at scrape time). */
   waiting(caller: Caller): number {
-    return this.queues[caller].length + this.held[caller];
+    let background = 0;
+    for (const w of this.background) if (w.caller === caller) background++;
+    return this.queues[caller].length + this.held[caller] + background;
   }
 
   /** Monotonic ms until which every caller is held (0 or in the past when none is). */
@@ -104,6 +123,7 @@ export class RequestLimiter {
         throw ask.onHeld?.(remaining) ?? new Error(`held for ${Math.ceil(remaining)} ms`);
     }
     if (ask.endpoint !== undefined) await this.endpointHold(caller, ask.endpoint);
+    if (ask.background) return this.acquireBackground(caller, since);
     const now = this.o.now();
     this.refill(now);
     if (!this.queued() && now >= this.heldUntil && this.tokens >= 1) {
@@ -127,6 +147,68 @@ export class RequestLimiter {
       });
       void this.pump();
     });
+  }
+
+  /** A background ask: queued behind every other request (see Ask.background). */
+  private async acquireBackground(caller: Caller, since: number): Promise<void> {
+    if (this.background.length === 0 && this.backgroundMayGo(this.o.now())) {
+      this.takeBackground();
+      this.o.onGrant?.(caller, this.o.now() - since);
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      this.background.push({
+        caller,
+        grant: () => {
+          this.o.onGrant?.(caller, this.o.now() - since);
+          resolve();
+        },
+      });
+      void this.pumpBackground();
+    });
+  }
+
+  /** Whether a background read may take a token now (refills first). */
+  private backgroundMayGo(now: number): boolean {
+    this.refill(now);
+    // One token stays for the others (when the bucket holds more than one).
+    const keep = Math.min(1, this.o.burst - 1);
+    return (
+      !this.queued() &&
+      now >= this.heldUntil &&
+      this.tokens >= 1 + keep &&
+      this.backgroundTokens >= 1
+    );
+  }
+
+  private takeBackground(): void {
+    this.tokens -= 1;
+    this.backgroundTokens -= 1;
+  }
+
+  /**
+   * Grants background asks one at a time whenever they may go; sleeps a token's time between
+   * checks, so a request of another caller arriving meanwhile goes first (it never waits on this).
+   */
+  private async pumpBackground(): Promise<void> {
+    if (this.backgroundPumping) return;
+    this.backgroundPumping = true;
+    try {
+      // Each pass grants one ask or waits about one token's time; it ends when none is left.
+      while (this.background.length > 0) {
+        const now = this.o.now();
+        if (!this.backgroundMayGo(now)) {
+          const own =
+            ((1 - this.backgroundTokens) * 1000) / (this.o.ratePerSecond * BACKGROUND_SHARE);
+          await this.pause(Math.max(1000 / this.o.ratePerSecond, own, this.heldUntil - now));
+          continue;
+        }
+        this.takeBackground();
+        (this.background.shift() as Waiter).grant();
+      }
+    } finally {
+      this.backgroundPumping = false;
+    }
   }
 
   /**
@@ -204,6 +286,10 @@ export class RequestLimiter {
     this.reserveTokens = Math.min(
       RESERVE_BURST,
       this.reserveTokens + (elapsed * RESERVE_RATE_PER_S) / 1000,
+    );
+    this.backgroundTokens = Math.min(
+      BACKGROUND_BURST,
+      this.backgroundTokens + (elapsed * this.o.ratePerSecond * BACKGROUND_SHARE) / 1000,
     );
     this.refilledAt = now;
   }

@@ -109,6 +109,8 @@ export interface Call {
   admin?: boolean;
   /** May use health's own reserve of the request budget (GET /health: the daemon must know). */
   reserve?: boolean;
+  /** An inventory read: waits while any other request waits, within its share (RequestLimiter). */
+  background?: boolean;
   /** A 404 is the answer hoped for (a deletion confirmed): not counted as an error. */
   notFoundExpected?: boolean;
   /** Extra attempts of this GET after a retryable failure; default the channel's `retries`. */
@@ -179,6 +181,7 @@ export class ControlTransport {
         await this.o.limiter?.acquire(caller, {
           endpoint: call.endpoint,
           ...(call.reserve ? { reserve: true } : {}),
+          ...(call.background ? { background: true } : {}),
           // The poll never waits out a hold longer than a request may take: its tick must end.
           ...(caller === "poll"
             ? {
