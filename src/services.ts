@@ -54,10 +54,9 @@ export function startServices(
     logger: logger.child({ component: "metrics" }),
     scrub: (text) => secrets.scrub(text),
     // The event ledger remembers ids past the look-back, so a re-read event counts once. Only
-    // where events arrive: the collector is cluster-wide (shard 0), so another shard has one only
-    // with the webhook; without it, its churn keeps the endAt guess rather than wait for events.
-    ...((config.poll.events && config.shard.index === 0) ||
-    config.webhooks.e2bSecretFile !== undefined
+    // where events arrive: every shard's collector reads them (keeping its own sandboxes'), and
+    // the webhook.
+    ...(config.poll.events || config.webhooks.e2bSecretFile !== undefined
       ? {
           lifecycleEvents: {
             horizonMs: config.poll.eventsLookbackMs + EVENT_ID_MARGIN_MS,

@@ -113,6 +113,8 @@ export interface TickContext {
   flavor?: Config["platform"]["flavor"];
   /** Where the events collector passes each event read (the ledger); undefined: nowhere to. */
   eventSink?: LifecycleEventSink;
+  /** This replica's shard (shard.index of shard.total); absent: unsharded. */
+  shard?: { index: number; total: number };
   /** The team whose capacity teamMetrics reads: platform.teamId, else learned; undefined: unknown. */
   teamId?: () => string | undefined;
   /** Time between two ticks: a paged list reads for half of it at most (poll.listMaxMs unset). */

@@ -56,7 +56,7 @@ export class PageReader {
 
   constructor(
     private readonly reader: PlatformReader,
-    private readonly maxPages: number,
+    readonly maxPages: number,
     /** Events stamped after this (the clock plus the skew allowed) are counted but never ordered. */
     private readonly latest: number,
   ) {}
@@ -140,6 +140,9 @@ export class EventPass {
   private loTs: number | undefined;
   private hiTs: number | undefined;
   private bisect = false;
+  /** The last probe fell past the end of the list: the next reads the page just before it (once). */
+  private pastEnd = false;
+  private steppedBack = false;
   private step = EVENTS_PAGE_SIZE;
 
   constructor(
@@ -159,6 +162,11 @@ export class EventPass {
     if (this.hi === undefined) return Math.max(this.offset, this.hint - HALF);
     const gap = this.hi - this.offset;
     if (gap <= EVENTS_PAGE_SIZE - SLACK) return this.offset;
+    // An estimate a little past a list's end (the quiet time below a burst) is mostly just past.
+    if (this.pastEnd) {
+      this.pastEnd = false;
+      return Math.max(this.offset, this.hi - EVENTS_PAGE_SIZE + SLACK);
+    }
     let at = this.offset + Math.floor(gap / 2);
     const { loTs, hiTs } = this;
     if (!this.bisect && loTs !== undefined && hiTs !== undefined && loTs > hiTs)
@@ -181,6 +189,8 @@ export class EventPass {
         return;
       }
       if (rows.length === 0 && !joined) {
+        this.pastEnd = page.length === 0 && !this.steppedBack;
+        this.steppedBack ||= this.pastEnd;
         this.hi = page.offset;
         this.hiTs = undefined;
         return;

@@ -23,7 +23,7 @@ export const eventsSlice = defineSlice({
      * event is read at most once per pass, so the rate carried is about (pages - 2) x 100 a tick.
      * At least 3: the top page, and two for a cut read to find where it goes on (with fewer it may never).
      */
-    eventsMaxPages: int(3, 1_000).default(10),
+    eventsMaxPages: int(3, 1_000).default(12),
   },
   settings: [
     {

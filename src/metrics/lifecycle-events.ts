@@ -1,6 +1,7 @@
 // The event ledger: every lifecycle event, from the events collector or the webhook, counted once
 // by its id, into prom-client counters of the registry it is given (so a webhook arrival shows at
-// the next scrape); and what churn and the team collector ask of the events seen.
+// the next scrape); and what churn and the team collector ask of the events seen. With shards the
+// events collector passes only its own sandboxes' events, so the families are per shard.
 
 import { Counter, Histogram, type Registry } from "prom-client";
 import {
@@ -135,6 +136,11 @@ export class EventLedger implements LifecycleEventSink, KillLookup {
       }
     }
     return true;
+  }
+
+  /** An event of another shard's sandbox: not counted here; the team it names is learned. */
+  otherShard(event: LifecycleEvent): void {
+    if (event.teamId !== undefined) this.facts.learnTeamId(event.teamId);
   }
 
   /** The reason of the sandbox's latest kill event still remembered, if any. */

@@ -68,4 +68,9 @@ export interface ExecutionSpan {
 export interface LifecycleEventSink {
   /** Counts the event unless its id was seen already; true when it was new. */
   accept(event: LifecycleEvent, via: "poll" | "webhook"): boolean;
+  /**
+   * An event of another shard's sandbox, read here and counted by its own shard: only what it says
+   * of the whole team (its id) is kept.
+   */
+  otherShard?(event: LifecycleEvent): void;
 }

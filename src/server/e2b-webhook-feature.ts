@@ -3,6 +3,7 @@
 // read again at each reload.
 import type { Feature } from "../feature.js";
 import { normalizeLifecycleEvent } from "../platform/normalize/events.js";
+import { inShard } from "../util/shard.js";
 import { E2B_WEBHOOK_PATH, e2bWebhookRoute } from "./e2b-webhook.js";
 import { asksForCredentials, type ListenerSecurity } from "./listener.js";
 
@@ -14,6 +15,7 @@ export const e2bWebhookFeature: Feature = {
       start(s) {
         const log = s.logger.child({ component: "e2b-webhook" });
         const exempt = config.webhooks.e2bAuthExempt;
+        const { index, total } = config.shard;
         // An empty secret verifies nothing: every delivery is refused (401) until one is set.
         const checked = (value: string | undefined): string => {
           if (!value) log.warn("no E2B webhook signing secret: every delivery is refused");
@@ -38,6 +40,7 @@ export const e2bWebhookFeature: Feature = {
         const route = e2bWebhookRoute({
           secret: () => secret,
           sink,
+          ...(total > 1 ? { own: (id: string) => inShard(id, index, total) } : {}),
           parse: (raw) => normalizeLifecycleEvent(raw),
           limits: config.webhooks,
           horizon: () => sink.horizon(),

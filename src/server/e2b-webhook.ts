@@ -39,6 +39,7 @@ export const DELIVERY_RESULTS = [
   "busy",
   "stale",
   "unauthorized_listener",
+  "other_shard",
 ] as const;
 export type DeliveryResult = (typeof DELIVERY_RESULTS)[number];
 
@@ -61,6 +62,11 @@ export interface E2bWebhookOptions {
   /** The current signing secret (read again on reload); "" refuses every delivery. */
   secret: () => string;
   sink: LifecycleEventSink;
+  /**
+   * Whether a sandbox is this shard's (shard.index of shard.total): another shard's event is not
+   * counted here, only the team id it names is learned. Absent: every event is this exporter's.
+   */
+  own?: (sandboxId: string) => boolean;
   /** One raw event to a LifecycleEvent; throws an error naming the field when it cannot. */
   parse: (raw: unknown) => LifecycleEvent;
   limits: WebhookLimits;
@@ -218,14 +224,22 @@ export function e2bWebhookRoute(o: E2bWebhookOptions): Route {
       );
     }
     let accepted = 0;
-    for (const e of events) if (o.sink.accept(e, "webhook")) accepted++;
-    const duplicates = events.length - accepted;
-    deliveries.labels(accepted > 0 ? "accepted" : "duplicate").inc();
-    o.logger.debug({ ...ids, accepted, duplicates, stale }, "E2B webhook delivery");
+    let otherShard = 0;
+    for (const e of events) {
+      if (o.own !== undefined && !o.own(e.sandboxId)) {
+        // The shard is applied where records arrive: its own shard counts it (its poll or delivery).
+        o.sink.otherShard?.(e);
+        otherShard++;
+      } else if (o.sink.accept(e, "webhook")) accepted++;
+    }
+    const duplicates = events.length - accepted - otherShard;
+    deliveries.labels(deliveryResult(accepted, duplicates)).inc();
+    o.logger.debug({ ...ids, accepted, duplicates, otherShard, stale }, "E2B webhook delivery");
     // A duplicate is a success too: E2B retries what it does not see answered 2xx.
     const answer = {
       accepted,
       duplicates,
+      ...(otherShard > 0 ? { otherShard } : {}),
       ...(stale > 0 ? { stale } : {}),
       ...(problems.length > 0 ? { dropped: problems.length, problems: problems.map(scrub) } : {}),
     };
@@ -323,4 +337,10 @@ function deliveryIds(req: IncomingMessage): { webhookId?: string; deliveryId?: s
     ...(webhookId !== undefined ? { webhookId } : {}),
     ...(deliveryId !== undefined ? { deliveryId } : {}),
   };
+}
+
+/** The result of a delivery whose events were all taken: new, seen before, or another shard's. */
+function deliveryResult(accepted: number, duplicates: number): DeliveryResult {
+  if (accepted > 0) return "accepted";
+  return duplicates > 0 ? "duplicate" : "other_shard";
 }

@@ -188,8 +188,9 @@ describe("events collector against a hostile events endpoint", () => {
       perTick.push(r.requests);
       clock.advance(INTERVAL);
     }
-    // Then quiet: the settle pass catches up on its bounded pages.
-    for (let n = 0; n < 8; n++) {
+    // Then quiet: the settle pass catches up on its bounded pages (after the cut fresh passes
+    // finish: they count, it reads again).
+    for (let n = 0; n < 10; n++) {
       const r = await tick(cursor);
       cursor = r.value;
       perTick.push(r.requests);

@@ -6,11 +6,12 @@ import { Registry } from "prom-client";
 import { Agent } from "undici";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { TickContext } from "../../src/collect/collector.js";
-import { type EventCursor, eventsCollector } from "../../src/collect/events.js";
+import { EVENTS_SETTLE_MS, type EventCursor, eventsCollector } from "../../src/collect/events.js";
 import { loadConfig } from "../../src/config/load.js";
 import { EventLedger } from "../../src/metrics/lifecycle-events.js";
 import type { ControlClient } from "../../src/platform/control/control.js";
 import { FakeClock, systemClock } from "../../src/util/clock.js";
+import { inShard } from "../../src/util/shard.js";
 import { testControl } from "../helpers/control.js";
 import { scrape, startQuiet } from "../helpers/exporter.js";
 import { listenLoopback } from "../helpers/loopback.js";
@@ -20,6 +21,7 @@ const T0 = 1_790_000_000_000;
 const MIN = 60_000;
 const INTERVAL = 1_000;
 const LOOKBACK = 5 * MIN;
+const HOUR = 60 * MIN;
 
 /** The fake platform: its events (insertion order), the queries it got, and hooks. */
 const platform = {
@@ -106,6 +108,10 @@ function add(at: number, over: Record<string, unknown> = {}): string {
 }
 
 function ctx(maxPages = 10, lookbackMs = LOOKBACK): TickContext {
+  return ctxFor(maxPages, lookbackMs);
+}
+
+function ctxFor(maxPages: number, lookbackMs = LOOKBACK): TickContext {
   return {
     reader: control,
     clock,
@@ -212,6 +218,49 @@ describe("events collector", () => {
     const quiet = await tick(2, cursor);
     expect(quiet).toMatchObject({ requests: 1, value: { read: 0 } });
     expect(await counted()).toEqual({ created: 380, dupPoll: 0, dupWebhook: 0 });
+  });
+
+  it("counts a burst of 700 a second for 10 s with every tick's pages, exact within the margin and two ticks", async () => {
+    // Ticks every 15 s, one of them 5 s into the burst; the burst's end is at T0 + 10 s.
+    const TICK = 15_000;
+    const end = T0 + 10_000;
+    const run = async (maxPages: number) => {
+      platform.events = [];
+      const perTick: { at: number; counted: number; requests: number }[] = [];
+      const ledger = new EventLedger({ ns: "b", registry: new Registry(), clock, horizonMs: HOUR });
+      const ctx = { ...ctxFor(maxPages), eventSink: ledger };
+      let cursor: EventCursor | undefined;
+      clock.set(T0 - 55_000);
+      for (let n = 0; n < 14; n++) {
+        const from = Math.max(T0, clock.now() - TICK);
+        const to = Math.min(end, clock.now());
+        for (let at = from; at < to; at += 10_000 / 6_930) add(Math.floor(at));
+        const r = await eventsCollector.read(ctx, cursor);
+        cursor = r.value;
+        perTick.push({ at: clock.now(), counted: ledger.remembered, requests: r.requests });
+        clock.advance(TICK);
+      }
+      return perTick;
+    };
+    const exactAt = (ticks: { at: number; counted: number }[]) =>
+      ticks.find((t) => t.counted === platform.events.length)?.at ?? Number.POSITIVE_INFINITY;
+    // The default pages: every tick after the burst counts 7 pages' worth or more until exact,
+    // and the whole burst is counted within the settle margin plus two ticks.
+    const pages = pollSettings({}).eventsMaxPages;
+    const ticks = await run(pages);
+    expect(platform.events).toHaveLength(6_930);
+    for (const [i, t] of ticks.entries()) {
+      expect(t.requests).toBeLessThanOrEqual(pages);
+      const before = ticks[i - 1];
+      if (t.at > end && before && before.counted < 6_930)
+        expect(t.counted - before.counted).toBeGreaterThanOrEqual(
+          Math.min(700, 6_930 - before.counted),
+        );
+    }
+    expect(exactAt(ticks) - end).toBeLessThanOrEqual(EVENTS_SETTLE_MS + 2 * TICK);
+    // Fewer pages carry less a tick, but still count on every tick until exact.
+    const ten = await run(10);
+    expect(exactAt(ten) - end).toBeLessThanOrEqual(120_000);
   });
 
   it("goes on at the right place after a cut walk whose pages were shifted by arrivals", async () => {
@@ -344,7 +393,12 @@ describe("events collector", () => {
     }
   });
 
-  it("has no ledger on a shard other than 0 without the webhook: events are read by shard 0 only", async () => {
+  it("reads events on every shard and keeps its own sandboxes': shard 1 of 2 counts only those", async () => {
+    const now = systemClock.now();
+    const ids = Array.from({ length: 40 }, (_, i) => add(now - MIN + i, { sandboxId: `sb-${i}` }));
+    const mine = ids.filter((_, i) => inShard(`sb-${i}`, 1, 2)).length;
+    expect(mine).toBeGreaterThan(0);
+    expect(mine).toBeLessThan(40);
     const { config } = loadConfig({
       argv: [
         ...["--listen", "127.0.0.1:0", "--retries", "0", "--flavor", "e2b", "--poll-events"],
@@ -354,10 +408,14 @@ describe("events collector", () => {
     });
     const app = await startQuiet(config);
     try {
-      expect(app.events).toBeUndefined();
       await app.runCycle();
-      expect(platform.queries).toHaveLength(0);
-      expect(await scrape(app)).not.toContain("sandbox_lifecycle_events");
+      expect(app.poller.latest?.collectors.events).toMatchObject({ success: true });
+      const text = await scrape(app);
+      expect(text).toContain(
+        `sandbox_lifecycle_events_total{type="created",template="base"} ${mine}`,
+      );
+      // Another shard's events still name the team.
+      expect(app.events?.teamId()).toBe("team-1");
     } finally {
       await app.stop();
     }

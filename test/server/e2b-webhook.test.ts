@@ -316,6 +316,20 @@ describe("POST /webhooks/e2b", () => {
     expect(r.accepted.map((a) => a.event.id)).toEqual(["ev-a", "ev-b"]);
   });
 
+  it("with shards, counts only its own sandboxes' events and answers another shard's 200", async () => {
+    const r = await receiver(undefined, undefined, undefined, { own: (id) => id === "sbx-mine" });
+    const mine = event("ev-m", { sandboxId: "sbx-mine" });
+    const theirs = event("ev-t", { sandboxId: "sbx-theirs" });
+    const res = await deliver(r.url, `[${mine},${theirs}]`);
+    expect(await res.json()).toEqual({ accepted: 1, duplicates: 0, otherShard: 1 });
+    expect(r.accepted.map((a) => a.event.id)).toEqual(["ev-m"]);
+    const only = await deliver(r.url, event("ev-t2", { sandboxId: "sbx-theirs" }));
+    expect(only.status).toBe(200);
+    expect(await r.count("other_shard")).toBe(1);
+    expect(await r.count("accepted")).toBe(1);
+    expect(r.accepted).toHaveLength(1);
+  });
+
   it("answers 400 naming the field when a signed body is not an event, and counts it", async () => {
     const r = await receiver();
     const noType = await deliver(r.url, JSON.stringify({ id: "ev-x", sandboxId: "s" }));
