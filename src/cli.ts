@@ -3,6 +3,7 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import { hostname } from "node:os";
 import { type Exporter, startExporter } from "./app.js";
+import { TICK_COLLECTORS } from "./collect/collectors.js";
 import {
   ConfigError,
   helpText,
@@ -10,8 +11,9 @@ import {
   loadConfig,
   redactConfig,
 } from "./config/load.js";
-import { PolicyFileError } from "./config/policy-file.js";
+import { loadPolicySpec, PolicyFileError } from "./config/policy-file.js";
 import type { Config } from "./config/schema.js";
+import type { PolicySpec } from "./policy/policy-settings.js";
 import { systemClock } from "./util/clock.js";
 import { createLogger } from "./util/logger.js";
 import { Secrets } from "./util/secrets.js";
@@ -67,10 +69,10 @@ export interface MainHooks {
 
 /**
  * The start-up line: what runs and against what, in one line. The whole configuration (redacted)
- * goes to debug.
+ * goes to debug. `policy`: the effective rules (config and rule file), when the policy is on.
  */
-export function startupSummary(config: Config): Record<string, unknown> {
-  const { platform, poll, probe, policy, shard, metrics } = config;
+export function startupSummary(config: Config, policy?: PolicySpec): Record<string, unknown> {
+  const { platform, poll, probe, shard, metrics } = config;
   const api = new URL(platform.apiUrl);
   return {
     version: VERSION,
@@ -80,19 +82,46 @@ export function startupSummary(config: Config): Record<string, unknown> {
     listen: config.server.listen,
     poll: poll.schedule.text,
     // Scalars only: pretty logs print each on one line.
-    optIn: OPT_IN_POLLS.filter((k) => poll[k] === true).join(",") || "none",
+    optIn: optInPolls(poll).join(",") || "none",
     perSandboxMetrics: metrics.perSandboxMetrics,
     ...(shard.total > 1 ? { shard: `${shard.index}/${shard.total}` } : {}),
     probe: probe.enabled ? probe.modules.map((m) => m.name).join(",") : "off",
-    policy: policy.enabled
-      ? `${policy.file ?? "inline rules"}${policy.dryRun ? " (dry-run)" : ""}`
+    policy: config.policy.enabled
+      ? `${config.policy.file ?? "inline rules"}${policyMode(policy)}`
       : "off",
     cost: config.cost.enabled ? config.cost.currency : "off",
   };
 }
 
-/** Opt-in collectors named in the start-up line when on. */
-const OPT_IN_POLLS = ["events", "teamMetrics", "templateBuilds", "usage"] as const;
+/** The opt-in reads turned on: the registry's opt-in collectors, then usage (after the walk). */
+function optInPolls(poll: Config["poll"]): string[] {
+  const on = TICK_COLLECTORS.flatMap((c) => (c.optIn && poll[c.optIn] === true ? [c.optIn] : []));
+  return poll.usage ? [...on, "usage"] : on;
+}
+
+/** ` (dry-run)` when no rule acts, ` (acting)` when every one does, else the rules that act. */
+function policyMode(policy: PolicySpec | undefined): string {
+  if (policy === undefined) return "";
+  const acting = policy.rules.filter((r) => !r.dryRun).map((r) => r.name);
+  if (acting.length === 0) return policy.dryRun || policy.rules.length > 0 ? " (dry-run)" : "";
+  return acting.length === policy.rules.length ? " (acting)" : ` (acting: ${acting.join(",")})`;
+}
+
+/** The effective policy rules for the start-up line; an unusable rule file exits 2. */
+function policyOrExit(config: Config): PolicySpec | undefined {
+  if (!config.policy.enabled) return undefined;
+  try {
+    return loadPolicySpec(config.policy, readUtf8);
+  } catch (err) {
+    if (err instanceof PolicyFileError) exitInvalidPolicy(err);
+    throw err;
+  }
+}
+
+function exitInvalidPolicy(err: PolicyFileError): never {
+  process.stderr.write(`sandbox-exporter: invalid policy\n${err.message}\n`);
+  process.exit(EXIT_CONFIG);
+}
 
 /** Runs the daemon until SIGTERM or SIGINT. */
 export async function main(
@@ -112,7 +141,7 @@ export async function main(
   const { config } = loaded;
   const secrets = new Secrets([config.platform.apiKey]);
   const logger = createLogger(config.log.level, config.log.format, undefined, secrets);
-  logger.info(startupSummary(config), "starting");
+  logger.info(startupSummary(config, policyOrExit(config)), "starting");
   logger.debug({ config: redactConfig(config) }, "configuration");
   let exporter: Exporter | undefined;
   let stopping = false;
@@ -148,10 +177,7 @@ export async function main(
           .config,
     });
   } catch (err) {
-    if (err instanceof PolicyFileError) {
-      process.stderr.write(`sandbox-exporter: invalid policy\n${err.message}\n`);
-      process.exit(EXIT_CONFIG);
-    }
+    if (err instanceof PolicyFileError) exitInvalidPolicy(err);
     // A secret file that cannot go into a header (a CR or LF inside it).
     if (err instanceof ConfigError) {
       process.stderr.write(`sandbox-exporter: invalid configuration\n${err.format()}\n`);

@@ -1,9 +1,12 @@
 import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { startupSummary } from "../src/cli.js";
+import { loadConfig } from "../src/config/load.js";
+import { loadPolicySpec } from "../src/config/policy-file.js";
 import { dataPlaneFlags, startSimulator } from "../src/simulator/index.js";
 import { listenerUrl, output, scrapeThenTerminate, waitForOutput } from "./helpers/child.js";
 
@@ -170,7 +173,7 @@ describe("sandbox-exporter CLI", () => {
         policy?: { rules: Array<{ name: string; dryRun: boolean }> };
         probe?: { modules: Array<{ module: string }> };
       };
-      expect(status.probe?.modules.map((m) => m.module)).toEqual(["quick", "lifecycle"]);
+      expect(status.probe?.modules.map((m) => m.module)).toEqual(["quick", "lifecycle", "http"]);
       expect(status.policy?.rules.map((r) => r.dryRun)).toEqual([true, true, true]);
       child.kill("SIGINT");
       const [code] = await once(child, "exit");
@@ -179,4 +182,54 @@ describe("sandbox-exporter CLI", () => {
       child.kill("SIGKILL");
     }
   }, 30_000);
+
+  it("names every opt-in collector on in its start-up line, storage too, and says the rules act when the file says dryRun: false", async () => {
+    const sim = await startSimulator({ sandboxes: 5 });
+    const rules = file(
+      "acting.yaml",
+      "dryRun: false\nrules:\n  - name: old\n    match: {states: [running]}\n    maxAge: 2d\n    action: log\n",
+    );
+    const child = spawn(
+      TSX[0]!,
+      [TSX[1]!, "--listen", "127.0.0.1:0", "--poll-storage", "--poll-events", "--policy", rules],
+      { env: { ...process.env, SANDBOX_API_URL: sim.apiUrl } },
+    );
+    const out = output(child);
+    try {
+      const printed = await waitForOutput(out, (t) => t.includes('"msg":"starting"'));
+      const line = printed.split("\n").find((l) => l.includes('"msg":"starting"'));
+      const starting = JSON.parse(line ?? "{}") as { optIn?: string; policy?: string };
+      expect(starting.optIn).toBe("events,storage");
+      expect(starting.policy).toBe(`${rules} (acting)`);
+    } finally {
+      child.kill("SIGKILL");
+      await sim.close();
+    }
+  });
+
+  it("says which rules act in the start-up line, from the effective rule set", () => {
+    const rules = file(
+      "mixed.yaml",
+      [
+        "rules:",
+        "  - {name: planned, match: {states: [running]}, maxAge: 2d, action: log}",
+        "  - {name: acts, match: {states: [running]}, maxAge: 2d, action: log, dryRun: false}",
+        "",
+      ].join("\n"),
+    );
+    const summary = (argv: string[]) => {
+      const { config } = loadConfig({
+        argv: ["--api-url", "http://127.0.0.1:1", "--policy", rules, ...argv],
+        env: {},
+        readFile: (path) => readFileSync(path, "utf8"),
+      });
+      return startupSummary(
+        config,
+        loadPolicySpec(config.policy, (p) => readFileSync(p, "utf8")),
+      );
+    };
+    expect(summary([]).policy).toBe(`${rules} (acting: acts)`);
+    expect(summary(["--policy-dry-run=false"]).policy).toBe(`${rules} (acting)`);
+    expect(summary(["--poll-usage", "--poll-template-builds"]).optIn).toBe("templateBuilds,usage");
+  });
 });

@@ -6,7 +6,13 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DEFAULT_TEAM_ID } from "./events.js";
 import { type ActivityMix, applyActivityMix } from "./generate.js";
-import { dataPlaneFlags, type Simulator, startSimulator } from "./simulator.js";
+import {
+  dataPlaneFlags,
+  type Simulator,
+  type SimulatorOptions,
+  startSimulator,
+} from "./simulator.js";
+import type { SimState } from "./state.js";
 
 export const DEMO_KEY = "demo-key";
 const DEMO_ADMIN_TOKEN = "demo-admin-token";
@@ -22,7 +28,7 @@ export const EXAMPLE_POLICY_FILE = fileURLToPath(
 );
 
 /**
- * What the demo's running sandboxes do, as a fleet does: most log work now and then, a fifth have
+ * What the demo's running sandboxes do, as a fleet does: most log work every minute, a fifth have
  * been quiet for 45 minutes (idle: what the example policy's idle-dev rule is for), and one in ten
  * is quiet but busy on the CPU. Without it every generated sandbox is idle (its log lines follow
  * its start), and the rule, finding all of them idle, would act on none.
@@ -34,13 +40,21 @@ export const DEMO_ACTIVITY_MIX: ActivityMix = {
   activeAgoMs: 2 * MIN,
 };
 
+/** How often the demo's active sandboxes log a line: well within the idle rule's 30 minutes. */
+const WORK_EVERY_MS = MIN;
+/** With `--faults`: the share of node-list reads that fail (over SandboxExporterApiErrorRatioHigh's 10 %). */
+const FAULT_NODES_ERROR_RATE = 0.2;
+/** With `--faults` on E2B: one churn kill in this many is `orphaned` (SandboxesKilledUnexpectedly). */
+const FAULT_ORPHANED_ONE_IN = 10;
+
 /**
- * The demo's platform: 300 sandboxes over 5 templates and 4 nodes with the activity mix above, an
- * occasional 503 on the node list; as E2B (`e2b`), also a team limit, churn (one sandbox killed and
- * one created every 2 s, one kill in 10 orphaned) and sandboxes ended at their timeout.
+ * The demo's platform: 300 sandboxes over 5 templates and 4 nodes; as E2B (`e2b`), also a team
+ * limit and churn (one sandbox of the fleet killed on request and one created every 2 s). A
+ * healthy platform unless `faults`: then 20 % of node-list reads answer 503 and, on E2B, one churn
+ * kill in 10 is `orphaned`, so alerts pend.
  */
-export async function startDemoSimulator(e2b: boolean): Promise<Simulator> {
-  const sim = await startSimulator({
+export function demoSimulatorOptions(e2b: boolean, faults = false): SimulatorOptions {
+  return {
     sandboxes: 300,
     templates: 5,
     nodes: 4,
@@ -49,11 +63,38 @@ export async function startDemoSimulator(e2b: boolean): Promise<Simulator> {
       flavor: "e2b",
       adminToken: DEMO_ADMIN_TOKEN,
       teamConcurrencyLimit: DEMO_TEAM_LIMIT,
-      churn: { everyMs: 2_000, orphanedOneIn: 10 },
+      churn: { everyMs: 2_000, ...(faults && { orphanedOneIn: FAULT_ORPHANED_ONE_IN }) },
     }),
-  });
+  };
+}
+
+/**
+ * Starts the demo's platform (demoSimulatorOptions, shapeDemoFleet). Its active sandboxes, and
+ * those the churn creates, log a line every minute, so the idle share the example policy finds
+ * stays what the mix made it.
+ */
+export async function startDemoSimulator(e2b: boolean, faults = false): Promise<Simulator> {
+  const sim = await startSimulator(demoSimulatorOptions(e2b, faults));
+  const quiet = shapeDemoFleet(sim, e2b, faults);
+  const work = setInterval(() => logWork(sim.state, quiet, sim.state.clock.now()), WORK_EVERY_MS);
+  work.unref();
+  return {
+    ...sim,
+    close: async () => {
+      clearInterval(work);
+      await sim.close();
+    },
+  };
+}
+
+/**
+ * Gives a started simulator the demo's fleet: the activity mix above, sandboxes ended at their
+ * timeout on E2B, and the node list's 503s with `faults`. Returns the quiet running sandboxes
+ * (idle or silent-but-busy), the ones logWork leaves alone.
+ */
+export function shapeDemoFleet(sim: Simulator, e2b: boolean, faults: boolean): Set<string> {
   // Before anything reads a log: the mix moves quiet sandboxes' starts back.
-  applyActivityMix(
+  const kinds = applyActivityMix(
     sim.state.sandboxes.values(),
     new Set(["running"]),
     DEMO_ACTIVITY_MIX,
@@ -61,9 +102,15 @@ export async function startDemoSimulator(e2b: boolean): Promise<Simulator> {
   );
   // E2B ends a sandbox at its timeout: killed, or paused when created with auto-pause.
   if (e2b) sim.faults.lifecycle.expireSandboxes = true;
-  // Light fault injection: an occasional 503 on the node list, retried by the client.
-  sim.faults.route("GET /nodes", { errorRate: 0.05, status: 503 });
-  return sim;
+  if (faults) sim.faults.route("GET /nodes", { errorRate: FAULT_NODES_ERROR_RATE, status: 503 });
+  return new Set([...kinds].filter(([, kind]) => kind !== "active").map(([id]) => id));
+}
+
+/** One line of work, at `now`, in the log of every running sandbox that is not one of `quiet`. */
+export function logWork(state: SimState, quiet: ReadonlySet<string>, now: number): void {
+  for (const s of state.sandboxes.values())
+    if (s.state === "running" && !quiet.has(s.sandboxID))
+      s.logs.push({ timestamp: now, line: "work", level: "info" });
 }
 
 /** The environment the demo's exporter reads the simulator from. */
@@ -157,8 +204,11 @@ function adminTokenFlags(dir: string): string[] {
 
 /**
  * Probe modules, as a config file (modules have no flags): the quick one every 15 s, one that also
- * pauses and resumes its sandbox twice, every 30 s, and on E2B one that waits for the platform to
- * pause its sandbox at a 5 s timeout (auto-pause), every minute.
+ * pauses and resumes its sandbox twice, every 30 s, one that serves a file on a sandbox port
+ * through the proxy (`http`), every 30 s; on E2B also one that waits for the platform to pause
+ * its sandbox at a 5 s timeout (auto-pause) and one that wakes a paused sandbox by a request to
+ * its port (`autoresume`), every minute each. The sandboxapi flavor has neither auto-pause nor
+ * auto-resume.
  */
 function probeModulesFlags(e2b: boolean, dir: string): string[] {
   const file = join(dir, "probes.yaml");
@@ -182,6 +232,10 @@ function probeModulesFlags(e2b: boolean, dir: string): string[] {
           "      timeoutMs: 60s",
         ]
       : []),
+    "    - name: http",
+    "      schedule: 30s",
+    "      steps: [http]",
+    ...(e2b ? ["    - name: autoresume", "      schedule: 60s", "      steps: [autoresume]"] : []),
     "",
   ].join("\n");
   writeFileSync(file, yaml);

@@ -93,7 +93,7 @@ function pickState(rng: Prng): string {
 }
 
 /** Metadata of a generated sandbox; one in five carries none. */
-function pickMetadata(rng: Prng): Record<string, string> {
+export function pickMetadata(rng: Prng): Record<string, string> {
   if (rng.next() < 0.2) return {};
   const md: Record<string, string> = { team: rng.pick(TEAMS), env: rng.pick(ENVS) };
   if (rng.next() < 0.3) md.owner = `user-${rng.int(1, 50)}`;

@@ -1,4 +1,6 @@
 // Public surface of the simulator for tests, benchmarks and the demo.
+
+export { Churn, type FleetChurn } from "./churn.js";
 export type { SimFlavor } from "./context.js";
 export { SimCounters } from "./counters.js";
 export {
@@ -30,7 +32,6 @@ export {
 export {
   dataPlaneFlags,
   ENVD_PORT,
-  type FleetChurn,
   type Simulator,
   type SimulatorOptions,
   startSimulator,

@@ -3,6 +3,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type Clock, systemClock } from "../util/clock.js";
+import { type FleetChurn, startChurn } from "./churn.js";
 import type { SimContext, SimFlavor } from "./context.js";
 import { SimCounters } from "./counters.js";
 import { createDataPlaneServer } from "./data-plane-server.js";
@@ -103,30 +104,6 @@ export interface SimulatorOptions {
    * Off by default here, where tests drive the clock; `npm run simulator` turns it on in E2B mode.
    */
   expireSandboxes?: boolean;
-}
-
-/** One kill and one create per tick; every `orphanedOneIn`th kill is `orphaned`, the rest `request`. */
-export interface FleetChurn {
-  everyMs: number;
-  orphanedOneIn?: number;
-}
-
-/** Starts the churn's timer; returns what stops it. */
-function startChurn(state: SimState, churn: FleetChurn, seed: number): () => void {
-  const rng = new Prng(deriveSeed(seed, "churn"));
-  let kills = 0;
-  const timer = setInterval(() => {
-    const running = state.startOrder().filter((s) => s.state === "running");
-    const victim = running[Math.floor(rng.next() * running.length)];
-    if (victim) {
-      kills++;
-      const orphaned = churn.orphanedOneIn !== undefined && kills % churn.orphanedOneIn === 0;
-      state.removeSandbox(victim.sandboxID, orphaned ? "orphaned" : "request");
-    }
-    state.addSandbox();
-  }, churn.everyMs);
-  timer.unref();
-  return () => clearInterval(timer);
 }
 
 export interface Simulator {

@@ -1,7 +1,9 @@
 // The first run as a new user makes it: `npm run demo`, both flavors. In process, the demo's own
 // fleet and flags (src/simulator/demo-setup.ts): every landing-page link answers 200, the example
-// policy plans a bounded set of dry-run pauses, usage is read. As a process: the start-up line is
-// one line, Ctrl-C stops without a warning, --help exits.
+// policy plans a bounded set of dry-run pauses, usage is read, nothing warns. As a process: the
+// start-up line is one line naming every collector that runs, the banner names the address it
+// listens on, every probe module (http and autoresume too) fills its series, Ctrl-C through
+// `npm run demo` exits 0, nothing warns, --help exits.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -29,6 +31,8 @@ const TOO_MANY = "policy rule would act on too many sandboxes: acting on none";
 /** The example policy's idle-dev rule: at most this many actions a run. */
 const IDLE_DEV_PER_RUN = 5;
 const CYCLES = 3;
+/** The E2B demo's probe modules. */
+const PROBE_MODULES = ["quick", "lifecycle", "autopause", "http", "autoresume"];
 
 interface PolicyStatus {
   rules: Array<{ name: string; candidates: number; sample?: { sampled: number; idle: number } }>;
@@ -72,6 +76,10 @@ describe.each([
     await exporter?.stop();
     await sim?.close();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("logs no warning in its first cycles", () => {
+    expect(lines.filter((l) => (l.level as number) >= 40)).toEqual([]);
   });
 
   it("answers 200 at every link of the landing page", async () => {
@@ -148,6 +156,10 @@ describe("the demo as a process", () => {
       // --listen goes on to the exporter: the demo's port moved off 9464.
       expect(printed).toMatch(/metrics:\s+http:\/\/127\.0\.0\.1:\d+\/metrics/);
       expect(printed).not.toMatch(/metrics:\s+\S+:9464\//);
+      // The banner names the address it listens on, not the default.
+      const host = /metrics:\s+http:\/\/(\S+)\/metrics/.exec(printed)?.[1];
+      expect(printed).toContain(`The exporter listens on ${host} `);
+      expect(printed).not.toContain("9464");
       // At once: the start-up probes are still running, the simulator must outlive them.
       child.kill("SIGINT");
       const [code] = await once(child, "exit");
@@ -155,9 +167,16 @@ describe("the demo as a process", () => {
       const logged = out()
         .split("\n")
         .filter((l) => l.startsWith("{"))
-        .map((l) => JSON.parse(l) as { level: number; msg: string; config?: unknown });
+        .map(
+          (l) => JSON.parse(l) as { level: number; msg: string; config?: unknown; policy?: string },
+        );
       const starting = logged.find((l) => l.msg === "starting");
-      expect(starting).toMatchObject({ flavor: "e2b", probe: "quick,lifecycle,autopause" });
+      expect(starting).toMatchObject({
+        flavor: "e2b",
+        probe: "quick,lifecycle,autopause,http,autoresume",
+        optIn: "templateBuilds,events,teamMetrics,storage,usage",
+      });
+      expect(starting?.policy).toMatch(/example\.yaml \(dry-run\)$/);
       // One line of scalars, also in pretty logs; the whole configuration is at debug.
       for (const v of Object.values(starting ?? {})) expect(typeof v).not.toBe("object");
       expect(starting?.config).toBeUndefined();
@@ -170,6 +189,52 @@ describe("the demo as a process", () => {
       child.kill("SIGKILL");
     }
   }, 60_000);
+
+  it("fills every probe module's series without a warning, and exits 0 on Ctrl-C through npm run demo", async () => {
+    // As a terminal's Ctrl-C: SIGINT to the whole process group (npm, its shell, tsx, the demo).
+    const child = spawn(
+      "npm",
+      ["run", "demo", "--", "--flavor", "e2b", "--listen", "127.0.0.1:0", "--log-format", "json"],
+      { env: process.env, detached: true },
+    );
+    const out = output(child);
+    const group = (signal: NodeJS.Signals): void => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, signal);
+      } catch {
+        // Already gone.
+      }
+    };
+    try {
+      const printed = await waitForOutput(out, (t) => /metrics:\s+http/.test(t), 600);
+      const url = /metrics:\s+(http:\S+)\/metrics/.exec(printed)?.[1];
+      expect(url, printed).toBeDefined();
+      // Bounded: every module runs once at start; autopause waits out a 5 s timeout.
+      const filled = (t: string) =>
+        PROBE_MODULES.every((m) =>
+          new RegExp(`^sandbox_probe_success\\{module="${m}",[^}]*\\} 1$`, "m").test(t),
+        ) &&
+        /^sandbox_probe_http_duration_seconds\{module="http",[^}]*point="total"\} /m.test(t) &&
+        /^sandbox_probe_wake_seconds_count\{module="autoresume",[^}]*\} [1-9]/m.test(t);
+      let text = "";
+      for (let i = 0; i < 120 && !filled(text); i++) {
+        text = await (await fetch(`${url}/metrics`)).text();
+        if (!filled(text)) await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(filled(text), text).toBe(true);
+      group("SIGINT");
+      const [code] = await once(child, "exit");
+      expect(code, out()).toBe(0);
+      const warnings = out()
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l) as { level: number; msg: string })
+        .filter((l) => l.level >= 40);
+      expect(warnings, out()).toEqual([]);
+    } finally {
+      group("SIGKILL");
+    }
+  }, 90_000);
 
   it("says how to move the port when it is taken, and exits 1", async () => {
     const taken = createServer();
