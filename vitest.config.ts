@@ -5,6 +5,7 @@ const SLOW = [
   "test/chaos/**",
   "test/deploy/**",
   "test/e2e/**",
+  "test/promtool/**",
   "test/sdk/**",
   "test/cli.test.ts",
   "test/util/deadline-gc.test.ts",

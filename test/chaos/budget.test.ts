@@ -2,8 +2,8 @@
 // it, staleness is read when scraped, a walk that never ends is bounded and leaves the probes
 // their share, and one huge sandbox id spoils only itself in the usage read.
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { promtoolReady } from "../helpers/promtool.js";
 import { expectHealthyAndSealed, scrapeSamples, series, total } from "./checks.js";
-import { promtoolReady } from "./exposition.js";
 import { makeFleet } from "./fleet.js";
 import { type Rig, rssMb, startRig, statusOf, until } from "./harness.js";
 

@@ -2,7 +2,7 @@
 // valid, the key is nowhere, memory stayed bounded.
 import { expect } from "vitest";
 import { samples } from "../helpers/exporter.js";
-import { promtool } from "./exposition.js";
+import { promtool } from "../helpers/promtool.js";
 import { get, leaks, type Rig, rssMb, statusOf } from "./harness.js";
 
 /** RSS growth allowed over one case, MB (the exporter holds bodies up to its 32 MiB cap). */

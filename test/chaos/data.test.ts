@@ -1,9 +1,10 @@
 // Well-formed answers with hostile data in them: odd numbers, label injection, 1 MB label values,
 // bytes that are not UTF-8. The exposition must stay valid and say nothing false.
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { promtool, promtoolReady } from "../helpers/promtool.js";
 import { openMetricsProblems } from "../metrics/fixtures.js";
 import { expectAllCollectorsOk, expectHealthyAndSealed } from "./checks.js";
-import { parseSamples, promtool, promtoolReady, type Sample } from "./exposition.js";
+import { parseSamples, type Sample } from "./exposition.js";
 import { type Fleet, type FleetSandbox, makeFleet } from "./fleet.js";
 import { get, OPENMETRICS, type Rig, rssMb, startRig, statusOf } from "./harness.js";
 

@@ -1,33 +1,5 @@
-// Reading an exposition body the way a scraper does: promtool, samples with unescaped labels,
-// and the per-sandbox lines two exporters must agree on.
-import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
-
-/** Where the Debian package puts promtool (it may still be installing when the suite starts). */
-export const PROMTOOL = "/usr/bin/promtool";
-const PROMTOOL_WAIT_TRIES = 120;
-const PROMTOOL_WAIT_EVERY_MS = 500;
-
-/** Waits (bounded: about a minute) for promtool to exist; false when it never showed up. */
-export async function promtoolReady(): Promise<boolean> {
-  for (let i = 0; i < PROMTOOL_WAIT_TRIES; i++) {
-    if (existsSync(PROMTOOL)) return true;
-    await new Promise((r) => setTimeout(r, PROMTOOL_WAIT_EVERY_MS));
-  }
-  return existsSync(PROMTOOL);
-}
-
-/** `promtool check metrics` of `text`: its exit status and what it printed. */
-export function promtool(text: string): { status: number | null; output: string } {
-  const r = spawnSync(PROMTOOL, ["check", "metrics"], {
-    input: text,
-    encoding: "utf8",
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  if (r.error) throw r.error;
-  return { status: r.status, output: `${r.stdout}${r.stderr}`.slice(0, 4_000) };
-}
-
+// Reading an exposition body the way a scraper does: samples with unescaped labels, and the
+// per-sandbox lines two exporters must agree on (promtool: test/helpers/promtool.ts).
 /** One sample line, its labels unescaped. */
 export interface Sample {
   name: string;

@@ -1,6 +1,7 @@
 // The management API turned hostile, one fault per case: the exporter lives, reports the right
 // collector failed for the right reason, keeps its last good data, and never prints the key.
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { promtoolReady } from "../helpers/promtool.js";
 import {
   expectAllCollectorsOk,
   expectApiError,
@@ -11,7 +12,6 @@ import {
   series,
   total,
 } from "./checks.js";
-import { promtoolReady } from "./exposition.js";
 import { type Fault, gzipBomb } from "./faults.js";
 import { makeFleet } from "./fleet.js";
 import { type Rig, rssMb, startRig, statusOf } from "./harness.js";

@@ -3,8 +3,8 @@
 
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { sampleOf } from "../../tools/exposition.js";
+import { promtoolReady } from "../helpers/promtool.js";
 import { expectHealthyAndSealed, scrapeSamples } from "./checks.js";
-import { promtoolReady } from "./exposition.js";
 import { type Fault, gzipMember } from "./faults.js";
 import { type Rig, rssMb, startRig, statusOf } from "./harness.js";
 

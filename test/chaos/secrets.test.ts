@@ -2,8 +2,8 @@
 // fields of a 200's JSON (into records, lists, metadata), as a plain-text dump, or in a
 // 400/404/500 body. The key must reach no log line, no /status byte and no /metrics byte.
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { promtoolReady } from "../helpers/promtool.js";
 import { expectHealthyAndSealed } from "./checks.js";
-import { promtoolReady } from "./exposition.js";
 import type { Fault } from "./faults.js";
 import { makeFleet, makeSandbox, rng } from "./fleet.js";
 import { get, IDLE_CHAOS_RULES, keyCount, type Rig, rssMb, startRig, statusOf } from "./harness.js";

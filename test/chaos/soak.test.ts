@@ -3,14 +3,9 @@
 // series. After every cycle the exposition is valid in both formats, and its per-sandbox lines
 // are exactly what a freshly started exporter renders for the same fleet.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { promtool, promtoolReady } from "../helpers/promtool.js";
 import { openMetricsProblems } from "../metrics/fixtures.js";
-import {
-  liveAggregateLines,
-  perSandboxLines,
-  promtool,
-  promtoolReady,
-  setDiff,
-} from "./exposition.js";
+import { liveAggregateLines, perSandboxLines, setDiff } from "./exposition.js";
 import { churn, makeFleet, rng } from "./fleet.js";
 import { API_KEY, exporterOn, get, keyCount, OPENMETRICS, type Rig, startRig } from "./harness.js";
 

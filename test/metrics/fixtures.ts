@@ -1,6 +1,5 @@
 // Snapshots built by hand for the metrics tests: pure data, no poller, no network.
 
-import { spawnSync } from "node:child_process";
 import { COLLECTORS, TICK_COLLECTORS } from "../../src/collect/collectors.js";
 import type { CollectorName, CollectorStatus, Snapshot } from "../../src/collect/snapshot.js";
 import { ConfigSchema } from "../../src/config/schema.js";
@@ -109,13 +108,6 @@ export function sampleLines(text: string): string[] {
 /** Sample lines of one family (by exact metric name before `{` or space). */
 export function linesOf(text: string, name: string): string[] {
   return sampleLines(text).filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
-}
-
-/** Runs `promtool check metrics` on `text`; returns its exit status and output. */
-export function promtool(text: string): { status: number | null; output: string } {
-  const r = spawnSync("promtool", ["check", "metrics"], { input: text, encoding: "utf8" });
-  if (r.error) throw r.error;
-  return { status: r.status, output: `${r.stdout}${r.stderr}` };
 }
 
 const OM_SUFFIXES: Record<string, string[]> = {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ValueGuard } from "../../../src/metrics/exposition/value-guard.js";
-import { linesOf, metricsWith, promtool, sandbox, scrapeText, snapshot } from "../fixtures.js";
+import { linesOf, metricsWith, sandbox, scrapeText, snapshot } from "../fixtures.js";
+import { hugeLabelText } from "../scenes.js";
 
 describe("ValueGuard", () => {
   it("keeps values up to the limit and cuts longer ones to exactly the limit, with a visible suffix", () => {
@@ -41,21 +42,8 @@ describe("ValueGuard", () => {
 });
 
 describe("the exposition of hostile values", () => {
-  it("cuts a 1 MB label value, counts it, and stays valid for promtool", async () => {
-    const { metrics } = metricsWith({
-      perSandboxMetrics: true,
-      metadataLabels: ["team"],
-      maxLabelValueLength: 1_024,
-    });
-    const huge = "v".repeat(1_048_576);
-    metrics.update(
-      snapshot({ sandboxes: [sandbox("a", { metadata: { team: huge } }), sandbox("b")] }),
-    );
-    // Twice: the second render reuses the first one's bytes and must count the cut value again.
-    metrics.update(
-      snapshot({ cycle: 2, sandboxes: [sandbox("a", { metadata: { team: huge } }), sandbox("b")] }),
-    );
-    const text = await scrapeText(metrics);
+  it("cuts a 1 MB label value and counts it (promtool reads the body: test/promtool/)", async () => {
+    const text = await hugeLabelText();
     expect(text.length).toBeLessThan(100_000);
     for (const line of text.split("\n"))
       for (const m of line.matchAll(/="((?:[^"\\]|\\.)*)"/g))
@@ -64,7 +52,6 @@ describe("the exposition of hostile values", () => {
       "sandbox_exporter_label_values_truncated 1",
     ]);
     expect(text).toMatch(/team="v+\.\.\.\[truncated [0-9a-f]{8}\]"/);
-    expect(promtool(text).status).toBe(0);
   });
 
   it("leaves negative cpu and memory out of the sums and per-sandbox series, and counts them", async () => {

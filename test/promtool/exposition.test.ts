@@ -1,14 +1,20 @@
-import { describe, expect, it } from "vitest";
+// The exposition of hostile platform data, read by promtool (text format) and by our OpenMetrics
+// checker (promtool reads only the text format).
+import { beforeAll, describe, expect, it } from "vitest";
 import type { Snapshot } from "../../src/collect/snapshot.js";
+import { promtool, promtoolReady } from "../helpers/promtool.js";
 import {
   metricsWith,
   openMetricsProblems,
-  promtool,
   sandbox,
   scrapeText,
   snapshot,
   T0,
-} from "./fixtures.js";
+} from "../metrics/fixtures.js";
+
+beforeAll(async () => {
+  expect(await promtoolReady(), "promtool never appeared at /usr/bin/promtool").toBe(true);
+}, 90_000);
 
 /** Platform data with every naming hazard we know of: units, reserved suffixes, clashes, odd keys. */
 function hostile(): Snapshot {
