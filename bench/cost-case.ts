@@ -8,7 +8,7 @@
 // counts garbage). Then one accounting pass over the same number of rows, in this process.
 import { Registry } from "prom-client";
 import { SandboxTable } from "../src/collect/sandbox-table.js";
-import { startCost, type WalkedSnapshot } from "../src/cost/cost-module.js";
+import { startCost, type WalkedSnapshot } from "../src/cost/cost-accounting.js";
 import { E2B_PRICES } from "../src/cost/cost-settings.js";
 import { FakeClock } from "../src/util/clock.js";
 import { type ExporterChild, LIFTED_BUDGET } from "./exporter-case.js";

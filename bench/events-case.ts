@@ -17,7 +17,7 @@ import { pino } from "pino";
 import { Registry } from "prom-client";
 import { Agent, Pool } from "undici";
 import { type Exporter, startExporter } from "../src/app.js";
-import { loadConfig } from "../src/config/load.js";
+import { loadConfig } from "../src/catalog.js";
 import { EventLedger } from "../src/metrics/lifecycle-events.js";
 import { KILL_REASONS, type LifecycleEvent } from "../src/platform/events.js";
 import { DEFAULT_TEAM_ID, rfc3339 } from "../src/simulator/events.js";

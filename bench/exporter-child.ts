@@ -6,7 +6,7 @@ import { type IntervalHistogram, monitorEventLoopDelay } from "node:perf_hooks";
 import { getHeapSpaceStatistics, writeHeapSnapshot } from "node:v8";
 import { pino } from "pino";
 import { startExporter } from "../src/app.js";
-import { loadConfig } from "../src/config/load.js";
+import { loadConfig } from "../src/catalog.js";
 import { systemClock } from "../src/util/clock.js";
 import { epochMs, memoryMB, serveParent } from "./ipc.js";
 

@@ -5,7 +5,7 @@
 import { pino } from "pino";
 import { Agent } from "undici";
 import { startExporter } from "../src/app.js";
-import { loadConfig } from "../src/config/load.js";
+import { loadConfig } from "../src/catalog.js";
 import { startSimulator } from "../src/simulator/index.js";
 import { systemClock } from "../src/util/clock.js";
 import { LIFTED_BUDGET } from "./exporter-case.js";

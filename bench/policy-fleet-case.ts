@@ -8,7 +8,7 @@
 // acted on from the simulator's own model.
 import { pino } from "pino";
 import { startExporter } from "../src/app.js";
-import { loadConfig } from "../src/config/load.js";
+import { loadConfig } from "../src/catalog.js";
 import { applyActivityMix } from "../src/simulator/generate.js";
 import { startSimulator } from "../src/simulator/index.js";
 import { cpuOf } from "../src/simulator/usage.js";

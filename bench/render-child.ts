@@ -3,9 +3,8 @@
 // Prints one JSON line: medians over `runs` measured renders after one unmeasured (JIT warm-up).
 
 import { Gauge, Registry } from "prom-client";
-import { COLLECTORS } from "../src/collect/collectors.js";
+import { COLLECTORS, ConfigSchema, TICK_COLLECTORS } from "../src/catalog.js";
 import type { CollectorName, CollectorStatus, Snapshot } from "../src/collect/snapshot.js";
-import { ConfigSchema } from "../src/config/schema.js";
 import { ExporterMetrics } from "../src/metrics/exporter-metrics.js";
 import type { Sandbox } from "../src/platform/types.js";
 import { systemClock } from "../src/util/clock.js";
@@ -63,6 +62,7 @@ function snapshotOf(sandboxes: Sandbox[], cycle: number): Snapshot {
 function newMetrics(): ExporterMetrics {
   return new ExporterMetrics({
     namespace: "sandbox",
+    collectors: TICK_COLLECTORS,
     perSandboxMetrics: true,
     metadataLabels: [],
     maxSandboxSeries: N,

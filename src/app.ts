@@ -4,36 +4,21 @@
 import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import type { Dispatcher } from "undici";
+import { FEATURES, TICK_COLLECTORS } from "./catalog.js";
 import { type Poll, startPoll } from "./collect/poll-feature.js";
 import type { Poller } from "./collect/poller.js";
 import type { Snapshot } from "./collect/snapshot.js";
-import type { Config } from "./config/schema.js";
 import { readSecretFiles } from "./config/secret-files.js";
-import { costFeature } from "./cost/cost-feature.js";
-import type { Effects, Feature, Prepared, Started } from "./feature.js";
+import type { Config } from "./config/settings.js";
+import type { Effects, Exposed, Feature, Prepared, Started } from "./feature.js";
 import type { ExporterMetrics } from "./metrics/exporter-metrics.js";
 import type { EventLedger } from "./metrics/lifecycle-events.js";
 import type { PolicyEngine } from "./policy/engine.js";
-import { policyFeature } from "./policy/policy-feature.js";
-import { probeFeature } from "./probe/probe-feature.js";
 import type { ProbeService } from "./probe/probe-service.js";
-import { e2bWebhookFeature } from "./server/e2b-webhook-feature.js";
 import { type RunningServer, startListener } from "./server/listen.js";
 import { mergeNeeds, startServices } from "./services.js";
 import type { Clock } from "./util/clock.js";
 import { Secrets } from "./util/secrets.js";
-
-/**
- * The features, in the order they start, see each snapshot and show on /status and the landing
- * page: cost wraps the event sink and follows the policy's pauses, so it comes before what feeds
- * it. A new feature is one line here.
- */
-export const FEATURES: readonly Feature[] = [
-  costFeature,
-  probeFeature,
-  policyFeature,
-  e2bWebhookFeature,
-];
 
 /** Effects the exporter needs from outside. */
 export interface AppDeps {
@@ -49,6 +34,8 @@ export interface AppDeps {
   reloadConfig?: () => Config;
   /** Secret values scrubbed from errors, labels and (when the logger shares it) log lines. */
   secrets?: Secrets;
+  /** The features, in the order they start; default the catalog's (any order works the same). */
+  features?: readonly Feature[];
 }
 
 /** A running exporter. */
@@ -77,9 +64,10 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     manual: deps.manual === true,
     readFile: deps.readFile ?? ((path) => readFileSync(path, "utf8")),
     ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
+    collectors: TICK_COLLECTORS,
   };
   // Each feature reads and checks its files before anything starts: a bad one stops the start.
-  const prepared = FEATURES.map((f) => [f, f.prepare(config, effects)] as const);
+  const prepared = (deps.features ?? FEATURES).map((f) => [f, f.prepare(config, effects)] as const);
   const on = prepared.filter((p): p is readonly [Feature, Prepared] => p[1] !== undefined);
   const needs = mergeNeeds(on.map(([, p]) => p.needs));
   const rules = on.flatMap(([, p]) => p.rules ?? []);
@@ -89,6 +77,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     effects,
     deps.secrets ?? new Secrets(),
     () => poll?.poller.latest,
+    needs,
   );
   const started = new Map<string, Started>();
   for (const [f, p] of on) started.set(f.name, await p.start(s, { needs, rules }));
@@ -97,7 +86,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     for (const f of features) f.onSnapshot?.(snapshot);
   });
   poll = running;
-  const exposed = Object.assign({}, ...features.map((f) => f.exposed ?? {}));
+  const exposed: Partial<Exposed> = Object.assign({}, ...features.map((f) => f.exposes ?? {}));
   const listener = await startListener(s, {
     poller: running.poller,
     started,
@@ -126,7 +115,7 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     reload: listener.reload,
     runCycle: async () => {
       await running.runCycle();
-      await exposed.idle?.();
+      for (const f of features) await f.idle?.();
       return running.poller.latest;
     },
     async stop() {

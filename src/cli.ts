@@ -3,16 +3,10 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import { hostname } from "node:os";
 import { type Exporter, startExporter } from "./app.js";
-import { TICK_COLLECTORS } from "./collect/collectors.js";
-import {
-  ConfigError,
-  helpText,
-  type LoadedConfig,
-  loadConfig,
-  redactConfig,
-} from "./config/load.js";
-import { loadPolicySpec, PolicyFileError } from "./config/policy-file.js";
-import type { Config } from "./config/schema.js";
+import { helpText, loadConfig, TICK_COLLECTORS } from "./catalog.js";
+import { ConfigError, type LoadedConfig, redactConfig } from "./config/load.js";
+import type { Config } from "./config/settings.js";
+import { loadPolicySpec, PolicyFileError } from "./policy/policy-file.js";
 import type { PolicySpec } from "./policy/policy-settings.js";
 import { systemClock } from "./util/clock.js";
 import { createLogger } from "./util/logger.js";

@@ -2,17 +2,17 @@
 // shared services it is given. A feature reads its own settings slice; app.ts names none of them.
 import type { Logger } from "pino";
 import type { Dispatcher } from "undici";
+import type { TickCollector } from "./collect/collector.js";
 import type { Snapshot } from "./collect/snapshot.js";
-import type { Config } from "./config/schema.js";
 import type { SecretName, SecretValues } from "./config/secret-files.js";
+import type { Config } from "./config/settings.js";
 import type { ExporterMetrics } from "./metrics/exporter-metrics.js";
 import type { EventLedger } from "./metrics/lifecycle-events.js";
 import type { ControlClient } from "./platform/control/control.js";
 import type { PlatformFacts } from "./platform/facts.js";
-import type { PolicyHooks } from "./policy/executor.js";
-import type { ListenerSecurity } from "./server/listener.js";
-import type { Route } from "./server/routes.js";
 import type { Clock } from "./util/clock.js";
+import { ExporterError } from "./util/errors.js";
+import type { Route } from "./util/route.js";
 import type { Secrets } from "./util/secrets.js";
 
 /** Effects from outside that a feature may need (the ones startExporter was given). */
@@ -25,6 +25,8 @@ export interface Effects {
   readFile: (path: string) => string;
   /** Control-channel dispatcher; default one honouring HTTP(S)_PROXY. */
   dispatcher?: Dispatcher;
+  /** The tick collectors the catalog lists (src/catalog.ts): the poll runs them, the metrics render them. */
+  readonly collectors: readonly TickCollector[];
 }
 
 /** What every feature shares: built once by app.ts before any feature starts. */
@@ -43,14 +45,15 @@ export interface Services extends Effects {
   /** Poll interval in ms (one tick of poll.schedule). */
   readonly pollIntervalMs: number;
   /**
-   * The lifecycle event sink (the ledger where events arrive), as the features before this one
-   * made it: a feature that counts events wraps it (cost); one that reads it (poll, webhook) takes it.
+   * The lifecycle event ledger, where events arrive (the events collector, the webhook): built when
+   * poll.events is on or a feature needs it (Needs.ledger). A feature that counts fresh events
+   * subscribes (`ledger.onFresh`), whichever feature feeds it and in whatever order they start.
    */
-  eventSink: EventLedger | undefined;
-  /** The policy's hooks, added to by the features that follow its pauses (cost). */
+  readonly ledger: EventLedger | undefined;
+  /** The policy's observers: a feature that follows its pauses (cost) adds its hooks at start. */
   readonly policyHooks: PolicyHooks[];
-  /** How the listener is secured at start. */
-  readonly listener: ListenerSecurity;
+  /** How the listener is secured at start, as a feature sees it. */
+  readonly listener: ListenerAccess;
   /** The latest snapshot the poll published (undefined before the first). */
   latest(): Snapshot | undefined;
 }
@@ -61,7 +64,45 @@ export interface Needs {
   sandboxMetadata?: boolean;
   /** /health every tick, even off shard 0 (the policy's freshness check). */
   health?: boolean;
+  /** The lifecycle event ledger, even with poll.events off (the webhook feeds it). */
+  ledger?: boolean;
 }
+
+/** A feature started without a service its Needs asked for: a wiring bug, not a setting. */
+export class MissingServiceError extends ExporterError {
+  constructor(feature: string, need: keyof Needs) {
+    super("ERR_MISSING_SERVICE", `${feature} started without the ${need} its needs declared`);
+  }
+}
+
+/** How the listener is secured, as a feature sees it. */
+export interface ListenerAccess {
+  /** Every request must carry credentials (basic auth or a bearer token). */
+  readonly asksForCredentials: boolean;
+}
+
+/** A policy decision as a feature that follows the policy sees it. */
+export interface PolicyAct {
+  readonly rule: string;
+  readonly action: string;
+  readonly sandboxId: string;
+}
+
+/** What the policy engine tells the features that follow its actions and plans (cost's savings). */
+export interface PolicyHooks {
+  /** An "act" decision done, or planned by a dry-run rule, at `at`. */
+  onApplied(decision: PolicyAct, result: "done" | "dry_run", at: number): void;
+  /** A run's decisions at `at`: every (rule, sandbox) the rules still hold (pending, acted, skipped). */
+  onPlan(at: number, decisions: readonly PolicyAct[]): void;
+}
+
+/**
+ * What started features expose to the composition root, by key. Empty here: a feature that exposes
+ * something adds its entry from its own file (`declare module "../feature.js" { interface
+ * Exposed {...} }`), so this contract names no feature.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled by module augmentation, as TickData is.
+export interface Exposed {}
 
 /** A feature that is on, checked before anything starts. */
 export interface Prepared {
@@ -96,8 +137,10 @@ export interface Started {
   begin?(): Promise<void>;
   /** Stops it; called in reverse order of the list. */
   stop?(): Promise<void>;
-  /** Anything the feature exposes to tests and callers (the prober, the policy engine). */
-  readonly exposed?: Record<string, unknown>;
+  /** Resolves when the work the last snapshot started has ended (a manual cycle waits for it). */
+  idle?(): Promise<void>;
+  /** What it exposes to tests and callers (the prober, the policy engine), by its Exposed key. */
+  readonly exposes?: Partial<Exposed>;
 }
 
 /** What a reload gives each feature's check: the next listener, and its secret files on demand. */
@@ -107,10 +150,10 @@ export interface ReloadContext {
    * the value joins the scrubber before it is returned. Only what a feature applies is read.
    */
   secret(name: SecretName): string | undefined;
-  listener: ListenerSecurity;
+  listener: ListenerAccess;
 }
 
-/** A feature folder's entry: one line of the list in app.ts. */
+/** A feature folder's entry: one line of the list of features. */
 export interface Feature {
   readonly name: string;
   /** Reads and checks what it needs before anything starts (a bad file stops the start); undefined: off. */

@@ -2,8 +2,8 @@
 // scrubber, the registry and the poll's families, one request budget, the management API client
 // and the platform facts learned as the exporter runs.
 import type { Snapshot } from "./collect/snapshot.js";
-import type { Config } from "./config/schema.js";
 import { readSecretFiles, type SecretValues, secretList } from "./config/secret-files.js";
+import type { Config } from "./config/settings.js";
 import type { Effects, Needs, Services } from "./feature.js";
 import { ExporterMetrics } from "./metrics/exporter-metrics.js";
 import { registerLimiterMetrics } from "./metrics/limiter-metrics.js";
@@ -11,7 +11,7 @@ import { TeamLimitMetrics } from "./metrics/team-limit-metrics.js";
 import { ControlClient } from "./platform/control/control.js";
 import { RequestLimiter } from "./platform/control/limiter.js";
 import { PlatformFacts } from "./platform/facts.js";
-import { listenerSecurity } from "./server/listener.js";
+import { asksForCredentials, type ListenerSecurity, listenerSecurity } from "./server/listener.js";
 import { tickInterval } from "./util/schedule.js";
 import type { Secrets } from "./util/secrets.js";
 import { VERSION } from "./version.js";
@@ -19,13 +19,22 @@ import { VERSION } from "./version.js";
 /** How long past the events look-back an event id is remembered (webhook retries, late reads). */
 const EVENT_ID_MARGIN_MS = 3_600_000;
 
-/** Builds the shared services of `config`; `latest` reads the poll's newest snapshot. */
+/** The shared services, and how the listener is secured (for the listener alone). */
+export interface RootServices extends Services {
+  readonly security: ListenerSecurity;
+}
+
+/**
+ * Builds the shared services of `config` for the features that are on (`needs`, merged over them);
+ * `latest` reads the poll's newest snapshot.
+ */
 export function startServices(
   config: Config,
   effects: Effects,
   secrets: Secrets,
   latest: () => Snapshot | undefined,
-): Services {
+  needs: Needs,
+): RootServices {
   const { logger, clock } = effects;
   secrets.add(config.platform.apiKey);
   // The listener's security first (web config file, or the deprecated settings and their
@@ -42,6 +51,7 @@ export function startServices(
   });
   const metrics = new ExporterMetrics({
     namespace: config.metrics.namespace,
+    collectors: effects.collectors,
     perSandboxMetrics: config.metrics.perSandboxMetrics,
     metadataLabels: config.metrics.metadataLabels,
     maxSandboxSeries: config.metrics.maxSandboxSeries,
@@ -54,9 +64,9 @@ export function startServices(
     logger: logger.child({ component: "metrics" }),
     scrub: (text) => secrets.scrub(text),
     // The event ledger remembers ids past the look-back, so a re-read event counts once. Only
-    // where events arrive: every shard's collector reads them (keeping its own sandboxes'), and
-    // the webhook.
-    ...(config.poll.events || config.webhooks.e2bSecretFile !== undefined
+    // where events arrive: every shard's collector reads them (keeping its own sandboxes'), and a
+    // feature that declared it needs the ledger (the webhook).
+    ...(config.poll.events || needs.ledger === true
       ? {
           lifecycleEvents: {
             horizonMs: config.poll.eventsLookbackMs + EVENT_ID_MARGIN_MS,
@@ -112,9 +122,10 @@ export function startServices(
     metrics,
     control,
     facts,
-    listener,
+    listener: { asksForCredentials: asksForCredentials(listener) },
+    security: listener,
     pollIntervalMs: tickInterval(config.poll.schedule),
-    eventSink: metrics.events,
+    ledger: metrics.events,
     policyHooks: [],
     latest,
   };
@@ -125,5 +136,6 @@ export function mergeNeeds(all: readonly (Needs | undefined)[]): Needs {
   return {
     sandboxMetadata: all.some((n) => n?.sandboxMetadata === true),
     health: all.some((n) => n?.health === true),
+    ledger: all.some((n) => n?.ledger === true),
   };
 }

@@ -4,9 +4,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../src/catalog.js";
 import { startupSummary } from "../src/cli.js";
-import { loadConfig } from "../src/config/load.js";
-import { loadPolicySpec } from "../src/config/policy-file.js";
+import { loadPolicySpec } from "../src/policy/policy-file.js";
 import { dataPlaneFlags, startSimulator } from "../src/simulator/index.js";
 import { listenerUrl, output, scrapeThenTerminate, waitForOutput } from "./helpers/child.js";
 

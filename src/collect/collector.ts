@@ -1,7 +1,7 @@
 // The collector contract: what the poller's scheduler needs of a collector, and the outcome of one
 // read, which every collector's status, staleness and capability learning go through.
 import type { Registry } from "prom-client";
-import type { Config } from "../config/schema.js";
+import type { Config } from "../config/settings.js";
 import type { AnySlice } from "../config/slice.js";
 import type { Family } from "../metrics/exposition/text.js";
 import type { ValueGuard } from "../metrics/exposition/value-guard.js";
@@ -29,7 +29,7 @@ import type {
 } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { formatDuration } from "../util/duration.js";
-import { ExporterError } from "../util/errors.js";
+import { ExporterError, errorSummary } from "../util/errors.js";
 import type { ListRead } from "./paging.js";
 import type { Snapshot, TickData, TickName } from "./snapshot.js";
 
@@ -151,7 +151,7 @@ export type FamilyUpdater<T> = {
 
 /**
  * A collector refreshed on every tick, whatever the sandbox walk does: one request or a few. One
- * file (or folder) each, registered with one line in `collectors.ts`: it declares its data type (its
+ * file (or folder) each, registered with one line in `catalog.ts`: it declares its data type (its
  * entry of `TickData`, by module augmentation), its settings slice and opt-in, its read and its
  * metric families; nothing outside its folder names it.
  */
@@ -168,15 +168,15 @@ export interface TickCollector<
    * `after` start first; when that one is still reading from an earlier tick, this one starts at once.
    */
   readonly after?: TickName;
-  /** The bool of `poll` that turns it on (an opt-in collector); absent: it needs none. */
+  /**
+   * The bool of `poll` that turns it on (an opt-in collector); absent: it needs none. The poller
+   * applies it: while the setting is off, the collector does not run, whatever `runs` says.
+   */
   readonly optIn?: OptInSetting;
   /** Its settings (fields under `poll`, with their defaults and env/flag rows), if it has any. */
   readonly settings?: S;
-  /**
-   * Whether this instance reads it: cluster-wide data comes from shard 0 only; an opt-in collector
-   * runs only when its setting put its name in `optIn`.
-   */
-  runs(where: { clusterWide: boolean; readHealth: boolean; optIn: ReadonlySet<string> }): boolean;
+  /** Whether this instance reads it (its opt-in aside): cluster-wide data comes from shard 0 only. */
+  runs(where: { clusterWide: boolean; readHealth: boolean }): boolean;
   /** `previous`: its latest good data, which a collector may reuse instead of asking again. */
   read(ctx: TickContext, previous?: TickData[N]): Promise<Reading<TickData[N]>>;
   /** Makes its metric families (once); the updater renders them from each snapshot's data. */
@@ -235,7 +235,7 @@ export class IncompleteReadError extends ExporterError {
     readonly reason: unknown,
     readonly partial: Reading<unknown>,
   ) {
-    const { code, message } = describeError(reason);
+    const { code, message } = errorSummary(reason);
     super(code, message, { cause: reason });
   }
 }
@@ -265,7 +265,7 @@ export function failure(err: unknown, startedAt: number, durationMs: number): Ou
     requests: partial?.requests ?? 0,
     startedAt,
     durationMs,
-    error: describeError(err),
+    error: errorSummary(err),
     unsupportedAnswer:
       cause instanceof PlatformNotFoundError ||
       (cause instanceof PlatformHttpError && (cause.status === 403 || cause.status === 405)),
@@ -280,16 +280,4 @@ export function routeMissing(err: unknown): boolean {
   return (
     err instanceof PlatformNotFoundError || (err instanceof PlatformHttpError && err.status === 405)
   );
-}
-
-/** Stable code and a one-line message of any error, for /status and metrics. */
-export function describeError(err: unknown): { code: string; message: string } {
-  if (err instanceof Error) {
-    const code = (err as { code?: unknown }).code;
-    return {
-      code: typeof code === "string" ? code : "ERR_UNKNOWN",
-      message: err.message.split("\n")[0] ?? "",
-    };
-  }
-  return { code: "ERR_UNKNOWN", message: String(err) };
 }

@@ -1,6 +1,7 @@
 // The lifecycle-events collector's settings (under `poll:`).
 import { z } from "zod";
 import { bool, duration, int } from "../config/fields.js";
+import type { SectionOf } from "../config/slice.js";
 import { defineSlice, ENV_PREFIX } from "../config/slice.js";
 
 const X = ENV_PREFIX;
@@ -32,6 +33,7 @@ export const eventsSlice = defineSlice({
       flag: "poll-events",
       kind: "bool",
       help: "sandbox lifecycle events (E2B's GET /events/sandboxes): kills by reason, execution times",
+      doc: "read the platform's lifecycle events (`GET /events/sandboxes`) every tick: why sandboxes end (see [Why did my sandbox end?](e2b.md#why-did-my-sandbox-end)). Every shard reads them and keeps its own sandboxes' events (the families sum across shards); after a burst each tick reads forward as far as `poll.eventsMaxPages` allows",
     },
     {
       path: "poll.eventsLookbackMs",
@@ -39,6 +41,7 @@ export const eventsSlice = defineSlice({
       flag: "poll-events-lookback",
       kind: "duration",
       help: "how far back the first read of lifecycle events goes (0: only events after start)",
+      doc: "how far back the first read after a start goes (`0` allowed). A restart within it counts that window's events again (a bump in `rate()`); with 0 the events of a downtime are lost",
     },
     {
       path: "poll.eventsMaxPages",
@@ -46,6 +49,11 @@ export const eventsSlice = defineSlice({
       flag: "poll-events-max-pages",
       kind: "int",
       help: "pages of 100 lifecycle events read per tick at most; the rest is read next tick",
+      doc: "pages of 100 lifecycle events read per tick at most (3–1,000: the top page and two for a cut read to go on; the settle pass first, then the fresh pass); the rest is read next tick ([how many events that keeps up with](#lifecycle-events-per-tick))",
     },
   ],
 });
+
+declare module "./poll-settings.js" {
+  interface PollSettings extends SectionOf<typeof eventsSlice> {}
+}

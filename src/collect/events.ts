@@ -88,7 +88,7 @@ export const eventsCollector: TickCollector<"events", typeof eventsSlice> = {
   optIn: "events",
   settings: eventsSlice,
   // Every shard: each keeps its own sandboxes' events.
-  runs: (where) => where.optIn.has("events"),
+  runs: () => true,
   read: async (ctx, previous) => {
     const sink = ctx.eventSink;
     // First read: go back poll.eventsLookbackMs (0: only events from now on).

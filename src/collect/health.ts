@@ -1,5 +1,5 @@
 // GET /health: read on shard 0, and on every shard where the policy runs (it acts only while up).
-import { healthFamilies } from "../metrics/cluster-families.js";
+import { healthFamilies } from "./cluster-families.js";
 import type { TickCollector } from "./collector.js";
 
 export const healthCollector: TickCollector<"health"> = {

@@ -1,5 +1,5 @@
 // GET /nodes (and /nodes/{id} with poll.nodeDetails): cluster-wide (shard 0); E2B's are for admins.
-import { nodeFamilies } from "../metrics/cluster-families.js";
+import { nodeFamilies } from "./cluster-families.js";
 import type { TickCollector } from "./collector.js";
 import { oneRequest, withDetails } from "./details.js";
 

@@ -1,5 +1,5 @@
 // GET /cluster/overview: cluster-wide (shard 0); E2B serves none, which capability learning finds.
-import { overviewFamilies } from "../metrics/cluster-families.js";
+import { overviewFamilies } from "./cluster-families.js";
 import type { TickCollector } from "./collector.js";
 
 export const overviewCollector: TickCollector<"overview"> = {

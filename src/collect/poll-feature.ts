@@ -2,11 +2,12 @@
 // services, on its schedule, publishing each snapshot to the exporter's families and then to the
 // features; what a failed collector means is logged here.
 import { setTimeout as sleep } from "node:timers/promises";
+import type { Logger } from "pino";
 import type { Needs, Services } from "../feature.js";
 import { registerInvalidValueMetrics } from "../metrics/self-metrics.js";
 import { systemClock } from "../util/clock.js";
 import { type Schedule, startSchedule } from "../util/schedule.js";
-import { Poller } from "./poller.js";
+import { Poller, type PollerOptions } from "./poller.js";
 import type { Snapshot } from "./snapshot.js";
 
 /**
@@ -30,8 +31,7 @@ export interface Poll {
 
 /** Starts the poll; `publish` gets each snapshot after the exporter's own families have it. */
 export function startPoll(s: Services, needs: Needs, publish: (snapshot: Snapshot) => void): Poll {
-  const { config, clock, metrics } = s;
-  const poll = config.poll;
+  const { config, metrics } = s;
   // Each reader owns its normalizer: what one's records teach the field tables is its own.
   const reader = s.control.withOwnNormalizer("poll");
   // One child logger per component: every line says where it came from.
@@ -40,9 +40,100 @@ export function startPoll(s: Services, needs: Needs, publish: (snapshot: Snapsho
   registerInvalidValueMetrics(metrics.registry, config.metrics.namespace, () =>
     reader.invalid.entries(),
   );
-  const published = async (snapshot: Snapshot): Promise<void> => {
+  const onError = (err: unknown): void => log.error({ err }, "poll cycle failed");
+  const poller = new Poller({
+    ...pollerOptions(s, needs, log),
+    reader,
+    onSnapshot: publisher(s, log, publish),
+    onError,
+  });
+  const onSkip = (): void => {
+    metrics.skippedTick();
+    log.warn("sandbox walk still running at this tick; the other collectors were refreshed");
+  };
+  // The first cycle runs at start (begin): the schedule's first tick comes an interval later, not
+  // at the next whole second while that cycle still walks. croner keeps the system's time.
+  const schedule: Schedule = startSchedule(
+    s.manual ? undefined : config.poll.schedule,
+    async () => {
+      if ((await poller.tick()).walkBusy) onSkip();
+    },
+    onSkip,
+    onError,
+    { firstTickAt: systemClock.now() + s.pollIntervalMs - 500 },
+  );
+  return {
+    poller,
+    schedule: config.poll.schedule.text,
+    async runCycle() {
+      await schedule.trigger();
+      await poller.walkDone();
+    },
+    begin() {
+      if (!s.manual) void schedule.trigger();
+    },
+    stop: () => stopPoll(schedule, poller),
+  };
+}
+
+/** What the poller is given of the settings and services, and what it tells the log. */
+function pollerOptions(
+  s: Services,
+  needs: Needs,
+  log: Logger,
+): Omit<PollerOptions, "reader" | "onSnapshot" | "onError"> {
+  const { config, metrics } = s;
+  return {
+    clock: s.clock,
+    collectors: s.collectors,
+    poll: config.poll,
+    runningStates: config.states.running,
+    flavor: config.platform.flavor,
+    ...(s.ledger ? { eventSink: s.ledger } : {}),
+    teamId: () => s.facts.teamId(),
+    clusterWide: config.shard.index === 0,
+    shard: config.shard,
+    readHealth: needs.health === true,
+    // Nothing reads metadata without per-sandbox series or a feature that asks: the compact table.
+    compactSandboxes: !config.metrics.perSandboxMetrics && needs.sandboxMetadata !== true,
+    intervalMs: s.pollIntervalMs,
+    onPageLimit: (from, to) =>
+      log.warn(
+        { from, to },
+        "the platform refused the page size: walking with the smaller one from now on (set poll.pageLimit to it)",
+      ),
+    onSupport: (collector, supported, error) =>
+      log.info(
+        { collector, ...(error ? { answer: error.message } : {}) },
+        supported
+          ? "collector supported again: the platform now serves its endpoint"
+          : "collector unsupported by this platform: not polled, re-checked at poll.capabilityRecheck",
+      ),
+    onWalkAbandoned: (maxWalkMs) => {
+      metrics.walkAbandoned();
+      log.warn({ maxWalkMs }, "sandbox walk abandoned as incomplete: it ran past poll.maxWalkMs");
+    },
+    onDrop: (confirmed) => {
+      metrics.walkDrop(confirmed);
+      log.warn(
+        { confirmed },
+        confirmed
+          ? "sandbox count fell sharply; a second walk confirmed it"
+          : "sandbox count fell sharply in one walk only; that walk was discarded",
+      );
+    },
+  };
+}
+
+/** Hands each snapshot to the exporter's families, then to the features, and logs what failed. */
+function publisher(
+  s: Services,
+  log: Logger,
+  publish: (snapshot: Snapshot) => void,
+): (snapshot: Snapshot) => Promise<void> {
+  return async (snapshot) => {
     // Rendered in slices between which scrapes are served the previous body (see updateAsync).
-    await metrics.updateAsync(snapshot);
+    await s.metrics.updateAsync(snapshot);
     publish(snapshot);
     for (const c of Object.values(snapshot.collectors)) {
       if (!c.success && !c.skipped && !c.unsupported && snapshot.refreshed.includes(c.name))
@@ -62,97 +153,17 @@ export function startPoll(s: Services, needs: Needs, publish: (snapshot: Snapsho
       "poll cycle done",
     );
   };
-  const onError = (err: unknown): void => log.error({ err }, "poll cycle failed");
-  const poller = new Poller({
-    reader,
-    clock,
-    pageLimit: poll.pageLimit,
-    maxPages: poll.maxPages,
-    ...(poll.state ? { state: poll.state } : {}),
-    ...(poll.metadata ? { metadata: poll.metadata } : {}),
-    poll,
-    flavor: config.platform.flavor,
-    ...(s.eventSink && metrics.events ? { eventSink: s.eventSink } : {}),
-    teamId: () => s.facts.teamId(),
-    clusterWide: config.shard.index === 0,
-    shard: config.shard,
-    readHealth: needs.health === true,
-    // Nothing reads metadata without per-sandbox series or a feature that asks: the compact table.
-    compactSandboxes: !config.metrics.perSandboxMetrics && needs.sandboxMetadata !== true,
-    intervalMs: s.pollIntervalMs,
-    confirmDropRatio: poll.confirmDropRatio,
-    capabilityRecheckMs: poll.capabilityRecheckMs,
-    ...(poll.usage
-      ? { usage: { intervalMs: poll.usageIntervalMs, runningStates: config.states.running } }
-      : {}),
-    onPageLimit: (from, to) =>
-      log.warn(
-        { from, to },
-        "the platform refused the page size: walking with the smaller one from now on (set poll.pageLimit to it)",
-      ),
-    onSupport: (collector, supported, error) =>
-      log.info(
-        { collector, ...(error ? { answer: error.message } : {}) },
-        supported
-          ? "collector supported again: the platform now serves its endpoint"
-          : "collector unsupported by this platform: not polled, re-checked at poll.capabilityRecheck",
-      ),
-    maxBackoffMs: poll.maxBackoffMs,
-    ...(poll.maxWalkMs !== undefined ? { maxWalkMs: poll.maxWalkMs } : {}),
-    onWalkAbandoned: () => {
-      metrics.walkAbandoned();
-      log.warn(
-        { maxWalkMs: poll.maxWalkMs ?? 4 * s.pollIntervalMs },
-        "sandbox walk abandoned as incomplete: it ran past poll.maxWalkMs",
-      );
-    },
-    onSnapshot: (snapshot) => published(snapshot),
-    onError,
-    onDrop: (confirmed) => {
-      metrics.walkDrop(confirmed);
-      log.warn(
-        { confirmed },
-        confirmed
-          ? "sandbox count fell sharply; a second walk confirmed it"
-          : "sandbox count fell sharply in one walk only; that walk was discarded",
-      );
-    },
-  });
-  const onSkip = (): void => {
-    metrics.skippedTick();
-    log.warn("sandbox walk still running at this tick; the other collectors were refreshed");
-  };
-  // The first cycle runs at start (begin): the schedule's first tick comes an interval later, not
-  // at the next whole second while that cycle still walks. croner keeps the system's time.
-  const schedule: Schedule = startSchedule(
-    s.manual ? undefined : poll.schedule,
-    async () => {
-      if ((await poller.tick()).walkBusy) onSkip();
-    },
-    onSkip,
-    onError,
-    { firstTickAt: systemClock.now() + s.pollIntervalMs - 500 },
-  );
-  return {
-    poller,
-    schedule: poll.schedule.text,
-    async runCycle() {
-      await schedule.trigger();
-      await poller.walkDone();
-    },
-    begin() {
-      if (!s.manual) void schedule.trigger();
-    },
-    async stop() {
-      await schedule.stop();
-      // Reads still in flight get a short grace, then the dispatcher cuts them.
-      const grace = new AbortController();
-      const drained = await Promise.race([
-        poller.walkDone().then(() => true),
-        sleep(STOP_READS_GRACE_MS, false, { signal: grace.signal }).catch(() => false),
-      ]);
-      grace.abort();
-      return drained;
-    },
-  };
+}
+
+/** Stops the schedule and waits a short grace for reads; false: reads were still in flight. */
+async function stopPoll(schedule: Schedule, poller: Poller): Promise<boolean> {
+  await schedule.stop();
+  // Reads still in flight get a short grace, then the dispatcher cuts them.
+  const grace = new AbortController();
+  const drained = await Promise.race([
+    poller.walkDone().then(() => true),
+    sleep(STOP_READS_GRACE_MS, false, { signal: grace.signal }).catch(() => false),
+  ]);
+  grace.abort();
+  return drained;
 }

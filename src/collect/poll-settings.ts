@@ -2,7 +2,7 @@
 // collector with settings of its own adds them to `poll` in its own slice (*-settings.ts).
 import { z } from "zod";
 import { bool, duration, int, schedule, text } from "../config/fields.js";
-import { defineSlice, ENV_PREFIX } from "../config/slice.js";
+import { defineSlice, ENV_PREFIX, type SectionOf } from "../config/slice.js";
 
 const X = ENV_PREFIX;
 
@@ -63,6 +63,7 @@ export const pollSlice = defineSlice({
       flag: "max-pages",
       kind: "int",
       help: "page ceiling of one sandbox walk",
+      doc: "page ceiling of one sandbox walk (a guard against endless paging; raise it for more than pageLimit × maxPages sandboxes)",
     },
     {
       path: "poll.confirmDropRatio",
@@ -70,6 +71,7 @@ export const pollSlice = defineSlice({
       flag: "confirm-drop-ratio",
       kind: "number",
       help: "a walk whose sandbox count falls by more than this share is confirmed by a second walk",
+      doc: "a sandbox walk whose count falls by more than this share (above 0, at most 1) of the last complete walk is confirmed by a second walk",
     },
     {
       path: "poll.capabilityRecheckMs",
@@ -77,6 +79,7 @@ export const pollSlice = defineSlice({
       flag: "capability-recheck",
       kind: "duration",
       help: "how often a collector the platform does not serve (404/405/403) is tried again",
+      doc: "how often a collector the platform does not serve (404/405/403 before any success) is tried again",
     },
     {
       path: "poll.maxBackoffMs",
@@ -84,6 +87,7 @@ export const pollSlice = defineSlice({
       flag: "poll-max-backoff",
       kind: "duration",
       help: "ceiling of the backoff between failed sandbox walks",
+      doc: "ceiling of the backoff between failed sandbox walks (it doubles from one interval)",
     },
     {
       path: "poll.maxWalkMs",
@@ -91,6 +95,7 @@ export const pollSlice = defineSlice({
       flag: "poll-max-walk",
       kind: "duration",
       help: "longest one sandbox walk may take before it is abandoned as incomplete",
+      doc: "longest one sandbox walk (drop confirmation included) may take; then it is abandoned as incomplete and counted in `sandbox_exporter_sandbox_walks_abandoned_total`",
       shownDefault: "4 poll intervals",
     },
     {
@@ -99,6 +104,7 @@ export const pollSlice = defineSlice({
       flag: "list-pages-per-tick",
       kind: "int",
       help: "pages of an inventory list (snapshots, volumes, templates) read per tick",
+      doc: "pages of an inventory list (`/snapshots`, `/volumes`, `/v2/templates`) read in one tick; a longer list goes on from the saved token next tick, the last complete one published meanwhile",
     },
     {
       path: "poll.listMaxMs",
@@ -114,6 +120,7 @@ export const pollSlice = defineSlice({
       flag: "poll-usage",
       kind: "bool",
       help: "read the CPU, memory and disk use of this shard's running sandboxes (GET /sandboxes/metrics)",
+      doc: "read the CPU, memory and disk use of this shard's running sandboxes (`GET /sandboxes/metrics`, 100 ids a request) after a complete walk",
     },
     {
       path: "poll.usageIntervalMs",
@@ -121,6 +128,7 @@ export const pollSlice = defineSlice({
       flag: "poll-usage-interval",
       kind: "duration",
       help: "least time between two usage reads (each follows a complete sandbox walk)",
+      doc: "least time between two usage reads; a read starts only after a complete walk and starts no request after one poll interval",
     },
     {
       path: "poll.state",
@@ -152,3 +160,12 @@ export const pollSlice = defineSlice({
     },
   ],
 });
+
+/** The poll settings (config.poll): the poll's own, and each collector's slice (added by its file). */
+export interface PollSettings extends SectionOf<typeof pollSlice> {}
+
+declare module "../config/settings.js" {
+  interface Settings {
+    poll: PollSettings;
+  }
+}

@@ -16,16 +16,14 @@ import {
   type TickContext,
 } from "./collector.js";
 import { collectorStatus } from "./collector-status.js";
-import { COLLECTORS, TICK_COLLECTORS } from "./collectors.js";
 import type { SandboxList } from "./sandbox-table.js";
 import { SandboxWalk, type SandboxWalkOptions } from "./sandbox-walk.js";
 import type { CollectorName, CollectorStatus, Snapshot, TickData, TickName } from "./snapshot.js";
 import { TickReads } from "./tick-reads.js";
-import { UsageCollector, type UsageOptions } from "./usage-collector.js";
+import { UsageCollector } from "./usage-collector.js";
 import { WalkRuns } from "./walk-runs.js";
 
 export type { PlatformReader } from "./collector.js";
-export { describeError } from "./collector.js";
 export { smallerPageLimit } from "./sandbox-walk.js";
 
 /**
@@ -37,10 +35,13 @@ const PUBLISH_WAIT_INTERVALS = 0.5;
 const READ_DEADLINE_INTERVALS = 1;
 
 /** What to poll and how. */
-export interface PollerOptions extends Omit<SandboxWalkOptions, "reader" | "clock"> {
+export interface PollerOptions extends Omit<SandboxWalkOptions, "reader" | "clock" | "poll"> {
   reader: PlatformReader;
   clock: Clock;
-  /** The poll settings: the opt-in collectors they turn on, and each collector's own fields. */
+  /**
+   * The poll settings, the only place the poller and its collectors read them: the walk's, the
+   * backoff ceiling, the capability re-check, usage, the opt-in collectors and their own fields.
+   */
   poll: PollSettings;
   /** The kind of platform (platform.flavor); undefined: learned from its answers. */
   flavor?: TickContext["flavor"];
@@ -50,13 +51,11 @@ export interface PollerOptions extends Omit<SandboxWalkOptions, "reader" | "cloc
   readHealth?: boolean;
   /** Time between two ticks; data older than two of them is stale, whatever the reason. */
   intervalMs: number;
-  /** Ceiling of the wait between failed walks (it doubles from one interval). */
-  maxBackoffMs: number;
   /**
-   * Read the usage of this shard's running sandboxes (GET /sandboxes/metrics) after a complete
-   * walk, at most once per `usage.intervalMs`; off when absent.
+   * The states whose sandboxes usage asks about (states.running): with poll.usage, this shard's
+   * running sandboxes are read after a complete walk, at most once per poll.usageIntervalMs.
    */
-  usage?: UsageOptions;
+  runningStates: readonly string[];
   /**
    * Receives every snapshot (after each tick, and when a walk, a tick collector's read or a usage
    * read that outlived its tick ends, or a read reaches its deadline).
@@ -64,8 +63,6 @@ export interface PollerOptions extends Omit<SandboxWalkOptions, "reader" | "cloc
   onSnapshot?: (snapshot: Snapshot) => Promise<void> | void;
   /** A snapshot handler failed after a read that outlived its tick (a tick's own failure rejects). */
   onError?: (err: unknown) => void;
-  /** Slow re-check of a collector found unsupported. */
-  capabilityRecheckMs: number;
   /** A collector was found unsupported (with the answer that said so), or supported again. */
   onSupport?: (
     collector: CollectorName,
@@ -76,8 +73,8 @@ export interface PollerOptions extends Omit<SandboxWalkOptions, "reader" | "cloc
   eventSink?: LifecycleEventSink;
   /** The team whose capacity teamMetrics reads: platform.teamId, else learned from events. */
   teamId?: () => string | undefined;
-  /** The tick collectors to run; default the registry's (collectors.ts). */
-  collectors?: readonly TickCollector[];
+  /** The tick collectors to run: the catalog's (src/catalog.ts), or a test's own. */
+  collectors: readonly TickCollector[];
 }
 
 /**
@@ -102,19 +99,20 @@ export class Poller {
 
   constructor(private readonly options: PollerOptions) {
     const { clock, reader, intervalMs } = options;
-    this.tickCollectors = options.collectors ?? TICK_COLLECTORS;
+    this.tickCollectors = options.collectors;
     this.optIn = optedIn(this.tickCollectors, options.poll);
     this.capabilities = new Capabilities({
       clock,
-      recheckMs: options.capabilityRecheckMs,
+      recheckMs: options.poll.capabilityRecheckMs,
       ...(options.onSupport ? { onSupport: options.onSupport } : {}),
     });
     this.walk = new SandboxWalk(options);
+    const { maxBackoffMs, usage, usageIntervalMs } = options.poll;
     this.walks = new WalkRuns({
       walk: this.walk,
       clock,
       intervalMs,
-      maxBackoffMs: options.maxBackoffMs,
+      maxBackoffMs,
       onEnd: async (outcome) => {
         if (outcome.ok) {
           this.capabilities.answered("sandboxes");
@@ -136,9 +134,9 @@ export class Poller {
       },
       ...(options.onError ? { onError: options.onError } : {}),
     });
-    this.usage = options.usage
+    this.usage = usage
       ? new UsageCollector({
-          usage: options.usage,
+          usage: { intervalMs: usageIntervalMs, runningStates: options.runningStates },
           reader,
           clock,
           intervalMs,
@@ -214,7 +212,9 @@ export class Poller {
 
   private runs(c: TickCollector): boolean {
     const { clusterWide, readHealth } = this.options;
-    return c.runs({ clusterWide, readHealth: readHealth === true, optIn: this.optIn });
+    // An opt-in collector runs only while its setting is on: applied here, once for all of them.
+    if (c.optIn !== undefined && !this.optIn.has(c.name)) return false;
+    return c.runs({ clusterWide, readHealth: readHealth === true });
   }
 
   /** Makes the snapshot of what every collector last produced, and hands it on. */
@@ -230,7 +230,7 @@ export class Poller {
     if (walked) refreshed.push("sandboxes");
     if (usageRefreshed) refreshed.push("usage");
     const collectors = {} as Record<CollectorName, CollectorStatus>;
-    for (const name of COLLECTORS) {
+    for (const name of [...this.tickCollectors.map((c) => c.name), "sandboxes", "usage"] as const) {
       const isUsage = name === "usage";
       collectors[name] = collectorStatus(name, this.outcomeOf(name), prev?.collectors[name], {
         unsupported: this.capabilities.isUnsupported(name),

@@ -5,21 +5,25 @@ import { PlatformHttpError } from "../platform/http-errors.js";
 import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { inShard } from "../util/shard.js";
-import type { PlatformReader, Reading } from "./collector.js";
+import type { PlatformReader, PollSettings, Reading } from "./collector.js";
 import { PagingError, walkPages } from "./paging.js";
 import { type SandboxList, SandboxTable } from "./sandbox-table.js";
 
 /** Default bound on one walk, in poll intervals (poll.maxWalkMs). */
 const MAX_WALK_INTERVALS = 4;
 
+/** The poll settings the walk reads: its page size and ceiling, its filters, its bounds. */
+export type WalkSettings = Pick<
+  PollSettings,
+  "pageLimit" | "maxPages" | "state" | "metadata" | "confirmDropRatio" | "maxWalkMs"
+>;
+
 /** What to walk and how. */
 export interface SandboxWalkOptions {
   reader: PlatformReader;
   clock: Clock;
-  pageLimit: number;
-  maxPages: number;
-  state?: string;
-  metadata?: string;
+  /** The poll settings (poll.maxWalkMs unset: MAX_WALK_INTERVALS intervals). */
+  poll: WalkSettings;
   /**
    * Keep sandboxes as a compact table without metadata (see SandboxTable): for when neither
    * per-sandbox series nor the policy engine read them.
@@ -32,15 +36,11 @@ export interface SandboxWalkOptions {
   shard?: { index: number; total: number };
   /** Time between two poll ticks (the default walk bound is four of them). */
   intervalMs: number;
-  /** A walk whose count falls by more than this share of the last complete walk is walked again. */
-  confirmDropRatio: number;
   /**
-   * Longest one walk (drop confirmation included) may take: past it no page is asked for, and
-   * the walk fails as incomplete (ERR_PAGING_WALK_TIMEOUT). Default 4 intervals.
+   * A walk ran past its bound and was abandoned (ERR_PAGING_WALK_TIMEOUT): no page is asked for
+   * past it. `limitMs`: the bound, poll.maxWalkMs or its default, drop confirmation included.
    */
-  maxWalkMs?: number;
-  /** A walk ran past maxWalkMs and was abandoned. */
-  onWalkAbandoned?: () => void;
+  onWalkAbandoned?: (limitMs: number) => void;
   /** The platform refused the page size: walks use `to` from now on. */
   onPageLimit?: (from: number, to: number) => void;
   /** A walk fell by more than confirmDropRatio; the second walk confirmed the drop or not. */
@@ -65,7 +65,7 @@ export class SandboxWalk {
   totalRunning: number | undefined;
 
   constructor(private readonly o: SandboxWalkOptions) {
-    this.pageLimit = o.pageLimit;
+    this.pageLimit = o.poll.pageLimit;
   }
 
   /**
@@ -74,15 +74,15 @@ export class SandboxWalk {
    * must not read as half the fleet gone (churn counters, policy). A real drop is seen twice.
    */
   async read(previous: SandboxList | undefined): Promise<Reading<SandboxList>> {
-    const { clock, intervalMs, maxWalkMs } = this.o;
-    const limitMs = maxWalkMs ?? MAX_WALK_INTERVALS * intervalMs;
+    const { clock, intervalMs, poll } = this.o;
+    const limitMs = poll.maxWalkMs ?? MAX_WALK_INTERVALS * intervalMs;
     this.previous = previous;
     const deadline = { at: clock.now() + limitMs, limitMs };
     try {
       return await this.walkChecked(deadline);
     } catch (err) {
       if (err instanceof PagingError && err.code === "ERR_PAGING_WALK_TIMEOUT")
-        this.o.onWalkAbandoned?.();
+        this.o.onWalkAbandoned?.(limitMs);
       throw err;
     } finally {
       // Held only while walking: kept after it, a million-row list would outlive its snapshot.
@@ -94,7 +94,7 @@ export class SandboxWalk {
     const first = await this.walkOnce(deadline);
     const before = this.lastCompleteCount;
     const dropped = (n: number): boolean =>
-      before !== undefined && before - n > before * this.o.confirmDropRatio;
+      before !== undefined && before - n > before * this.o.poll.confirmDropRatio;
     let walk = first;
     if (dropped(first.value.length)) {
       let second: Reading<SandboxList>;
@@ -129,7 +129,8 @@ export class SandboxWalk {
   }
 
   private async walkWith(pageLimit: number, deadline: Deadline): Promise<Reading<SandboxList>> {
-    const { reader, maxPages, state, metadata, clock, shard } = this.o;
+    const { reader, clock, shard } = this.o;
+    const { maxPages, state, metadata } = this.o.poll;
     const slim = this.o.compactSandboxes === true;
     const sharded = shard !== undefined && shard.total > 1;
     const opts = sharded

@@ -20,7 +20,7 @@ export interface TickData {
   templates: readonly Template[];
 }
 export type TickName = keyof TickData;
-/** The independent parts of a poll cycle (see collectors.ts); each succeeds or fails on its own. */
+/** The independent parts of a poll cycle (listed in catalog.ts); each succeeds or fails on its own. */
 export type CollectorName = TickName | "sandboxes" | "usage";
 
 /** Outcome of one collector in the latest cycle. */
@@ -55,17 +55,6 @@ export interface CollectorStatus {
  */
 export function staleAt(c: Pick<CollectorStatus, "stale" | "staleAfter">, now: number): boolean {
   return c.stale || (c.staleAfter !== undefined && now > c.staleAfter);
-}
-
-/** Per state x template roll-up of the sandbox list. */
-export interface SandboxAggregate {
-  state: string;
-  templateId: string;
-  count: number;
-  cpuSum: number;
-  memoryBytesSum: number;
-  /** Epoch seconds of the oldest start time in the group, when any sandbox carries one. */
-  oldestStartSeconds?: number;
 }
 
 /** What a snapshot carries of the opt-in usage collector when it is on. */

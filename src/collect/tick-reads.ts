@@ -2,11 +2,11 @@
 // and each outcome kept until a snapshot carries it. One slow collector holds back no other.
 import type { Clock } from "../util/clock.js";
 import { deadline } from "../util/duration.js";
+import { errorSummary } from "../util/errors.js";
 import type { Capabilities } from "./capabilities.js";
 import {
   attempt,
   CollectorDeadlineError,
-  describeError,
   failure,
   type Outcome,
   type TickCollector,
@@ -148,6 +148,6 @@ function pastDeadline(
   deadlineMs: number,
 ): Outcome<unknown> {
   if (!outcome.ok) return outcome;
-  const error = describeError(new CollectorDeadlineError(name, deadlineMs, outcome.durationMs));
+  const error = errorSummary(new CollectorDeadlineError(name, deadlineMs, outcome.durationMs));
   return { ...outcome, ok: false, error };
 }

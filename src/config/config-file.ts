@@ -1,7 +1,7 @@
 // The --config file: YAML or JSON (JSON is YAML 1.2), nested keys as in the dotted setting paths,
 // plus the seed client's PascalCase field names at the top level.
 import type { ConfigProblem } from "./errors.js";
-import { SETTINGS } from "./settings.js";
+import type { Setting } from "./settings.js";
 import { readYamlFile, type YamlFileProblem } from "./yaml-file.js";
 
 /** One value the file sets, with where in the file it was written. */
@@ -17,8 +17,6 @@ export interface FileValue {
 /** Path of file-level problems (syntax, not a mapping, unreadable). */
 export const FILE_PATH = "(config file)";
 
-const ALIASES = SETTINGS.filter((s) => s.seed).map((s) => [s.seed as string, s.path] as const);
-
 /**
  * Reads and parses the file into leaf values; a problem for each syntax error, alias clash, and
  * for a file that is unreadable, empty or not a mapping.
@@ -26,7 +24,9 @@ const ALIASES = SETTINGS.filter((s) => s.seed).map((s) => [s.seed as string, s.p
 export function readConfigFile(
   file: string,
   readFile: (path: string) => string,
+  settings: readonly Setting[],
 ): { values: FileValue[]; problems: ConfigProblem[] } {
+  const aliases = settings.filter((s) => s.seed).map((s) => [s.seed as string, s.path] as const);
   const problem = (origin: string, expected: string, received?: string): ConfigProblem => ({
     path: FILE_PATH,
     source: "file",
@@ -55,7 +55,7 @@ export function readConfigFile(
   const problems: ConfigProblem[] = [];
   const rest = { ...root };
   const nested: FileValue[] = [];
-  for (const [seed, path] of ALIASES) {
+  for (const [seed, path] of aliases) {
     if (!(seed in rest)) continue;
     const value = rest[seed];
     delete rest[seed];

@@ -1,9 +1,7 @@
 // Command-line flags (node:util parseArgs); help.ts turns the same settings table into --help.
 import { parseArgs } from "node:util";
 import type { ConfigProblem } from "./errors.js";
-import { SETTINGS, type Setting } from "./settings.js";
-
-export { helpText } from "./help.js";
+import type { Setting } from "./settings.js";
 
 /** One setting given on the command line, still as text. */
 export interface FlagValue {
@@ -22,28 +20,31 @@ export interface ParsedFlags {
   problems: ConfigProblem[];
 }
 
-const BY_FLAG = new Map<string, Setting>();
-for (const s of SETTINGS)
-  for (const flag of [s.flag, ...(s.flagAliases ?? [])]) if (flag) BY_FLAG.set(flag, s);
-/** `--no-<flag>` of a negatable bool setting: sets it false. */
-const NEGATED = new Map<string, Setting>();
-for (const s of SETTINGS) if (s.negatable && s.flag) NEGATED.set(`no-${s.flag}`, s);
 const META = ["config", "help", "version"];
 const NOT_A_FLAG = "argv";
 const KEY_ON_ARGV = "api-key";
 /** Stands for the value of a flag followed directly by another flag. */
 const MISSING = "\u0000missing";
 
-/** Parses argv, collecting every unknown flag, missing value and stray argument as a problem. */
-export function parseFlags(argv: readonly string[]): ParsedFlags {
+/**
+ * Parses argv against the flags of `settings`, collecting every unknown flag, missing value and
+ * stray argument as a problem.
+ */
+export function parseFlags(argv: readonly string[], settings: readonly Setting[]): ParsedFlags {
+  const byFlag = new Map<string, Setting>();
+  for (const s of settings)
+    for (const flag of [s.flag, ...(s.flagAliases ?? [])]) if (flag) byFlag.set(flag, s);
+  /** `--no-<flag>` of a negatable bool setting: sets it false. */
+  const negatedFlags = new Map<string, Setting>();
+  for (const s of settings) if (s.negatable && s.flag) negatedFlags.set(`no-${s.flag}`, s);
   const options: Record<string, { type: "string" | "boolean"; short?: string }> = {
     config: { type: "string" },
     help: { type: "boolean", short: "h" },
     version: { type: "boolean" },
   };
-  for (const [flag, s] of BY_FLAG)
+  for (const [flag, s] of byFlag)
     options[flag] = { type: s.kind === "bool" ? "boolean" : "string" };
-  for (const flag of NEGATED.keys()) options[flag] = { type: "boolean" };
+  for (const flag of negatedFlags.keys()) options[flag] = { type: "boolean" };
   // Non-strict: parseArgs would stop at the first mistake; the tokens let us report them all.
   const { tokens } = parseArgs({
     args: markMissingValues(argv, options),
@@ -70,12 +71,12 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
     hideNext = false;
     const name = token.name;
     const origin = `--${name}`;
-    const negated = NEGATED.get(name);
+    const negated = negatedFlags.get(name);
     if (negated && token.value === undefined) {
       out.values.push({ setting: negated, raw: "false", origin });
       continue;
     }
-    const known = BY_FLAG.get(name);
+    const known = byFlag.get(name);
     if (!known && !META.includes(name)) {
       hideNext = token.value === undefined;
       problem(

@@ -2,8 +2,12 @@
 // then its path, description and one default (per flavor where the flavor presets it), wrapped.
 import { formatDuration } from "../util/duration.js";
 import { isScheduleSpec } from "../util/schedule.js";
-import { ConfigSchema, FLAVORS } from "./schema.js";
-import { CONFIG_FILE_ENV, SETTINGS, type Setting, type SettingKind } from "./settings.js";
+import {
+  CONFIG_FILE_ENV,
+  type Setting,
+  type SettingKind,
+  type SettingsCatalog,
+} from "./settings.js";
 
 /** Widest line of the text: a terminal of 100 columns shows it unwrapped. */
 export const HELP_WIDTH = 100;
@@ -36,16 +40,16 @@ interface HelpRow {
   default?: string;
 }
 
-/** The --help text: every flag with its environment variable, description and default. */
-export function helpText(): string {
-  const defaults = flavorDefaults();
+/** The --help text: every flag of `catalog` with its environment variable, description and default. */
+export function helpText(catalog: SettingsCatalog): string {
+  const defaults = flavorDefaults(catalog);
   const rows: HelpRow[] = [
     {
       flag: "--config FILE",
       env: CONFIG_FILE_ENV,
       text: "YAML or JSON config file (nested keys as in the paths)",
     },
-    ...SETTINGS.map((s) => settingRow(s, defaults)),
+    ...catalog.settings.map((s) => settingRow(s, defaults)),
     { flag: "--help, -h", env: "", text: "print this text" },
     { flag: "--version", env: "", text: "print the version" },
   ];
@@ -65,14 +69,16 @@ export function helpText(): string {
 }
 
 /** The settled defaults: the base flavor's (the schema's default) first, then each other flavor's. */
-function flavorDefaults(): Array<{ flavor: string; config: unknown }> {
-  const base = ConfigSchema.parse({});
-  const others = Object.keys(FLAVORS).filter((f) => f !== base.platform.flavor);
+export function flavorDefaults(
+  catalog: SettingsCatalog,
+): Array<{ flavor: string; config: unknown }> {
+  const base = catalog.schema.parse({});
+  const others = catalog.flavors.filter((f) => f !== base.platform.flavor);
   return [
     { flavor: base.platform.flavor, config: base },
     ...others.flatMap((flavor) => {
       // A flavor whose presets alone do not validate has no defaults to show.
-      const parsed = ConfigSchema.safeParse({ platform: { flavor } });
+      const parsed = catalog.schema.safeParse({ platform: { flavor } });
       return parsed.success ? [{ flavor, config: parsed.data }] : [];
     }),
   ];
@@ -95,7 +101,7 @@ function settingRow(s: Setting, defaults: Array<{ flavor: string; config: unknow
  * One default: the base flavor's (or the row's own wording of one computed in code), then
  * `X with --flavor f` for each flavor that presets another; undefined for an unset setting.
  */
-function defaultOf(
+export function defaultOf(
   s: Setting,
   defaults: Array<{ flavor: string; config: unknown }>,
 ): string | undefined {

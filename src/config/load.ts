@@ -5,12 +5,10 @@ import { isScheduleSpec } from "../util/schedule.js";
 import { FILE_PATH, readConfigFile } from "./config-file.js";
 import { ConfigError, type ConfigProblem, type Source, showValue } from "./errors.js";
 import { parseFlags } from "./flags.js";
-import { type Config, ConfigSchema } from "./schema.js";
-import { CONFIG_FILE_ENV, fromText, SETTINGS } from "./settings.js";
+import { CONFIG_FILE_ENV, type Config, fromText, type SettingsCatalog } from "./settings.js";
 import { closest, knownKeys } from "./suggest.js";
 
 export { ConfigError, type ConfigProblem, type Source } from "./errors.js";
-export { helpText } from "./help.js";
 export { redactConfig } from "./redact.js";
 
 /** The loaded configuration and where each of its values came from. */
@@ -57,12 +55,14 @@ const noFiles = (): string => {
 };
 
 /**
- * Loads and validates the configuration; throws ConfigError listing every problem found.
- * With --help or --version it never throws: the config is then the defaults if it did not validate.
+ * Loads and validates the configuration `catalog` composes (the catalog's `loadConfig` passes the
+ * one there is); throws ConfigError listing every problem found. With --help or --version it never
+ * throws: the config is then the defaults if it did not validate.
  */
-export function loadConfig(input: ConfigInput): LoadedConfig {
+export function loadSettings(catalog: SettingsCatalog, input: ConfigInput): LoadedConfig {
+  const { schema, settings } = catalog;
   const readFile = input.readFile ?? noFiles;
-  const flags = parseFlags(input.argv);
+  const flags = parseFlags(input.argv, settings);
   const problems: ConfigProblem[] = [...flags.problems];
   const raw: Record<string, unknown> = {};
   const entries = new Map<string, Entry>();
@@ -81,7 +81,7 @@ export function loadConfig(input: ConfigInput): LoadedConfig {
       received: '""',
     });
   } else if (configFile !== undefined) {
-    const file = readConfigFile(configFile, readFile);
+    const file = readConfigFile(configFile, readFile, settings);
     problems.push(...file.problems);
     for (const v of file.values) {
       if (!isDerived(v.keys)) set(v.keys, v.value, "file", v.origin);
@@ -90,13 +90,13 @@ export function loadConfig(input: ConfigInput): LoadedConfig {
           path: v.path,
           source: "file",
           origin: v.origin,
-          expected: unknown(v.keys),
+          expected: unknown(catalog, v.keys),
         });
     }
   }
   for (const { setting, raw: text, origin } of flags.values)
     set(setting.path.split("."), fromText(setting.kind, text), "flag", origin);
-  for (const s of SETTINGS) {
+  for (const s of settings) {
     const text = nonEmpty(input.env[s.env]);
     if (text !== undefined) set(s.path.split("."), fromText(s.kind, text), "env", s.env);
   }
@@ -105,10 +105,10 @@ export function loadConfig(input: ConfigInput): LoadedConfig {
   readKeyFile(raw, entries, readFile, problems, set);
   shardFromHostname(raw, entries, nonEmpty(input.env.HOSTNAME) ?? input.hostname, problems, set);
 
-  const parsed = ConfigSchema.safeParse(raw, { error: genericExpected });
+  const parsed = schema.safeParse(raw, { error: genericExpected });
   if (!parsed.success) {
     for (const issue of parsed.error.issues)
-      problems.push(...problemsOf(issue, raw, entries, configFile));
+      problems.push(...problemsOf(catalog, issue, raw, entries, configFile));
   }
   const wantsInfo = flags.help || flags.version;
   const url = getIn(raw, API_URL);
@@ -123,7 +123,7 @@ export function loadConfig(input: ConfigInput): LoadedConfig {
     });
   }
   if (problems.length > 0 && !wantsInfo) throw new ConfigError(problems);
-  const config = parsed.success ? parsed.data : ConfigSchema.parse({});
+  const config = parsed.success ? parsed.data : schema.parse({});
   return {
     config,
     sources: parsed.success ? sourcesOf(config, entries) : {},
@@ -237,6 +237,7 @@ function genericExpected(issue: z.core.$ZodRawIssue): string | undefined {
 
 /** One problem per issue (one per key for unknown keys), naming the source that supplied the value. */
 function problemsOf(
+  catalog: SettingsCatalog,
   issue: z.core.$ZodIssue,
   raw: Record<string, unknown>,
   entries: Map<string, Entry>,
@@ -247,7 +248,7 @@ function problemsOf(
   return targets.map((keys) => {
     const path = keys.join(".");
     const { source, origin } = originOf(keys, entries, file);
-    const expected = issue.code === "unrecognized_keys" ? unknown(keys) : issue.message;
+    const expected = issue.code === "unrecognized_keys" ? unknown(catalog, keys) : issue.message;
     const received =
       issue.code === "unrecognized_keys" ? undefined : showValue(path, getIn(raw, keys));
     return { path, source, origin, expected, received };
@@ -285,20 +286,19 @@ function isDerived(keys: readonly string[]): boolean {
 }
 
 /** The "expected" phrase for an unknown key, with a hint when a known one is close. */
-function unknown(keys: string[]): string {
-  return `a known setting (see --help)${suggestion(keys)}`;
+function unknown(catalog: SettingsCatalog, keys: string[]): string {
+  return `a known setting (see --help)${suggestion(catalog, keys)}`;
 }
-
-/** Names the file accepts at its top level besides the sections: the seed client's. */
-const SEED_NAMES = SETTINGS.flatMap((s) => (s.seed ? [s.seed] : []));
 
 /**
  * `; did you mean poll.schedule?` for a key a few edits from one the schema knows at that place
  * (any depth), or from a seed name at the top; never a derived fact.
  */
-function suggestion(keys: string[]): string {
+function suggestion(catalog: SettingsCatalog, keys: string[]): string {
   const parents = keys.slice(0, -1);
-  const names = [...knownKeys(ConfigSchema, parents), ...(parents.length === 0 ? SEED_NAMES : [])];
+  // At the top, the file also accepts the seed client's names.
+  const seeds = catalog.settings.flatMap((s) => (s.seed ? [s.seed] : []));
+  const names = [...knownKeys(catalog.schema, parents), ...(parents.length === 0 ? seeds : [])];
   const hit = closest(
     keys.at(-1) ?? "",
     names.filter((n) => !isDerived([...parents, n])),

@@ -1,6 +1,6 @@
 // Secrets in configuration: which settings hold one, and a copy of the config safe to print or log.
 import { isSecretKey } from "../util/secrets.js";
-import type { Config } from "./schema.js";
+import type { Config } from "./settings.js";
 
 const MASK = "***";
 /** Maps of platform field names: `accessToken: envdAccessToken` names a field, it is no secret. */

@@ -3,8 +3,8 @@
 // webhook signing secret. (The API key file becomes platform.apiKey while the configuration loads:
 // it takes part in the sources' precedence.) Each value is trimmed and checked by readSecretFile.
 import { readFileSync } from "node:fs";
-import type { Config } from "./schema.js";
 import { readSecretFile } from "./secret-file.js";
+import type { Config } from "./settings.js";
 
 /** The secrets read from files; a setting left unset is absent. */
 export interface SecretValues {

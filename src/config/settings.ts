@@ -1,9 +1,29 @@
-// Every setting reachable from the environment or a flag, with its dotted path in the schema: the
-// rows of the features' settings slices, in --help order.
-import { SLICES } from "./schema.js";
+// The configuration's type and the reading of one setting's text. `Settings` starts empty: each
+// settings slice file adds its section by module augmentation (as each collector adds its data
+// to TickData), so config/ names no feature; the catalog (src/catalog.ts) composes the schema from
+// the same slices and checks that what it parses is a `Config`.
+import type { z } from "zod";
 import type { Setting, SettingKind } from "./slice.js";
 
 export type { Setting, SettingKind } from "./slice.js";
+
+/** The configuration's sections by key; each slice file adds its own (declare module). */
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by module augmentation.
+export interface Settings {}
+
+/** The validated configuration every other module receives (defaults filled in). */
+export type Config = Settings;
+
+/**
+ * What the loader, the flag parser and --help read of the composed configuration: the schema
+ * (parsing `{}` gives every default), every setting's row in --help order and the flavors whose
+ * presets change defaults. The catalog builds the one there is.
+ */
+export interface SettingsCatalog {
+  readonly schema: z.ZodType<Config>;
+  readonly settings: readonly Setting[];
+  readonly flavors: readonly string[];
+}
 
 /** Environment variable naming the config file; like every variable it beats the flag. */
 export const CONFIG_FILE_ENV = "SANDBOX_EXPORTER_CONFIG";
@@ -38,6 +58,3 @@ export function fromText(kind: SettingKind, raw: string): unknown {
       return t;
   }
 }
-
-/** The table the loader, the flag parser and --help share. */
-export const SETTINGS: readonly Setting[] = SLICES.flatMap((s) => s.settings);

@@ -2,6 +2,7 @@
 // and the log.
 import { z } from "zod";
 import { bool, int, list, oneOf, text } from "./fields.js";
+import type { SectionOf } from "./slice.js";
 import { defineSlice, ENV_PREFIX } from "./slice.js";
 
 const X = ENV_PREFIX;
@@ -44,6 +45,7 @@ export const shardSlice = defineSlice({
       flag: "shard-from-hostname",
       kind: "bool",
       help: "take this replica's shard from its StatefulSet pod's ordinal: the N of hostname name-N",
+      doc: "take `shard.index` from the StatefulSet pod's ordinal: the `N` of the hostname `name-N` (`HOSTNAME`, else the machine's name); refused with an explicit `shard.index`, or a hostname without an ordinal",
     },
   ],
 });
@@ -101,3 +103,12 @@ export const logSlice = defineSlice({
     },
   ],
 });
+
+declare module "./settings.js" {
+  interface Settings {
+    shard: SectionOf<typeof shardSlice>;
+    fieldMap: SectionOf<typeof fieldMapSlice>;
+    states: SectionOf<typeof statesSlice>;
+    log: SectionOf<typeof logSlice>;
+  }
+}

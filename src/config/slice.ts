@@ -21,6 +21,8 @@ export interface Setting {
   kind: SettingKind;
   /** What it does, for --help: no default here (--help adds the schema's, per flavor). */
   help: string;
+  /** The settings table's longer words (markdown: links, ranges, figures); default `help`. */
+  doc?: string;
   /**
    * --help's words for a default the code computes from other settings (`4 poll intervals`), or
    * `unset` where the settled value only stands in for one; the flavors' presets are still added.
@@ -65,6 +67,9 @@ type Intersect<U> = (U extends unknown ? (u: U) => void : never) extends (u: inf
 type Flatten<T> = { [K in keyof T]: T[K] };
 /** The fields of several slices together. */
 export type FieldsOf<S extends readonly AnySlice[]> = Flatten<Intersect<S[number]["fields"]>>;
+
+/** The parsed fields of one slice: what it adds to its section of the configuration. */
+export type SectionOf<S extends AnySlice> = z.output<z.ZodObject<S["fields"]>>;
 
 /**
  * The section the slices of one key make together: their fields in one strict object (a field

@@ -12,6 +12,7 @@ import {
   Parser,
   visit,
 } from "yaml";
+import { errorLine } from "../util/errors.js";
 
 /**
  * Alias expansions one file may make: a real file needs a handful, a "billion laughs" file
@@ -69,7 +70,7 @@ export function readYamlFile(file: string, readFile: (path: string) => string): 
   try {
     text = readFile(file);
   } catch (err) {
-    return fail("unreadable", firstLine(err));
+    return fail("unreadable", errorLine(err));
   }
   let root: unknown;
   try {
@@ -84,7 +85,7 @@ export function readYamlFile(file: string, readFile: (path: string) => string): 
     const second = docs.next();
     if (!second.done) return fail("syntax", "more than one YAML document", second.value.range[0]);
     const problems = [
-      ...doc.errors.map((e) => ({ message: firstLine(e), offset: e.pos[0] })),
+      ...doc.errors.map((e) => ({ message: errorLine(e), offset: e.pos[0] })),
       ...structureProblems(doc),
     ].map(({ message, offset }): YamlFileProblem => {
       // Only the first line: the rest quotes the file, which may hold the API key.
@@ -96,7 +97,7 @@ export function readYamlFile(file: string, readFile: (path: string) => string): 
   } catch (err) {
     if (err instanceof TooDeep) return fail("syntax", err.message, err.offset);
     // toJS throws on too many alias expansions; nothing else may escape as a crash either.
-    return fail("syntax", firstLine(err));
+    return fail("syntax", errorLine(err));
   }
   if (root === null || root === undefined) return fail("empty", "an empty file");
   if (typeof root !== "object" || Array.isArray(root))
@@ -152,8 +153,4 @@ function offsetOf(node: unknown): number {
 function position(lines: LineCounter, offset: number): { line?: number; col?: number } {
   const at = lines.linePos(offset);
   return at.line > 0 ? { line: at.line, col: at.col } : {};
-}
-
-function firstLine(err: unknown): string {
-  return ((err instanceof Error ? err.message : String(err)).split("\n")[0] ?? "").trim();
 }

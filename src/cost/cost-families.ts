@@ -129,25 +129,7 @@ export function registerCostFamilies(a: CostAccountant, o: CostFamiliesOptions):
     `${ns}_estimated_cost_attributed_total`,
     `Estimated spend by metadata key (cost.attributeBy) and value: the first cost.maxAttributedValues values by spend keep their own series, the rest count as ${OTHER_VALUE}; ${NONE} is a sandbox without the key (or without metadata), so each key's values sum to the spend.`,
     ["key", "value", "currency"],
-    (put, s) => {
-      s.attributeBy.forEach((key, i) => {
-        const { values, overflow } = a.attribution(i);
-        const mine = admitted[i] as Set<string>;
-        if (mine.size < s.maxAttributedValues) {
-          const ranked = [...values].filter(([v]) => !mine.has(v)).sort((x, y) => y[1] - x[1]);
-          for (const [v] of ranked) {
-            if (mine.size >= s.maxAttributedValues) break;
-            mine.add(v);
-          }
-        }
-        let other = overflow;
-        for (const [v, cost] of values) {
-          if (mine.has(v)) put({ key, value: label(v), currency: s.currency }, cost);
-          else other += cost;
-        }
-        put({ key, value: OTHER_VALUE, currency: s.currency }, other);
-      });
-    },
+    (put, s) => putAttributed(a, admitted, label, put, s),
   );
   counter(
     `${ns}_policy_estimated_savings_total`,
@@ -168,6 +150,36 @@ export function registerCostFamilies(a: CostAccountant, o: CostFamiliesOptions):
     },
   );
   registerCostGauges(o);
+}
+
+/**
+ * The attributed spend of each cost.attributeBy key: the values with a series of their own (the
+ * first ones by spend, `admitted` for good), the rest summed as OTHER_VALUE.
+ */
+function putAttributed(
+  a: CostAccountant,
+  admitted: readonly Set<string>[],
+  label: (value: string) => string,
+  put: (labels: Record<"key" | "value" | "currency", string>, value: number) => void,
+  s: CostSettings,
+): void {
+  s.attributeBy.forEach((key, i) => {
+    const { values, overflow } = a.attribution(i);
+    const mine = admitted[i] as Set<string>;
+    if (mine.size < s.maxAttributedValues) {
+      const ranked = [...values].filter(([v]) => !mine.has(v)).sort((x, y) => y[1] - x[1]);
+      for (const [v] of ranked) {
+        if (mine.size >= s.maxAttributedValues) break;
+        mine.add(v);
+      }
+    }
+    let other = overflow;
+    for (const [v, cost] of values) {
+      if (mine.has(v)) put({ key, value: label(v), currency: s.currency }, cost);
+      else other += cost;
+    }
+    put({ key, value: OTHER_VALUE, currency: s.currency }, other);
+  });
 }
 
 /** The price table and the budget in use, read from the settings at each scrape. */

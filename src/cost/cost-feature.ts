@@ -1,7 +1,7 @@
-// Cost as a feature of the exporter: on with cost.enabled; it meters the walks, the lifecycle events
-// (it wraps the event sink, so the features after it feed it) and the policy's pauses.
+// The face of cost: the feature, on with cost.enabled. It meters the walks, the lifecycle events
+// (it subscribes to the ledger, whoever feeds it) and the policy's pauses (cost-accounting.ts).
 import type { Feature } from "../feature.js";
-import { startCost } from "./cost-module.js";
+import { startCost } from "./cost-accounting.js";
 import { enabledChanged } from "./cost-reload.js";
 
 export const costFeature: Feature = {
@@ -26,7 +26,8 @@ export const costFeature: Feature = {
           nonFinite: (family) => s.metrics.drops.dropNonFinite(family),
         });
         if (!cost) return {};
-        if (s.eventSink) s.eventSink = cost.events(s.eventSink);
+        // Events are accounted where they arrive; without the ledger the walks alone are metered.
+        if (s.ledger) cost.follow(s.ledger);
         s.policyHooks.push(cost.policy);
         return {
           onSnapshot: (snapshot) => cost.onSnapshot(snapshot),

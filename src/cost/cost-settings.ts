@@ -1,5 +1,5 @@
 // The `cost:` section of the configuration: the price table, currency, attribution and budget.
-// The only place its defaults live; src/config/schema.ts includes the slice and settles it.
+// The only place its defaults live; src/catalog.ts composes the slice and settles it.
 import { z } from "zod";
 import { bool, int, list, text } from "../config/fields.js";
 import { defineSlice, ENV_PREFIX } from "../config/slice.js";
@@ -140,6 +140,7 @@ export const costSlice = defineSlice({
       negatable: true,
       kind: "bool",
       help: "estimate spend and policy savings (a running price given turns it on, on any flavor)",
+      doc: "estimate spend and policy savings ([cost.md](cost.md)); a running price given turns it on, on any flavor. On a self-hosted platform without `cost.prices.vcpuSecond` or `cost.prices.memoryGiBSecond`, `--cost` stops the start (exit 2)",
     },
     {
       path: "cost.prices.vcpuSecond",
@@ -147,6 +148,7 @@ export const costSlice = defineSlice({
       flag: "cost-vcpu-second",
       kind: "number",
       help: "price of one vCPU-second running, in cost.currency (E2B's rate on e2b)",
+      doc: "price of one vCPU-second running, in `cost.currency` (E2B's rate on e2b; a number from 0 to 1000, as every price; a reload applies prices from then on)",
       shownDefault: "unset",
     },
     {
@@ -170,6 +172,7 @@ export const costSlice = defineSlice({
       flag: "cost-currency",
       kind: "string",
       help: "currency label of the prices and spend (ISO 4217)",
+      doc: "the `currency` label of prices and spend (a three-letter ISO 4217 code)",
     },
     {
       path: "cost.attributeBy",
@@ -178,6 +181,7 @@ export const costSlice = defineSlice({
       repeatable: true,
       kind: "list",
       help: "metadata key whose values get their own spend series (repeat the flag, or a comma list)",
+      doc: "metadata keys whose values get their own spend series (repeat the flag, or a comma list; each key once); the walk then keeps metadata (no compact table)",
     },
     {
       path: "cost.maxAttributedValues",
@@ -185,6 +189,7 @@ export const costSlice = defineSlice({
       flag: "cost-max-attributed-values",
       kind: "int",
       help: "values per attribution key with their own series; the rest count as other",
+      doc: "values per attribution key with a series of their own (1–1,000); the rest count as `other`",
     },
     {
       path: "cost.budget.daily",
@@ -192,6 +197,13 @@ export const costSlice = defineSlice({
       flag: "cost-budget-daily",
       kind: "number",
       help: "daily spend budget, in cost.currency (exported for the forecast alert)",
+      doc: 'daily spend budget in `cost.currency`: `sandbox_cost_budget{period="daily"}`, for the `SandboxSpendForecastOverBudget` alert',
     },
   ],
 });
+
+declare module "../config/settings.js" {
+  interface Settings {
+    cost: CostSettings;
+  }
+}

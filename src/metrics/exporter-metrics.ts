@@ -4,13 +4,14 @@
 import { setImmediate } from "node:timers/promises";
 import { createGzip, gzipSync } from "node:zlib";
 import type { Registry } from "prom-client";
-import { TICK_COLLECTORS } from "../collect/collectors.js";
+import type { TickCollector } from "../collect/collector.js";
 import type { Snapshot } from "../collect/snapshot.js";
 import type { PlatformFacts } from "../platform/facts.js";
 import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { ChurnTracker } from "./churn.js";
-import { collectorFamilies } from "./collector-families.js";
+import { collectorStatusFamilies } from "./collector-status-families.js";
+import { extraLabelNames } from "./exposition/naming.js";
 import { registryAsOpenMetrics } from "./exposition/openmetrics.js";
 import {
   ExpositionDrops,
@@ -20,12 +21,11 @@ import {
 import { Family, type Format } from "./exposition/text.js";
 import { RESOURCE_FIELDS, ValueGuard } from "./exposition/value-guard.js";
 import { EventLedger } from "./lifecycle-events.js";
-import { extraLabelNames } from "./naming.js";
 import { PerSandboxSeries } from "./per-sandbox.js";
-import { PlatformFamilies } from "./platform-families.js";
 import { runSteps, runStepsYielding, type Steps } from "./render-steps.js";
 import { SandboxAggregates } from "./sandbox-aggregates.js";
 import { type RequestObservation, SelfMetrics } from "./self-metrics.js";
+import { TickCollectorFamilies } from "./tick-collector-families.js";
 
 export type { Format } from "./exposition/text.js";
 
@@ -45,6 +45,8 @@ const FIXED_SANDBOX_LABELS = ["sandbox_id", "template", "state", "shard"];
 export interface MetricsOptions {
   /** Metric name prefix, e.g. "sandbox". */
   namespace: string;
+  /** The tick collectors whose own families are rendered: the catalog's (src/catalog.ts). */
+  collectors: readonly TickCollector[];
   perSandboxMetrics: boolean;
   /** Metadata keys allowed as labels of sandbox_info (snake_cased; `metadata_` on a clash). */
   metadataLabels: string[];
@@ -114,7 +116,7 @@ export class ExporterMetrics {
   /** What the exposition left out (NaN or +-Inf where a family never means one, failed families). */
   readonly drops: ExpositionDrops;
   private readonly self: SelfMetrics;
-  private readonly platform: PlatformFamilies;
+  private readonly platform: TickCollectorFamilies;
   private readonly aggregates: SandboxAggregates;
   private readonly churn: ChurnTracker;
   /** The lifecycle event ledger (both the events collector and the webhook feed it), when on. */
@@ -146,7 +148,7 @@ export class ExporterMetrics {
     );
     registerDropFamilies(this.registry, ns, this.drops);
     // Each tick collector's families, made with the registry for any it updates between snapshots.
-    this.platform = new PlatformFamilies(ns, TICK_COLLECTORS, this.registry);
+    this.platform = new TickCollectorFamilies(ns, o.collectors, this.registry);
     // The ledger's labels come from events, not snapshots: a guard of its own.
     const eventLabels = new ValueGuard(o.maxLabelValueLength, o.scrub);
     this.events = o.lifecycleEvents
@@ -278,7 +280,7 @@ export class ExporterMetrics {
         small.push(droppedFamily(ns, out.dropped));
       }
     }
-    small.push(...collectorFamilies(ns, snapshot, shard.total > 1));
+    small.push(...collectorStatusFamilies(ns, snapshot, shard.total > 1));
     const counters = [...this.churn.families(ns, guard), ...collected];
     for (const f of counters) this.drops.dropNonFinite(`${f.name}_total`, f.nonFinite);
     small.push(...guardFamilies(ns, guard, usage !== undefined));

@@ -54,8 +54,13 @@ export interface EventLedgerOptions {
   facts?: PlatformFacts;
 }
 
+/** Told of each event the ledger counts as new (not of duplicates, nor of other shards' events). */
+export type FreshEventListener = (event: LifecycleEvent) => void;
+
 /** Counts each lifecycle event once, whichever way it came; memory bounded by time and count. */
 export class EventLedger implements LifecycleEventSink, KillLookup {
+  /** Who is told of each fresh event (cost), in the order they subscribed. */
+  private readonly listeners: FreshEventListener[] = [];
   /** Event id -> when it arrived (clock ms); insertion order is arrival order. */
   private readonly ids = new Map<string, number>();
   /** Sandbox id -> the reason of its latest kill; oldest first. */
@@ -109,6 +114,11 @@ export class EventLedger implements LifecycleEventSink, KillLookup {
     });
   }
 
+  /** Tells `listener` of every event counted as new from now on, whichever way it came. */
+  onFresh(listener: FreshEventListener): void {
+    this.listeners.push(listener);
+  }
+
   /** Counts the event unless its id was seen within the horizon; true when it was new. */
   accept(event: LifecycleEvent, via: "poll" | "webhook"): boolean {
     const now = this.o.clock.now();
@@ -135,6 +145,7 @@ export class EventLedger implements LifecycleEventSink, KillLookup {
         if (oldest !== undefined) this.kills.delete(oldest);
       }
     }
+    for (const listener of this.listeners) listener(event);
     return true;
   }
 

@@ -4,6 +4,7 @@ import { isIP } from "node:net";
 import { z } from "zod";
 import { duration, int, oneOf, text } from "../config/fields.js";
 import { controlCharacterAt } from "../config/secret-file.js";
+import type { SectionOf } from "../config/slice.js";
 import { defineSlice, ENV_PREFIX } from "../config/slice.js";
 
 const X = ENV_PREFIX;
@@ -110,6 +111,7 @@ export const platformSlice = defineSlice({
       flag: "flavor",
       kind: "string",
       help: "sandboxapi or e2b (E2B's hosted API: no prefix, pages of at most 100, its filter forms, connect to resume)",
+      doc: "`sandboxapi` or `e2b` (E2B's hosted API: no prefix, pages of at most 100, E2B's filter forms, `connect` to resume)",
     },
     {
       path: "platform.apiPrefix",
@@ -124,6 +126,7 @@ export const platformSlice = defineSlice({
       flag: "admin-token-file",
       kind: "string",
       help: "file holding the X-Admin-Token sent to the node endpoints",
+      doc: "file holding the `X-Admin-Token` sent to `/nodes` (E2B serves nodes to admins only); a secret like the key",
     },
     {
       path: "platform.apiKey",
@@ -206,6 +209,7 @@ export const platformSlice = defineSlice({
       flag: "data-plane-routing",
       kind: "string",
       help: "data-plane routing: host ({port}-{id}.{domain}) or headers (E2b-Sandbox-Id to sandbox.{domain})",
+      doc: "how an agent call names its sandbox: `host` (Host `{agentPort}-{id}.{sandboxDomain}`, needs wildcard DNS) or `headers` (to `sandbox.{sandboxDomain}` with `E2b-Sandbox-Id` / `E2b-Sandbox-Port`, as E2B's SDK reaches hosted sandboxes; the node address is still dialled when `proxyNodeIp` is set)",
     },
     {
       path: "platform.retries",
@@ -241,6 +245,7 @@ export const platformSlice = defineSlice({
       flag: "team-id",
       kind: "string",
       help: "the API key's team id (E2B), for the team metrics; unset: learned from the lifecycle events",
+      doc: "the API key's team; unset, it is learned from the lifecycle events' `sandboxTeamId` (`poll.events` or the webhook), and until then the team collector fails with `ERR_TEAM_ID_UNKNOWN`",
     },
     {
       path: "platform.teamConcurrencyLimit",
@@ -248,6 +253,14 @@ export const platformSlice = defineSlice({
       flag: "team-concurrency-limit",
       kind: "int",
       help: "concurrent sandboxes the team may run (E2B's API does not serve it; a 429 naming it is learned too)",
+      doc: 'concurrent sandboxes the team may run (E2B\'s API does not serve the number; a 429 naming it is learned too): `sandbox_team_concurrent_sandboxes_limit{source="config"}`',
     },
   ],
 });
+
+declare module "../config/settings.js" {
+  interface Settings {
+    /** `apiPrefix` is settled from the flavor's presets when no setting gives it. */
+    platform: Omit<SectionOf<typeof platformSlice>, "apiPrefix"> & { apiPrefix: string };
+  }
+}

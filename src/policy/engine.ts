@@ -9,6 +9,7 @@ import {
   EMPTY_MEMORY,
   type Evaluation,
   evaluatePolicy,
+  type IdleEstimate,
   idOfKey,
   type PolicyMemory,
   recordActions,
@@ -120,10 +121,44 @@ export class PolicyEngine {
     if (blocked) return this.blockedRun(snapshot.cycle, now, blocked);
     const budgetMs = spec.maxRunTimeMs ?? this.o.defaultRunTimeMs;
     const until = now + budgetMs;
-    const clock = () => this.o.clock.now();
     // The walk kept only this shard's sandboxes: every one of them is ours to act on.
     const list = snapshot.sandboxes ?? [];
     const own: readonly Sandbox[] = Array.isArray(list) ? list : Array.from(list);
+    const signals = await this.readSignals(spec, own, now, until);
+    const { read } = signals;
+    // A sandbox gone since the walk (its log read found none) is in no share and no decision.
+    const live =
+      read.gone.size > 0
+        ? withoutGone(own, signals.samples, read.gone)
+        : { own, samples: signals.samples };
+    const estimates = estimateIdle(spec, live.samples, read.activity, now, signals.busy);
+    const evaluation = evaluatePolicy({
+      sandboxes: live.own,
+      activity: signals.activity,
+      spec,
+      states: this.states,
+      memory: this.memory,
+      now,
+      estimates,
+    });
+    const outcomes = await this.apply(evaluation, spec, dataReadAt(snapshot), until);
+    this.o.hooks?.onPlan(now, evaluation.decisions);
+    return this.recordRun(
+      { cycle: snapshot.cycle, spec, now, budgetMs, stats: read.stats },
+      {
+        evaluation,
+        outcomes,
+        estimates,
+      },
+    );
+  }
+
+  /**
+   * The idle signals of a run: the rules' samples, the last activity of the sandboxes an idle
+   * condition asks about (log reads, within the budget), and those busy by their CPU usage.
+   */
+  private async readSignals(spec: PolicySpec, own: readonly Sandbox[], now: number, until: number) {
+    const clock = () => this.o.clock.now();
     const samples = sampleRules(spec, own, this.states, now, this.o.random ?? Math.random);
     const sample = new Set([...samples.values()].flat());
     const asked = this.idleAsked(spec, own, now);
@@ -139,8 +174,7 @@ export class PolicyEngine {
       until,
       clock,
     });
-    const { stats } = read;
-    this.metrics.observeActivity(stats);
+    this.metrics.observeActivity(read.stats);
     const activity = new Map<string, number | undefined>();
     for (const [id, a] of read.activity) activity.set(id, a.at);
     const busy = spec.activity.usage
@@ -158,23 +192,23 @@ export class PolicyEngine {
           budget: { until, clock },
         })
       : undefined;
-    // A sandbox gone since the walk (its log read found none) is in no share and no decision.
-    const live = read.gone.size > 0 ? withoutGone(own, samples, read.gone) : { own, samples };
-    const estimates = estimateIdle(spec, live.samples, read.activity, now, busy?.busy);
-    const evaluation = evaluatePolicy({
-      sandboxes: live.own,
-      activity,
-      spec,
-      states: this.states,
-      memory: this.memory,
-      now,
-      estimates,
-    });
-    const outcomes = await this.apply(evaluation, spec, dataReadAt(snapshot), until);
-    this.o.hooks?.onPlan(now, evaluation.decisions);
+    return { samples, read, activity, busy: busy?.busy };
+  }
+
+  /** Records a run that evaluated: memory, metrics, the warning and rule summary, `lastRun`. */
+  private recordRun(
+    run: { cycle: number; spec: PolicySpec; now: number; budgetMs: number; stats: ActivityStats },
+    done: {
+      evaluation: Evaluation;
+      outcomes: PolicyOutcome[];
+      estimates: Map<string, IdleEstimate>;
+    },
+  ): PolicyRun {
+    const { cycle, spec, now, budgetMs, stats } = run;
+    const { evaluation, outcomes } = done;
     const overBudget = stats.unread > 0 || outcomes.some((o) => o.result === "skipped_time_budget");
     if (overBudget) this.metrics.runsCut.inc();
-    this.warnRun(snapshot.cycle, stats, overBudget, budgetMs);
+    this.warnRun(cycle, stats, overBudget, budgetMs);
     // Failed and unverified attempts cool down too: a call that keeps failing is not repeated
     // every cycle, nor does it hold the rule's budget.
     const acted = outcomes.filter((d) => d.result !== undefined && COOLS_DOWN.has(d.result));
@@ -190,7 +224,7 @@ export class PolicyEngine {
     this.metrics.runSeconds.set(durationMs / 1000);
     this.last = {
       at: now,
-      cycle: snapshot.cycle,
+      cycle,
       outcomes,
       candidates: evaluation.candidates,
       blastRadius: evaluation.blastRadius,
@@ -198,7 +232,7 @@ export class PolicyEngine {
       durationMs,
       budgetMs,
       overBudget,
-      estimates: Object.fromEntries(estimates),
+      estimates: Object.fromEntries(done.estimates),
     };
     return this.last;
   }

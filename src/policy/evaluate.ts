@@ -3,7 +3,7 @@
 import type { Sandbox } from "../platform/types.js";
 import { formatDuration } from "../util/duration.js";
 import { ageHolds, idleHolds, isProtected, type StateSets, selectorMatch } from "./match.js";
-import type { PolicyRule, PolicySpec } from "./policy-settings.js";
+import type { PolicyRule, PolicySpec, SettledRule } from "./policy-settings.js";
 
 /** What the evaluator says about one (rule, sandbox) pair. */
 export type DecisionOutcome =
@@ -87,110 +87,161 @@ interface Qualifying {
 /** Evaluates every rule against the sandboxes; never targets a protected or unmatched sandbox. */
 export function evaluatePolicy(input: EvaluationInput): Evaluation {
   const { spec, now, memory } = input;
-  const decisions: PolicyDecision[] = [];
+  const cycle: CycleState = { decisions: [], streaks: new Map(), claimed: new Set(), acts: 0 };
   const candidates: Record<string, number> = {};
   const blastRadius: string[] = [];
-  const streaks = new Map<string, { count: number; since: number }>();
-  const claimed = new Set<string>();
-  let acts = 0;
   for (const rule of spec.rules) {
-    const dryRun = rule.dryRun;
-    const decide = (s: Sandbox, outcome: DecisionOutcome, reason: string, notice = false): void => {
-      decisions.push({
-        rule: rule.name,
-        action: rule.action,
-        sandboxId: s.id,
-        templateId: s.templateId,
-        state: s.state,
-        outcome,
-        dryRun,
-        reason,
-        ...(notice ? { notice: true as const } : {}),
-      });
-    };
-    let looked = 0;
-    const qualifying: Qualifying[] = [];
-    for (const s of input.sandboxes) {
-      if (!selectorMatch(rule, s, input.states)) continue;
-      // Protected ones are not in the share: they would make an over-broad rule look narrower.
-      const isSafe = isProtected(s.metadata, spec.protectLabel, now);
-      if (!isSafe) looked++;
-      if (!ageHolds(rule, s, now)) continue;
-      const last = rule.idleFor === undefined ? undefined : input.activity.get(s.id);
-      if (!idleHolds(rule, last, now)) continue;
-      const why = conditionText(rule, s, last, now);
-      if (isSafe) {
-        decide(s, "skipped_protected", `${why}; protected by ${spec.protectLabel.key}`);
-        continue;
-      }
-      qualifying.push({ sandbox: s, last, why });
-    }
+    const decide = decider(rule, cycle.decisions);
+    const { qualifying, looked } = qualifyingFor(rule, input, decide);
     candidates[rule.name] = qualifying.length;
     for (const q of qualifying) {
       const key = pairKey(rule.name, q.sandbox.id);
       const prev = memory.streaks.get(key);
-      streaks.set(key, { count: (prev?.count ?? 0) + 1, since: prev?.since ?? now });
+      cycle.streaks.set(key, { count: (prev?.count ?? 0) + 1, since: prev?.since ?? now });
     }
-    // The share found idle is a lower bound when not every candidate was read; the sample's upper
-    // bound covers the ones that were not.
-    const est = input.estimates?.get(rule.name);
-    const overFound = qualifying.length * 100 > spec.maxMatchPercent * looked;
-    const overEstimate = est !== undefined && est.upperPercent > spec.maxMatchPercent;
-    if (looked >= spec.minSandboxesForMatchPercent && (overFound || overEstimate)) {
+    const stop = blastRadiusStop(rule, input, qualifying.length, looked);
+    if (stop !== undefined) {
       blastRadius.push(rule.name);
-      const why = overFound
-        ? `rule would act on ${qualifying.length} of ${looked} matching sandboxes, over maxMatchPercent ${spec.maxMatchPercent}%`
-        : `${est?.idle} of ${est?.sampled} sampled sandboxes idle: up to ${est?.upperPercent.toFixed(1)}% of ${looked}, over maxMatchPercent ${spec.maxMatchPercent}%`;
-      for (const q of qualifying) decide(q.sandbox, "skipped_blast_radius", `${q.why}; ${why}`);
+      for (const q of qualifying) decide(q.sandbox, "skipped_blast_radius", `${q.why}; ${stop}`);
       continue;
     }
-    // The longest idle first, so a limit leaves the most recently active ones alone.
-    qualifying.sort(
-      (a, b) =>
-        (a.last ?? a.sandbox.startedAt ?? 0) - (b.last ?? b.sandbox.startedAt ?? 0) ||
-        (a.sandbox.id < b.sandbox.id ? -1 : 1),
-    );
-    let ruleActs = 0;
-    const ruleLimit = rule.maxActionsPerCycle ?? Number.POSITIVE_INFINITY;
-    for (const q of qualifying) {
-      const s = q.sandbox;
-      const key = pairKey(rule.name, s.id);
-      const streak = streaks.get(key) as { count: number; since: number };
-      const lastAction = memory.lastAction.get(key);
-      if (claimed.has(s.id)) continue;
-      if (streak.count < spec.consecutiveCycles) {
-        decide(
-          s,
-          "pending",
-          `${q.why}; held on ${streak.count} of ${spec.consecutiveCycles} fresh snapshots`,
-        );
-      } else if (rule.notifyBefore !== undefined && now - streak.since < rule.notifyBefore) {
-        const at = new Date(streak.since + rule.notifyBefore).toISOString();
-        decide(s, "pending", `${q.why}; notice period, acts from ${at}`, true);
-      } else if (lastAction !== undefined && now - lastAction < rule.cooldown) {
-        decide(
-          s,
-          "skipped_cooldown",
-          `${q.why}; acted on ${formatDuration(now - lastAction)} ago, cooldown ${formatDuration(rule.cooldown)}`,
-        );
-      } else if (ruleActs >= ruleLimit || acts >= spec.maxActionsPerCycle) {
-        const which =
-          ruleActs >= ruleLimit ? `rule's ${ruleLimit}` : `global ${spec.maxActionsPerCycle}`;
-        decide(s, "skipped_limit", `${q.why}; maxActionsPerCycle (${which}) reached`);
-      } else {
-        ruleActs++;
-        acts++;
-        claimed.add(s.id);
-        decide(s, "act", q.why);
-      }
-    }
+    decideQualifying(rule, input, qualifying, cycle, decide);
   }
   return {
-    decisions,
+    decisions: cycle.decisions,
     candidates,
     blastRadius,
-    memory: { streaks, lastAction: pruneActions(input) },
+    memory: { streaks: cycle.streaks, lastAction: pruneActions(input) },
   };
+}
+
+/** What the rules of one evaluation share: the decisions, the streaks, the sandboxes acted on. */
+interface CycleState {
+  decisions: PolicyDecision[];
+  streaks: Map<string, { count: number; since: number }>;
+  /** Sandboxes an earlier rule acts on this cycle: no later rule takes them. */
+  claimed: Set<string>;
+  /** Actions this cycle, all rules together. */
+  acts: number;
+}
+
+type Decide = (s: Sandbox, outcome: DecisionOutcome, reason: string, notice?: boolean) => void;
+
+/** Adds `rule`'s decisions about a sandbox to `decisions`. */
+function decider(rule: SettledRule, decisions: PolicyDecision[]): Decide {
+  return (s, outcome, reason, notice = false) => {
+    decisions.push({
+      rule: rule.name,
+      action: rule.action,
+      sandboxId: s.id,
+      templateId: s.templateId,
+      state: s.state,
+      outcome,
+      dryRun: rule.dryRun,
+      reason,
+      ...(notice ? { notice: true as const } : {}),
+    });
+  };
+}
+
+/**
+ * The sandboxes that meet the rule's conditions, protected ones decided as skipped, and how many
+ * unprotected ones match its selector (the share's denominator).
+ */
+function qualifyingFor(
+  rule: SettledRule,
+  input: EvaluationInput,
+  decide: Decide,
+): { qualifying: Qualifying[]; looked: number } {
+  const { spec, now } = input;
+  let looked = 0;
+  const qualifying: Qualifying[] = [];
+  for (const s of input.sandboxes) {
+    if (!selectorMatch(rule, s, input.states)) continue;
+    // Protected ones are not in the share: they would make an over-broad rule look narrower.
+    const isSafe = isProtected(s.metadata, spec.protectLabel, now);
+    if (!isSafe) looked++;
+    if (!ageHolds(rule, s, now)) continue;
+    const last = rule.idleFor === undefined ? undefined : input.activity.get(s.id);
+    if (!idleHolds(rule, last, now)) continue;
+    const why = conditionText(rule, s, last, now);
+    if (isSafe) {
+      decide(s, "skipped_protected", `${why}; protected by ${spec.protectLabel.key}`);
+      continue;
+    }
+    qualifying.push({ sandbox: s, last, why });
+  }
+  return { qualifying, looked };
+}
+
+/** Why the rule's blast-radius stop fires this cycle; undefined when it does not. */
+function blastRadiusStop(
+  rule: SettledRule,
+  input: EvaluationInput,
+  found: number,
+  looked: number,
+): string | undefined {
+  const { spec } = input;
+  // The share found idle is a lower bound when not every candidate was read; the sample's upper
+  // bound covers the ones that were not.
+  const est = input.estimates?.get(rule.name);
+  const overFound = found * 100 > spec.maxMatchPercent * looked;
+  const overEstimate = est !== undefined && est.upperPercent > spec.maxMatchPercent;
+  if (looked < spec.minSandboxesForMatchPercent || !(overFound || overEstimate)) return undefined;
+  return overFound
+    ? `rule would act on ${found} of ${looked} matching sandboxes, over maxMatchPercent ${spec.maxMatchPercent}%`
+    : `${est?.idle} of ${est?.sampled} sampled sandboxes idle: up to ${est?.upperPercent.toFixed(1)}% of ${looked}, over maxMatchPercent ${spec.maxMatchPercent}%`;
+}
+
+/** Decides each qualifying sandbox, the longest idle first: pending, skipped, or acted on. */
+function decideQualifying(
+  rule: SettledRule,
+  input: EvaluationInput,
+  qualifying: Qualifying[],
+  cycle: CycleState,
+  decide: Decide,
+): void {
+  const { spec, now, memory } = input;
+  // The longest idle first, so a limit leaves the most recently active ones alone.
+  qualifying.sort(
+    (a, b) =>
+      (a.last ?? a.sandbox.startedAt ?? 0) - (b.last ?? b.sandbox.startedAt ?? 0) ||
+      (a.sandbox.id < b.sandbox.id ? -1 : 1),
+  );
+  let ruleActs = 0;
+  const ruleLimit = rule.maxActionsPerCycle ?? Number.POSITIVE_INFINITY;
+  for (const q of qualifying) {
+    const s = q.sandbox;
+    const key = pairKey(rule.name, s.id);
+    const streak = cycle.streaks.get(key) as { count: number; since: number };
+    const lastAction = memory.lastAction.get(key);
+    if (cycle.claimed.has(s.id)) continue;
+    if (streak.count < spec.consecutiveCycles) {
+      decide(
+        s,
+        "pending",
+        `${q.why}; held on ${streak.count} of ${spec.consecutiveCycles} fresh snapshots`,
+      );
+    } else if (rule.notifyBefore !== undefined && now - streak.since < rule.notifyBefore) {
+      const at = new Date(streak.since + rule.notifyBefore).toISOString();
+      decide(s, "pending", `${q.why}; notice period, acts from ${at}`, true);
+    } else if (lastAction !== undefined && now - lastAction < rule.cooldown) {
+      decide(
+        s,
+        "skipped_cooldown",
+        `${q.why}; acted on ${formatDuration(now - lastAction)} ago, cooldown ${formatDuration(rule.cooldown)}`,
+      );
+    } else if (ruleActs >= ruleLimit || cycle.acts >= spec.maxActionsPerCycle) {
+      const which =
+        ruleActs >= ruleLimit ? `rule's ${ruleLimit}` : `global ${spec.maxActionsPerCycle}`;
+      decide(s, "skipped_limit", `${q.why}; maxActionsPerCycle (${which}) reached`);
+    } else {
+      ruleActs++;
+      cycle.acts++;
+      cycle.claimed.add(s.id);
+      decide(s, "act", q.why);
+    }
+  }
 }
 
 /** Drops cooldown entries that have run out (or whose rule is gone). */

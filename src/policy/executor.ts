@@ -1,8 +1,10 @@
 // Applies the evaluator's decisions: re-reads each sandbox, re-checks the rule, then acts once.
 
+import type { PolicyHooks } from "../feature.js";
 import { PlatformNotFoundError } from "../platform/http-errors.js";
 import type { Sandbox, SandboxUsage } from "../platform/types.js";
 import { formatDuration } from "../util/duration.js";
+import { errorMessage } from "../util/errors.js";
 import type { ActivityTracker } from "./activity.js";
 import type { DecisionOutcome, PolicyDecision } from "./evaluate.js";
 import { cheapMatch, idleHolds, isProtected, type StateSets } from "./match.js";
@@ -42,13 +44,8 @@ export interface ExecutorContext {
   onApplied?: PolicyHooks["onApplied"];
 }
 
-/** What the engine tells an observer of its actions and plans (the cost module's savings). */
-export interface PolicyHooks {
-  /** An "act" decision done, or planned by a dry-run rule, at `at`. */
-  onApplied(decision: PolicyDecision, result: "done" | "dry_run", at: number): void;
-  /** A run's decisions at `at`: every (rule, sandbox) the rules still hold (pending, acted, skipped). */
-  onPlan(at: number, decisions: readonly PolicyDecision[]): void;
-}
+/** What the engine tells an observer of its actions and plans: the features' contract. */
+export type { PolicyHooks };
 
 /** The outcome of applying one "act" decision. */
 export interface ActionOutcome {
@@ -77,7 +74,7 @@ export async function applyDecision(
     fresh = await ctx.platform.getSandbox(d.sandboxId);
   } catch (err) {
     if (err instanceof PlatformNotFoundError) return { result: "skipped_gone" };
-    return { result: "skipped_unverified", detail: `re-read failed: ${message(err)}` };
+    return { result: "skipped_unverified", detail: `re-read failed: ${errorMessage(err)}` };
   }
   const now = ctx.now();
   if (!cheapMatch(rule, fresh, ctx.states, now))
@@ -106,7 +103,7 @@ export async function applyDecision(
     return { result: "done" };
   } catch (err) {
     if (err instanceof PlatformNotFoundError) return { result: "skipped_gone" };
-    return { result: "failed", detail: message(err) };
+    return { result: "failed", detail: errorMessage(err) };
   }
 }
 
@@ -125,7 +122,10 @@ async function busyByUsage(
   try {
     history = await ctx.platform.sandboxUsageHistory(id, (now - idleFor) / 1000, now / 1000);
   } catch (err) {
-    return { result: "skipped_unverified", detail: `usage history unreadable: ${message(err)}` };
+    return {
+      result: "skipped_unverified",
+      detail: `usage history unreadable: ${errorMessage(err)}`,
+    };
   }
   const first = history[0];
   if (first === undefined || first.at > now - idleFor + USAGE_COVER_SLACK_MS)
@@ -140,8 +140,4 @@ async function busyByUsage(
       detail: `busy by CPU: ${peak}% within idleFor (threshold ${belowPct}%)`,
     };
   return undefined;
-}
-
-function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

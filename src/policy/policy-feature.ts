@@ -2,12 +2,18 @@
 // starts (a bad one stops the start, naming the rule and field) and again at each reload; it acts
 // on walks in its own loop, so the poll never waits for it.
 import { Agent } from "undici";
-import { loadPolicySpec } from "../config/policy-file.js";
-import type { Feature } from "../feature.js";
+import type { Feature, PolicyHooks } from "../feature.js";
 import { PolicyEngine } from "./engine.js";
-import type { PolicyHooks } from "./executor.js";
+import { loadPolicySpec } from "./policy-file.js";
 import { PolicyLoop } from "./policy-loop.js";
 import { policySpec } from "./policy-settings.js";
+
+declare module "../feature.js" {
+  interface Exposed {
+    /** The policy engine (policy.enabled). */
+    policy: PolicyEngine;
+  }
+}
 
 export const policyFeature: Feature = {
   name: "policy",
@@ -62,7 +68,8 @@ export const policyFeature: Feature = {
           (err) => s.logger.error({ err }, "policy run failed"),
         );
         return {
-          exposed: { policy, idle: () => loop.idle() },
+          exposes: { policy },
+          idle: () => loop.idle(),
           status: () => policy.status(),
           // A snapshot repeating the last walk's list brings the policy nothing new.
           onSnapshot(snapshot) {

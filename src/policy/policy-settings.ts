@@ -265,3 +265,9 @@ export function policySpec(section: Section, file: PolicyFile = {}): PolicySpec 
     rules: (pick("rules") ?? []).map((r) => ({ ...r, dryRun: r.dryRun ?? dryRun })),
   };
 }
+
+declare module "../config/settings.js" {
+  interface Settings {
+    policy: z.output<typeof PolicySectionSchema>;
+  }
+}

@@ -1,6 +1,6 @@
 // A ring buffer of the last failed probe phases, for /status.
-import type { ProbePhase } from "./phase.js";
 import type { FailureReason } from "./probe-error.js";
+import type { ProbePhase } from "./probe-steps.js";
 import type { ProbeResult } from "./runner.js";
 
 /** One failed phase as /status shows it. */

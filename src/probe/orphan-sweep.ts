@@ -5,6 +5,7 @@ import { PlatformNotFoundError } from "../platform/http-errors.js";
 import type { Sandbox } from "../platform/types.js";
 import { PROBE_TAG_KEY } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
+import { errorMessage } from "../util/errors.js";
 import { abortable } from "./abortable.js";
 import type { ProbeControl } from "./phase.js";
 
@@ -74,7 +75,7 @@ export async function sweepOrphans(control: ProbeControl, o: SweepOptions): Prom
     } catch (err) {
       if (err instanceof PlatformNotFoundError) continue;
       if (o.signal.aborted) throw err;
-      result.failed.push({ id: s.id, error: err instanceof Error ? err.message : String(err) });
+      result.failed.push({ id: s.id, error: errorMessage(err) });
     }
   }
   return result;
@@ -165,9 +166,8 @@ export class OrphanSweeper {
         o.logger?.warn({ truncated: r.truncated }, "probe orphan sweep: list read in part");
       return r.deleted.length;
     } catch (err) {
-      const error = err instanceof Error ? err.message : String(err);
-      this.last = { time, deleted: 0, error };
-      o.logger?.warn({ error }, "probe orphan sweep failed");
+      this.last = { time, deleted: 0, error: errorMessage(err) };
+      o.logger?.warn({ err }, "probe orphan sweep failed");
       return 0;
     }
   }

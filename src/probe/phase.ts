@@ -3,10 +3,6 @@ import type { ControlClient, CreatedSandbox } from "../platform/control/control.
 import type { DataClient, SandboxRef } from "../platform/data/data.js";
 import type { ProbeHttpConfig } from "./http-settings.js";
 
-export type { ProbePhase, ProbeStep } from "./probe-steps.js";
-
-import type { ProbeStep } from "./probe-steps.js";
-
 /** Points of the exec stream, timed from sending the Start request. */
 export const STREAM_POINTS = ["first_envelope", "start", "first_data", "end"] as const;
 export type StreamPoint = (typeof STREAM_POINTS)[number];
@@ -42,10 +38,11 @@ export interface ProbeSettings {
   /** Sent as Keepalive-Ping-Interval on the exec stream when set. */
   keepaliveIntervalS?: number;
   /**
-   * Which optional steps run (probe-steps.ts; they run in its order). `lifecycle` is meant to come
-   * with `file` (the config refuses it without); alone, it writes the nonce file itself.
+   * The names of the optional steps that run (given by the caller from the registry,
+   * probe-steps.ts; they run in its order). `lifecycle` is meant to come with `file` (the config
+   * refuses it without); alone, it writes the nonce file itself.
    */
-  steps: ReadonlyArray<ProbeStep>;
+  steps: ReadonlyArray<string>;
   /** Pause/resume rounds of the lifecycle step, at least 1. */
   lifecycleRounds: number;
   /**

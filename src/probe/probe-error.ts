@@ -11,7 +11,8 @@ import {
 } from "../platform/http-errors.js";
 import { ExporterError } from "../util/errors.js";
 
-const MAX_TEXT = 300;
+/** Characters of an error's message kept in the failure log and the trace. */
+export const MAX_FAILURE_TEXT = 300;
 
 /** Values of the `reason` label of sandbox_probe_failures_total. */
 export type FailureReason =
@@ -90,10 +91,4 @@ export function failureReason(err: unknown, signal?: AbortSignal): FailureReason
   if (err instanceof EnvelopeError)
     return err.code === "ERR_ENVELOPE_TRUNCATED" ? "truncated" : "malformed_stream";
   return "other";
-}
-
-/** The text kept in the failure log: the error's message, bounded. */
-export function failureText(err: unknown): string {
-  const text = err instanceof Error ? err.message : String(err);
-  return text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}...` : text;
 }

@@ -4,6 +4,13 @@ import type { Feature } from "../feature.js";
 import { DataClient } from "../platform/data/data.js";
 import { ProbeService } from "./probe-service.js";
 
+declare module "../feature.js" {
+  interface Exposed {
+    /** The synthetic prober (probe.enabled). */
+    prober: ProbeService;
+  }
+}
+
 export const probeFeature: Feature = {
   name: "probe",
   prepare(config) {
@@ -52,7 +59,7 @@ export const probeFeature: Feature = {
           })),
         });
         return {
-          exposed: { prober },
+          exposes: { prober },
           routes: prober.routes(),
           status: () => prober.status(),
           async begin() {

@@ -143,49 +143,12 @@ export class ProbeFamilies {
       labelNames: [...id, "point"],
       registers,
     });
-    if (o.history === false) return;
-    this.wakeHistogram = new Histogram({
-      name: `${ns}_probe_wake_seconds`,
-      help: "Seconds from sending a request to a paused sandbox's port to its answer (the autoresume step: the request alone wakes it).",
-      labelNames: id,
-      buckets: WAKE_BUCKETS,
-      enableExemplars: true,
-      registers: [],
-    });
-    registry.registerMetric(this.wakeHistogram);
-    // prom-client refuses exemplars on a metric of a text-format registry, whose writer would
-    // drop them; ours writes them in OpenMetrics only (exposition/openmetrics.ts), so the
-    // histograms join the registry by hand and the 0.0.4 text stays as it was.
-    this.phaseHistogram = new Histogram({
-      name: `${ns}_probe_duration_seconds`,
-      help: "Duration of probe phases (each lifecycle round observed on its own).",
-      labelNames: [...id, "phase"],
-      buckets: DURATION_BUCKETS,
-      enableExemplars: true,
-      registers: [],
-    });
-    registry.registerMetric(this.phaseHistogram);
-    this.streamHistogram = new Histogram({
-      name: `${ns}_probe_stream_latency_seconds`,
-      help: "Seconds from sending process.Process/Start to each point of its stream.",
-      labelNames: [...id, "point"],
-      buckets: DURATION_BUCKETS,
-      enableExemplars: true,
-      registers: [],
-    });
-    registry.registerMetric(this.streamHistogram);
-    this.runs = new Counter({
-      name: `${ns}_probe_runs_total`,
-      help: "Probes run, by result (success or failure).",
-      labelNames: [...id, "result"],
-      registers,
-    });
-    this.orphans = new Counter({
-      name: `${ns}_probe_orphans_deleted_total`,
-      help: "Probe sandboxes left behind by earlier runs and deleted by the orphan sweep.",
-      labelNames: id,
-      registers,
-    });
+    const history = o.history === false ? undefined : historyFamilies(registry, ns, id);
+    this.wakeHistogram = history?.wakeHistogram;
+    this.phaseHistogram = history?.phaseHistogram;
+    this.streamHistogram = history?.streamHistogram;
+    this.runs = history?.runs;
+    this.orphans = history?.orphans;
   }
 
   /** The full label set of a module: its id labels, "" for the others' extra labels. */
@@ -308,4 +271,52 @@ function observe(
 ): void {
   if (exemplar) h?.observe({ labels, value, exemplarLabels: exemplar });
   else h?.labels(labels).observe(value);
+}
+
+/** The families that keep history (histograms and counters), in their registration order. */
+function historyFamilies(registry: Registry, ns: string, id: readonly string[]) {
+  const registers = [registry];
+  const wakeHistogram = new Histogram({
+    name: `${ns}_probe_wake_seconds`,
+    help: "Seconds from sending a request to a paused sandbox's port to its answer (the autoresume step: the request alone wakes it).",
+    labelNames: id,
+    buckets: WAKE_BUCKETS,
+    enableExemplars: true,
+    registers: [],
+  });
+  registry.registerMetric(wakeHistogram);
+  // prom-client refuses exemplars on a metric of a text-format registry, whose writer would
+  // drop them; ours writes them in OpenMetrics only (exposition/openmetrics.ts), so the
+  // histograms join the registry by hand and the 0.0.4 text stays as it was.
+  const phaseHistogram = new Histogram({
+    name: `${ns}_probe_duration_seconds`,
+    help: "Duration of probe phases (each lifecycle round observed on its own).",
+    labelNames: [...id, "phase"],
+    buckets: DURATION_BUCKETS,
+    enableExemplars: true,
+    registers: [],
+  });
+  registry.registerMetric(phaseHistogram);
+  const streamHistogram = new Histogram({
+    name: `${ns}_probe_stream_latency_seconds`,
+    help: "Seconds from sending process.Process/Start to each point of its stream.",
+    labelNames: [...id, "point"],
+    buckets: DURATION_BUCKETS,
+    enableExemplars: true,
+    registers: [],
+  });
+  registry.registerMetric(streamHistogram);
+  const runs = new Counter({
+    name: `${ns}_probe_runs_total`,
+    help: "Probes run, by result (success or failure).",
+    labelNames: [...id, "result"],
+    registers,
+  });
+  const orphans = new Counter({
+    name: `${ns}_probe_orphans_deleted_total`,
+    help: "Probe sandboxes left behind by earlier runs and deleted by the orphan sweep.",
+    labelNames: id,
+    registers,
+  });
+  return { wakeHistogram, phaseHistogram, streamHistogram, runs, orphans };
 }

@@ -263,6 +263,7 @@ function sliceFor(registry: StepRegistry) {
         flag: "probe-instance",
         kind: "string",
         help: "tags probe sandboxes sandbox-exporter/probe=<instance> (orphan sweep)",
+        doc: "tags probe sandboxes `sandbox-exporter/probe=<instance>` (orphan sweep)",
       },
       {
         path: "probe.timeoutMs",
@@ -338,4 +339,10 @@ function probeModules(p: ParsedProbe): ProbeModuleConfig[] {
     out.http.headers = mergeHeaders(p.http.headers, m.http?.headers ?? {});
     return out;
   });
+}
+
+declare module "../config/settings.js" {
+  interface Settings {
+    probe: z.output<typeof ProbeSchema>;
+  }
 }

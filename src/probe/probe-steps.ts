@@ -1,13 +1,13 @@
 // The registry of probe steps, in the order they run between create and terminate. A new step is
-// one file in steps/ and one line here; the config's step names, its checks of what a step needs,
+// one folder in steps/ and one line here; the config's step names, its checks of what a step needs,
 // the phase names and the runner's order all come from this list.
 import type { AnyStep } from "./step.js";
-import { autoPauseStep } from "./steps/autopause.js";
-import { autoResumeStep } from "./steps/autoresume.js";
-import { execStep } from "./steps/exec.js";
-import { fileStep } from "./steps/file.js";
-import { httpStep } from "./steps/http.js";
-import { lifecycleStep } from "./steps/lifecycle.js";
+import { autoPauseStep } from "./steps/autopause/autopause-step.js";
+import { autoResumeStep } from "./steps/autoresume/autoresume-step.js";
+import { execStep } from "./steps/exec/exec-step.js";
+import { fileStep } from "./steps/file/file-step.js";
+import { httpStep } from "./steps/http/http-step.js";
+import { lifecycleStep } from "./steps/lifecycle/lifecycle-step.js";
 
 /** Every optional step, in run order: a module lists the ones it runs, in any order. */
 export const PROBE_STEPS = [
@@ -37,9 +37,6 @@ export function stepNames(steps: StepRegistry): string[] {
 export function phaseNames(steps: StepRegistry): string[] {
   return ["create", ...steps.flatMap((s) => s.phases), "terminate"];
 }
-
-/** The names of the registered steps, in run order. */
-export const PROBE_STEP_NAMES = stepNames(PROBE_STEPS) as ProbeStep[];
 
 /** The phases of a probe in the order they run; each may have a timeout of its own (`phaseTimeouts`). */
 export const PROBE_PHASES = phaseNames(PROBE_STEPS) as ProbePhase[];

@@ -7,15 +7,9 @@ import type { Secrets } from "../util/secrets.js";
 import type { Slots } from "../util/slots.js";
 import type { FailureEntry } from "./failure-log.js";
 import type { OrphanSweeper, SweepStatus } from "./orphan-sweep.js";
-import type {
-  LifecycleStates,
-  ProbeControl,
-  ProbeData,
-  ProbeHttpSettings,
-  ProbePhase,
-  ProbeStep,
-} from "./phase.js";
+import type { LifecycleStates, ProbeControl, ProbeData, ProbeHttpSettings } from "./phase.js";
 import type { ProbeFamilies } from "./probe-metrics.js";
+import type { ProbePhase, ProbeStep } from "./probe-steps.js";
 import type { ProbeResult } from "./runner.js";
 import type { ProbeTrace } from "./trace.js";
 
@@ -102,7 +96,7 @@ export interface ProbeStatus {
   module: string;
   template: string;
   labels: Record<string, string>;
-  steps: ProbeStep[];
+  steps: string[];
   instance: string;
   schedule: string | null;
   /** When the schedule's next tick is due (ISO time); null without a schedule or once stopped. */

@@ -2,20 +2,19 @@
 import { setTimeout as delay } from "node:timers/promises";
 import type { Clock } from "../util/clock.js";
 import { deadline, timerMs } from "../util/duration.js";
+import { errorMessage } from "../util/errors.js";
 import type { Secrets } from "../util/secrets.js";
 import { createPhase } from "./create.js";
 import type {
   PhaseFn,
   ProbeControl,
   ProbeData,
-  ProbePhase,
   ProbeRun,
   ProbeSettings,
-  ProbeStep,
   StreamTimings,
 } from "./phase.js";
-import { type FailureReason, failureReason, failureText } from "./probe-error.js";
-import { PROBE_STEPS, type StepRegistry } from "./probe-steps.js";
+import { type FailureReason, failureReason, MAX_FAILURE_TEXT } from "./probe-error.js";
+import { PROBE_STEPS, type ProbePhase, type ProbeStep, type StepRegistry } from "./probe-steps.js";
 import type { StepContext } from "./step.js";
 import { terminatePhase } from "./terminate.js";
 
@@ -101,76 +100,107 @@ export async function runProbe(
   limits: RunnerLimits,
   signal?: AbortSignal,
 ): Promise<ProbeResult> {
-  const { clock, monotonic } = deps;
-  const startedAt = clock.now();
-  const t0 = monotonic();
-  const steps = (deps.steps ?? PROBE_STEPS).filter((s) =>
-    settings.steps.includes(s.name as ProbeStep),
-  );
-  const run: ProbeRun = {
-    control: deps.control,
-    data: deps.data,
-    settings,
-    nonce: deps.nonce(),
-    monotonic,
-    sleep: deps.sleep ?? ((ms, s) => delay(timerMs(ms), undefined, { signal: s })),
-    stream: { points: {}, keepalives: 0 },
-  };
-  // Each step asks create for what it needs: auto-pause, auto-resume, restricted traffic.
-  for (const step of steps) {
-    const capability = step.needs?.capability;
-    if (capability) run.control = capability.ask(run.control, run);
-    if (step.create) run.control = step.create(run.control, run);
-  }
-  const stepLimits = new Map<string, (run: ProbeRun, ms: number) => number>();
-  for (const step of steps)
-    for (const [phase, limit] of Object.entries(step.limits ?? {}))
-      if (limit) stepLimits.set(phase, limit);
-  const phases: PhaseSeconds = {};
-  const rounds: PhaseSeconds[] = [];
-  const failures: ProbeFailure[] = [];
-  const unsupported: ProbeStep[] = [];
-  const limitOf = (p: ProbePhase): number =>
-    limits.phaseTimeouts?.[p] ??
-    stepLimits.get(p)?.(run, limits.phaseTimeoutMs) ??
-    limits.phaseTimeoutMs;
+  return new ProbeRunner(deps, settings, limits).execute(signal);
+}
 
-  // Strong timers (see `deadline`), cleared as soon as their phases end.
-  const total = deadline(limits.totalTimeoutMs, signal);
-  let failure: ProbeFailure | undefined;
-  try {
-    failure = await mainPhases();
-  } finally {
-    total.clear();
-  }
-  if (failure) failures.push(failure);
-  deps.beforeTerminate?.({ ...resultSoFar(), terminatePending: true });
-  const limit = limitOf("terminate");
-  const terminateDeadline = deadline(limit);
-  try {
-    const terminated = await timed(
-      "terminate",
-      terminatePhase,
-      timerMs(limit),
-      terminateDeadline.signal,
+/** One probe run: its phases' timings and failures as they happen, and the run they share. */
+class ProbeRunner {
+  private readonly startedAt: number;
+  private readonly t0: number;
+  private readonly steps: StepRegistry;
+  private readonly run: ProbeRun;
+  /** Phase limits a step computes from the run (the autopause wait, for one). */
+  private readonly stepLimits = new Map<string, (run: ProbeRun, ms: number) => number>();
+  private readonly phases: PhaseSeconds = {};
+  private readonly rounds: PhaseSeconds[] = [];
+  private readonly failures: ProbeFailure[] = [];
+  private readonly unsupported: ProbeStep[] = [];
+  /** The bound on every phase before terminate; set when they start. */
+  private total: AbortSignal | undefined;
+
+  constructor(
+    private readonly deps: RunnerDeps,
+    settings: ProbeSettings,
+    private readonly limits: RunnerLimits,
+  ) {
+    this.startedAt = deps.clock.now();
+    this.t0 = deps.monotonic();
+    this.steps = (deps.steps ?? PROBE_STEPS).filter((s) =>
+      settings.steps.includes(s.name as ProbeStep),
     );
-    if (terminated) failures.push(terminated);
-  } finally {
-    terminateDeadline.clear();
+    this.run = {
+      control: deps.control,
+      data: deps.data,
+      settings,
+      nonce: deps.nonce(),
+      monotonic: deps.monotonic,
+      sleep: deps.sleep ?? ((ms, s) => delay(timerMs(ms), undefined, { signal: s })),
+      stream: { points: {}, keepalives: 0 },
+    };
+    // Each step asks create for what it needs: auto-pause, auto-resume, restricted traffic.
+    for (const step of this.steps) {
+      const capability = step.needs?.capability;
+      if (capability) this.run.control = capability.ask(this.run.control, this.run);
+      if (step.create) this.run.control = step.create(this.run.control, this.run);
+    }
+    for (const step of this.steps)
+      for (const [phase, limit] of Object.entries(step.limits ?? {}))
+        if (limit) this.stepLimits.set(phase, limit);
   }
-  const leftBehind = run.sandbox?.id;
-  return { ...resultSoFar(), ...(leftBehind !== undefined ? { leftBehind } : {}) };
+
+  async execute(signal?: AbortSignal): Promise<ProbeResult> {
+    // Strong timers (see `deadline`), cleared as soon as their phases end.
+    const total = deadline(this.limits.totalTimeoutMs, signal);
+    this.total = total.signal;
+    let failure: ProbeFailure | undefined;
+    try {
+      failure = await this.mainPhases();
+    } finally {
+      total.clear();
+    }
+    if (failure) this.failures.push(failure);
+    this.deps.beforeTerminate?.({ ...this.resultSoFar(), terminatePending: true });
+    await this.terminate();
+    const leftBehind = this.run.sandbox?.id;
+    return { ...this.resultSoFar(), ...(leftBehind !== undefined ? { leftBehind } : {}) };
+  }
+
+  /** Terminate, within its own phase limit: the total bound does not apply to it. */
+  private async terminate(): Promise<void> {
+    const limit = this.limitOf("terminate");
+    const terminateDeadline = deadline(limit);
+    try {
+      const terminated = await this.timed(
+        "terminate",
+        terminatePhase,
+        timerMs(limit),
+        terminateDeadline.signal,
+      );
+      if (terminated) this.failures.push(terminated);
+    } finally {
+      terminateDeadline.clear();
+    }
+  }
+
+  private limitOf(p: ProbePhase): number {
+    const { limits } = this;
+    return (
+      limits.phaseTimeouts?.[p] ??
+      this.stepLimits.get(p)?.(this.run, limits.phaseTimeoutMs) ??
+      limits.phaseTimeoutMs
+    );
+  }
 
   /** Create, then every step; the first failure, if any. */
-  async function mainPhases(): Promise<ProbeFailure | undefined> {
-    const context = stepContext();
-    const created = await bounded("create", createPhase);
+  private async mainPhases(): Promise<ProbeFailure | undefined> {
+    const context = this.stepContext();
+    const created = await this.bounded("create", createPhase);
     if (created) return created;
-    for (const step of steps) {
+    for (const step of this.steps) {
       // Not run, not failed, where create could not get the capability the step needs.
       const capability = step.needs?.capability;
-      if (capability && !capability.granted(run)) {
-        unsupported.push(step.name as ProbeStep);
+      if (capability && !capability.granted(this.run)) {
+        this.unsupported.push(step.name as ProbeStep);
         continue;
       }
       const failed = await step.run(context);
@@ -180,36 +210,37 @@ export async function runProbe(
   }
 
   /** What a step runs its phases with. */
-  function stepContext(): StepContext<string> {
+  private stepContext(): StepContext<string> {
     return {
-      run,
-      async phases(list, round) {
+      run: this.run,
+      phases: async (list, round) => {
         for (const [phase, fn] of list) {
-          const failed = await bounded(phase as ProbePhase, fn, round ? { round } : {});
+          const failed = await this.bounded(phase as ProbePhase, fn, round ? { round } : {});
           if (failed) return failed;
         }
         return undefined;
       },
-      setup: (phase, fn, before) => bounded(phase as ProbePhase, fn, { setup: before }),
-      round() {
+      setup: (phase, fn, before) => this.bounded(phase as ProbePhase, fn, { setup: before }),
+      round: () => {
         const times: PhaseSeconds = {};
-        rounds.push(times);
+        this.rounds.push(times);
         return times;
       },
     };
   }
 
   /** The result as it stands (copies, so a later phase does not change an answer already sent). */
-  function resultSoFar(): ProbeResult {
+  private resultSoFar(): ProbeResult {
+    const { run, rounds, unsupported } = this;
     return {
-      success: failures.length === 0,
-      startedAt,
-      finishedAt: clock.now(),
-      durationSeconds: (monotonic() - t0) / 1000,
-      phases: { ...phases },
+      success: this.failures.length === 0,
+      startedAt: this.startedAt,
+      finishedAt: this.deps.clock.now(),
+      durationSeconds: (this.deps.monotonic() - this.t0) / 1000,
+      phases: { ...this.phases },
       ...(rounds.length > 0 ? { rounds: rounds.map((r) => ({ ...r })) } : {}),
       stream: { points: { ...run.stream.points }, keepalives: run.stream.keepalives },
-      failures: [...failures],
+      failures: [...this.failures],
       ...(unsupported.length > 0 ? { unsupported: [...unsupported] } : {}),
       ...(run.http ? { http: { ...run.http } } : {}),
       ...(run.wakeSeconds !== undefined ? { wakeSeconds: run.wakeSeconds } : {}),
@@ -218,32 +249,33 @@ export async function runProbe(
   }
 
   /** Runs a phase before terminate within its own limit and what is left of the total. */
-  async function bounded(
+  private async bounded(
     phase: ProbePhase,
     fn: PhaseFn,
     o: TimedOptions = {},
   ): Promise<ProbeFailure | undefined> {
-    const limit = limitOf(phase);
-    const remaining = limits.totalTimeoutMs - (monotonic() - t0);
+    const limit = this.limitOf(phase);
+    const remaining = this.limits.totalTimeoutMs - (this.deps.monotonic() - this.t0);
     const budget = timerMs(Math.min(limit, remaining));
-    const phaseDeadline = deadline(limit, total.signal);
+    const phaseDeadline = deadline(limit, this.total);
     try {
-      return await timed(phase, fn, budget, phaseDeadline.signal, o);
+      return await this.timed(phase, fn, budget, phaseDeadline.signal, o);
     } finally {
       phaseDeadline.clear();
     }
   }
 
   /** Runs one phase, records its duration and returns its failure, if any. */
-  async function timed(
+  private async timed(
     phase: ProbePhase,
     fn: PhaseFn,
     budget: number,
     phaseSignal: AbortSignal,
     o: TimedOptions = {},
   ): Promise<ProbeFailure | undefined> {
+    const { deps, run } = this;
     if (!o.setup) deps.onPhase?.(phase);
-    const begin = monotonic();
+    const begin = deps.monotonic();
     try {
       await fn(run, phaseSignal, budget);
       return undefined;
@@ -252,28 +284,24 @@ export async function runProbe(
       // The agent token is a secret from the moment create hands it out; stream text may echo it.
       deps.secrets?.addTransient(run.sandbox?.accessToken);
       deps.secrets?.addTransient(run.trafficToken);
-      const text = describe(phase, reason, err, phaseSignal);
+      const text = this.describe(phase, reason, err, phaseSignal);
       const message = deps.secrets ? deps.secrets.scrub(text) : text;
       return { phase, reason, message: o.setup ? `${o.setup}: ${message}` : message };
     } finally {
       deps.secrets?.addTransient(run.sandbox?.accessToken);
-      const seconds = (monotonic() - begin) / 1000;
-      if (!o.setup) phases[phase] = seconds;
+      const seconds = (deps.monotonic() - begin) / 1000;
+      if (!o.setup) this.phases[phase] = seconds;
       if (o.round) o.round[phase] = seconds;
     }
   }
 
-  function describe(
-    phase: ProbePhase,
-    reason: FailureReason,
-    err: unknown,
-    s: AbortSignal,
-  ): string {
-    if (!s.aborted) return failureText(err);
-    if (reason !== "timeout") return failureText(s.reason);
-    return total.signal.aborted && phase !== "terminate"
-      ? `${phase}: probe total timeout of ${limits.totalTimeoutMs} ms reached`
-      : `${phase}: no result within the phase timeout of ${limitOf(phase)} ms`;
+  /** The failure's text: the error's, or which time limit ended the phase. */
+  private describe(phase: ProbePhase, reason: FailureReason, err: unknown, s: AbortSignal): string {
+    if (!s.aborted) return errorMessage(err, MAX_FAILURE_TEXT);
+    if (reason !== "timeout") return errorMessage(s.reason, MAX_FAILURE_TEXT);
+    return this.total?.aborted && phase !== "terminate"
+      ? `${phase}: probe total timeout of ${this.limits.totalTimeoutMs} ms reached`
+      : `${phase}: no result within the phase timeout of ${this.limitOf(phase)} ms`;
   }
 }
 

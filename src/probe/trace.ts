@@ -1,6 +1,7 @@
 // The readable trace of one probe run (`/probe?debug=true`): every platform call with its outcome
 // and timing, every phase and every stream event, as blackbox_exporter's debug output.
-import { failureText } from "./probe-error.js";
+import { errorMessage } from "../util/errors.js";
+import { MAX_FAILURE_TEXT } from "./probe-error.js";
 import type { ProbeResult } from "./runner.js";
 
 /** Calls and stream events kept at most; a run that sends more is cut, and says so. */
@@ -188,7 +189,7 @@ function outcome(err: unknown): string {
   const status = (err as { status?: unknown } | null)?.status;
   const code = (err as { code?: unknown } | null)?.code;
   const name = typeof code === "string" ? code : err instanceof Error ? err.name : "error";
-  return `${typeof status === "number" ? `HTTP ${status} ` : ""}${name}: ${failureText(err)}`;
+  return `${typeof status === "number" ? `HTTP ${status} ` : ""}${name}: ${errorMessage(err, MAX_FAILURE_TEXT)}`;
 }
 
 function isAsyncIterable(v: unknown): v is AsyncIterable<unknown> {

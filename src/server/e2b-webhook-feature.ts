@@ -1,17 +1,18 @@
 // E2B's lifecycle webhooks as a feature: on when webhooks.e2bSecretFile is set. POST /webhooks/e2b
 // takes signed deliveries into the event ledger; the signing secret is scrubbed like a key and
 // read again at each reload.
-import type { Feature } from "../feature.js";
+import { type Feature, type ListenerAccess, MissingServiceError } from "../feature.js";
 import { normalizeLifecycleEvent } from "../platform/normalize/events.js";
 import { inShard } from "../util/shard.js";
 import { E2B_WEBHOOK_PATH, e2bWebhookRoute } from "./e2b-webhook.js";
-import { asksForCredentials, type ListenerSecurity } from "./listener.js";
 
 export const e2bWebhookFeature: Feature = {
   name: "e2b-webhook",
   prepare(config) {
     if (config.webhooks.e2bSecretFile === undefined) return undefined;
     return {
+      // Deliveries go to the ledger: it exists with poll.events off too.
+      needs: { ledger: true },
       start(s) {
         const log = s.logger.child({ component: "e2b-webhook" });
         const exempt = config.webhooks.e2bAuthExempt;
@@ -22,16 +23,10 @@ export const e2bWebhookFeature: Feature = {
           return value ?? "";
         };
         let secret = checked(s.secretValues.e2bWebhookSecret);
-        const sink = s.eventSink;
-        if (!sink) {
-          log.warn(
-            { setting: "webhooks.e2bSecretFile" },
-            "E2B webhook not served: the lifecycle event ledger is off",
-          );
-          return {};
-        }
-        const warnIfLocked = (security: ListenerSecurity): void => {
-          if (!asksForCredentials(security) || exempt) return;
+        const sink = s.ledger;
+        if (!sink) throw new MissingServiceError("e2b-webhook", "ledger");
+        const warnIfLocked = (listener: ListenerAccess): void => {
+          if (!listener.asksForCredentials || exempt) return;
           log.warn(
             { setting: "webhooks.e2bAuthExempt", path: E2B_WEBHOOK_PATH },
             "the listener asks for credentials E2B's deliveries cannot carry: every delivery is refused 401 (counted as unauthorized_listener); set webhooks.e2bAuthExempt",

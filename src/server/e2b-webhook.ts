@@ -7,17 +7,23 @@
 // (delivery-reads.ts), and each kind of refusal is logged at most once a minute.
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { Counter, Gauge, type Registry } from "prom-client";
+import type { Registry } from "prom-client";
 import type { LifecycleEvent, LifecycleEventSink } from "../platform/events.js";
 import type { Clock } from "../util/clock.js";
 import { InflightBudget } from "../util/inflight-budget.js";
 import { LogLimiter } from "../util/log-limiter.js";
-import type { Route, RouteHandler } from "../util/route.js";
+import type { Route, RouteRefusal } from "../util/route.js";
 import { type BodyLimits, type Bound, DeliveryReads } from "./delivery-reads.js";
+import {
+  type DeliveryResult,
+  type WebhookFamilies,
+  webhookFamilies,
+} from "./e2b-webhook-families.js";
 import { send } from "./respond.js";
 
 /** The path E2B is registered to deliver to. */
 export const E2B_WEBHOOK_PATH = "/webhooks/e2b";
+
 /** The signature versions E2B's docs define ("currently always v1"). */
 const SIGNATURE_VERSIONS: ReadonlySet<string> = new Set(["v1"]);
 /** Longest header value (delivery and webhook ids) that goes into a log line. */
@@ -26,25 +32,6 @@ const MAX_LOGGED_ID_CHARS = 128;
 const WARN_INTERVAL_MS = 60_000;
 /** What a 503 asks E2B to wait before it delivers again: deliveries in flight end in milliseconds. */
 const RETRY_AFTER_SECONDS = 1;
-
-/** Every `result` of the deliveries counter, exported at 0 from the start. */
-export const DELIVERY_RESULTS = [
-  "accepted",
-  "duplicate",
-  "bad_signature",
-  "bad_body",
-  "too_large",
-  "timeout",
-  "method",
-  "busy",
-  "stale",
-  "unauthorized_listener",
-  "other_shard",
-] as const;
-export type DeliveryResult = (typeof DELIVERY_RESULTS)[number];
-
-/** Every `reason` of the dropped-events counter, exported at 0 from the start. */
-export const DROP_REASONS = ["invalid", "stale"] as const;
 
 /**
  * What one delivery (413 past its size, 408 past its time) and all of them together may hold (the
@@ -92,137 +79,209 @@ export interface E2bWebhookOptions {
  * soon as the events are in the sink; the requests the server refuses before it are counted too.
  */
 export function e2bWebhookRoute(o: E2bWebhookOptions): Route {
-  const { limits } = o;
-  const budget = o.budget ?? new InflightBudget(limits.maxInFlight, limits.maxInFlightBytes);
-  const reads = new DeliveryReads(budget);
-  const scrub = (t: string): string => (o.secrets ? o.secrets.scrub(t) : t);
-  // Every refusal an unsigned caller can cause is one line per reason and minute, with a count.
-  const warnings = new LogLimiter({ intervalMs: WARN_INTERVAL_MS, now: () => o.clock.now() });
-  const warn = (reason: DeliveryResult | "dropped", obj: object, msg: string): void =>
-    warnings.warn(o.logger, reason, obj, msg);
-  const deliveries = new Counter({
-    name: `${o.namespace}_webhook_deliveries_total`,
-    help: `E2B lifecycle webhook deliveries to POST ${E2B_WEBHOOK_PATH}, by result (${DELIVERY_RESULTS.join(", ")}).`,
-    labelNames: ["result"],
-    registers: [o.registry],
-  });
-  for (const r of DELIVERY_RESULTS) deliveries.labels(r).inc(0);
-  const dropped = new Counter({
-    name: `${o.namespace}_webhook_events_dropped_total`,
-    help: `Events of a list delivered to POST ${E2B_WEBHOOK_PATH} left out while the rest of the list was taken, by reason (invalid: not a lifecycle event; stale: older than the event ids remembered, a replay).`,
-    labelNames: ["reason"],
-    registers: [o.registry],
-  });
-  for (const r of DROP_REASONS) dropped.labels(r).inc(0);
-  new Gauge({
-    name: `${o.namespace}_webhook_inflight_bytes`,
-    help: `Body bytes held by the deliveries to POST ${E2B_WEBHOOK_PATH} being read, counted as they arrive; at most webhooks.maxInFlightBytes.`,
-    registers: [o.registry],
-    collect() {
-      this.set(budget.bytes);
-    },
-  });
-  new Gauge({
-    name: `${o.namespace}_webhook_inflight_deliveries`,
-    help: `Deliveries to POST ${E2B_WEBHOOK_PATH} being read now; at most webhooks.maxInFlight.`,
-    registers: [o.registry],
-    collect() {
-      this.set(budget.count);
-    },
-  });
-
-  const busy = (req: IncomingMessage, res: ServerResponse, ids: object, bound: Bound): void => {
-    deliveries.labels("busy").inc();
-    warn(
-      "busy",
-      { ...ids, bound, inFlight: budget.count, inFlightBytes: budget.bytes },
-      `E2B webhook delivery refused (503): ${bound} in flight at the bound`,
-    );
-    res.setHeader("Retry-After", String(RETRY_AFTER_SECONDS));
-    refuse(req, res, 503, `too many deliveries in flight (${bound}); retry\n`);
+  const receiver = new E2bWebhookReceiver(o);
+  return {
+    method: "POST",
+    path: E2B_WEBHOOK_PATH,
+    // E2B cannot send the listener's credentials: open only when the setting says so.
+    auth: "exemptable",
+    exempt: o.authExempt,
+    acting: false,
+    description: "E2B lifecycle webhook deliveries (signed), into the event ledger",
+    handler: (req, _url, res) => receiver.handle(req, res),
+    refused: (why) => receiver.refused(why),
   };
+}
+
+/** The deliveries' handling: the bounded read, the signature, then the events into the sink. */
+class E2bWebhookReceiver {
+  private readonly budget: InflightBudget;
+  private readonly reads: DeliveryReads;
+  private readonly families: WebhookFamilies;
+  // Every refusal an unsigned caller can cause is one line per reason and minute, with a count.
+  private readonly warnings: LogLimiter;
+
+  constructor(private readonly o: E2bWebhookOptions) {
+    const { limits } = o;
+    this.budget = o.budget ?? new InflightBudget(limits.maxInFlight, limits.maxInFlightBytes);
+    this.reads = new DeliveryReads(this.budget);
+    this.families = webhookFamilies({ ...o, path: E2B_WEBHOOK_PATH }, this.budget);
+    this.warnings = new LogLimiter({ intervalMs: WARN_INTERVAL_MS, now: () => o.clock.now() });
+  }
 
   // The server answers other methods (405) from the record, and tells `refused` of them.
-  const handler: RouteHandler = async (req, _url, res) => {
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { limits } = this.o;
     const ids = deliveryIds(req);
-    const ticket = reads.enter();
-    if (!ticket) return busy(req, res, ids, "deliveries");
+    const ticket = this.reads.enter();
+    if (!ticket) return this.busy(req, res, ids, "deliveries");
     try {
-      const body = await reads.read(req, limits, ticket);
+      const body = await this.reads.read(req, limits, ticket);
       // The sender went away mid-body: nobody is left to answer.
       if (body === "aborted") return;
-      if (body === "deliveries" || body === "bytes") return busy(req, res, ids, body);
+      if (body === "deliveries" || body === "bytes") return this.busy(req, res, ids, body);
       if (body === "too_large") {
-        deliveries.labels("too_large").inc();
+        this.count("too_large");
         const { maxBodyBytes } = limits;
-        warn("too_large", { ...ids, maxBodyBytes }, "E2B webhook delivery refused: body too large");
+        this.warn(
+          "too_large",
+          { ...ids, maxBodyBytes },
+          "E2B webhook delivery refused: body too large",
+        );
         return refuse(req, res, 413, `body larger than ${maxBodyBytes} bytes\n`);
       }
       if (body === "timeout") {
-        deliveries.labels("timeout").inc();
+        this.count("timeout");
         const { bodyTimeoutMs } = limits;
-        warn("timeout", { ...ids, bodyTimeoutMs }, "E2B webhook delivery refused: body too slow");
+        this.warn(
+          "timeout",
+          { ...ids, bodyTimeoutMs },
+          "E2B webhook delivery refused: body too slow",
+        );
         return refuse(req, res, 408, `body not received within ${bodyTimeoutMs} ms\n`);
       }
-      if (!verified(o.secret(), body, req)) {
-        deliveries.labels("bad_signature").inc();
-        warn(
+      if (!verified(this.o.secret(), body, req)) {
+        this.count("bad_signature");
+        this.warn(
           "bad_signature",
           ids,
           "E2B webhook delivery refused: missing or wrong e2b-signature (check the signing secret file)",
         );
         return send(res, 401, "text/plain; charset=utf-8", "bad signature\n");
       }
-      return take(body, ids, res);
+      return this.take(body, ids, res);
     } finally {
       ticket.release();
     }
-  };
+  }
+
+  /** A request the server refused before the handler: a wrong method, or the listener's auth. */
+  refused(why: RouteRefusal): void {
+    if (why === "method") {
+      this.count("method");
+      return;
+    }
+    this.count("unauthorized_listener");
+    this.warn(
+      "unauthorized_listener",
+      {},
+      "E2B webhook delivery refused by the listener's auth (401): E2B sends no listener credentials; set webhooks.e2bAuthExempt",
+    );
+  }
+
+  private count(result: DeliveryResult): void {
+    this.families.deliveries.labels(result).inc();
+  }
+
+  private warn(reason: DeliveryResult | "dropped", obj: object, msg: string): void {
+    this.warnings.warn(this.o.logger, reason, obj, msg);
+  }
+
+  private scrub(text: string): string {
+    return this.o.secrets ? this.o.secrets.scrub(text) : text;
+  }
+
+  private busy(req: IncomingMessage, res: ServerResponse, ids: object, bound: Bound): void {
+    const { budget } = this;
+    this.count("busy");
+    this.warn(
+      "busy",
+      { ...ids, bound, inFlight: budget.count, inFlightBytes: budget.bytes },
+      `E2B webhook delivery refused (503): ${bound} in flight at the bound`,
+    );
+    res.setHeader("Retry-After", String(RETRY_AFTER_SECONDS));
+    refuse(req, res, 503, `too many deliveries in flight (${bound}); retry\n`);
+  }
 
   /** A verified body: its events into the sink, except the ones older than the sink's horizon. */
-  const take = (body: Buffer, ids: object, res: ServerResponse): void => {
-    const parsed = parseDelivery(body, o.parse);
+  private take(body: Buffer, ids: object, res: ServerResponse): void {
+    const parsed = parseDelivery(body, this.o.parse);
     if (typeof parsed === "string") {
-      deliveries.labels("bad_body").inc();
-      const problem = scrub(parsed);
-      warn("bad_body", { ...ids, problem }, "E2B webhook delivery refused: not a lifecycle event");
+      this.count("bad_body");
+      const problem = this.scrub(parsed);
+      this.warn(
+        "bad_body",
+        { ...ids, problem },
+        "E2B webhook delivery refused: not a lifecycle event",
+      );
       send(res, 400, "text/plain; charset=utf-8", `bad event: ${problem}\n`);
       return;
     }
     const { problems } = parsed;
     if (problems.length > 0) {
       // One bad event of a list costs only itself: the others are taken, the answer says which.
-      dropped.labels("invalid").inc(problems.length);
-      warn(
+      this.families.dropped.labels("invalid").inc(problems.length);
+      this.warn(
         "dropped",
-        { ...ids, problems: problems.slice(0, 5).map(scrub), dropped: problems.length },
+        {
+          ...ids,
+          problems: problems.slice(0, 5).map((p) => this.scrub(p)),
+          dropped: problems.length,
+        },
         "E2B webhook delivery: events that are not lifecycle events left out",
       );
     }
-    // A signed delivery replayed after its id was forgotten would count again: older ones are refused.
-    const horizon = o.horizon?.() ?? Number.NEGATIVE_INFINITY;
-    const events = parsed.events.filter((e) => e.timestamp >= horizon);
+    const events = this.fresh(parsed.events, ids, res);
+    if (!events) return;
     const stale = parsed.events.length - events.length;
+    const { accepted, otherShard } = this.sink(events);
+    const duplicates = events.length - accepted - otherShard;
+    this.count(deliveryResult(accepted, duplicates));
+    this.o.logger.debug(
+      { ...ids, accepted, duplicates, otherShard, stale },
+      "E2B webhook delivery",
+    );
+    // A duplicate is a success too: E2B retries what it does not see answered 2xx.
+    const answer = {
+      accepted,
+      duplicates,
+      ...(otherShard > 0 ? { otherShard } : {}),
+      ...(stale > 0 ? { stale } : {}),
+      ...(problems.length > 0
+        ? { dropped: problems.length, problems: problems.map((p) => this.scrub(p)) }
+        : {}),
+    };
+    send(res, 200, "application/json", `${JSON.stringify(answer)}\n`);
+  }
+
+  /**
+   * The events not older than the sink's horizon; undefined, once answered 422, when none is. A
+   * signed delivery replayed after its id was forgotten would count again: older ones are refused.
+   */
+  private fresh(
+    all: LifecycleEvent[],
+    ids: object,
+    res: ServerResponse,
+  ): LifecycleEvent[] | undefined {
+    const horizon = this.o.horizon?.() ?? Number.NEGATIVE_INFINITY;
+    const events = all.filter((e) => e.timestamp >= horizon);
+    const stale = all.length - events.length;
     if (events.length === 0) {
-      deliveries.labels("stale").inc();
+      this.count("stale");
       const since = new Date(horizon).toISOString();
-      warn(
+      this.warn(
         "stale",
         { ...ids, horizon: since },
         "E2B webhook delivery refused: its events are older than the event ids remembered (a replay)",
       );
       send(res, 422, "text/plain; charset=utf-8", `events older than ${since}\n`);
-      return;
+      return undefined;
     }
     if (stale > 0) {
       // A replayed event inside a fresh delivery costs only itself, counted like the invalid ones.
-      dropped.labels("stale").inc(stale);
-      warn(
+      this.families.dropped.labels("stale").inc(stale);
+      this.warn(
         "stale",
         { ...ids, horizon: new Date(horizon).toISOString(), stale },
         "E2B webhook delivery: events older than the event ids remembered left out (a replay)",
       );
     }
+    return events;
+  }
+
+  /** Each event into the sink, or, another shard's, only shown to it. */
+  private sink(events: LifecycleEvent[]): { accepted: number; otherShard: number } {
+    const { o } = this;
     let accepted = 0;
     let otherShard = 0;
     for (const e of events) {
@@ -232,42 +291,8 @@ export function e2bWebhookRoute(o: E2bWebhookOptions): Route {
         otherShard++;
       } else if (o.sink.accept(e, "webhook")) accepted++;
     }
-    const duplicates = events.length - accepted - otherShard;
-    deliveries.labels(deliveryResult(accepted, duplicates)).inc();
-    o.logger.debug({ ...ids, accepted, duplicates, otherShard, stale }, "E2B webhook delivery");
-    // A duplicate is a success too: E2B retries what it does not see answered 2xx.
-    const answer = {
-      accepted,
-      duplicates,
-      ...(otherShard > 0 ? { otherShard } : {}),
-      ...(stale > 0 ? { stale } : {}),
-      ...(problems.length > 0 ? { dropped: problems.length, problems: problems.map(scrub) } : {}),
-    };
-    send(res, 200, "application/json", `${JSON.stringify(answer)}\n`);
-  };
-
-  return {
-    method: "POST",
-    path: E2B_WEBHOOK_PATH,
-    // E2B cannot send the listener's credentials: open only when the setting says so.
-    auth: "exemptable",
-    exempt: o.authExempt,
-    acting: false,
-    description: "E2B lifecycle webhook deliveries (signed), into the event ledger",
-    handler,
-    refused(why) {
-      if (why === "method") {
-        deliveries.labels("method").inc();
-        return;
-      }
-      deliveries.labels("unauthorized_listener").inc();
-      warn(
-        "unauthorized_listener",
-        {},
-        "E2B webhook delivery refused by the listener's auth (401): E2B sends no listener credentials; set webhooks.e2bAuthExempt",
-      );
-    },
-  };
+    return { accepted, otherShard };
+  }
 }
 
 /** E2B's signature of `body` under `secret`: base64url SHA-256 of secret then body, no padding. */

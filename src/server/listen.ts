@@ -1,16 +1,20 @@
 // The listener as the composition root starts it: the features' routes, /status from the latest
 // snapshot and each feature's section, and the reload that checks every part before any applies.
 import type { Poller } from "../collect/poller.js";
-import type { Config } from "../config/schema.js";
 import type { SecretName, SecretValues } from "../config/secret-files.js";
+import type { Config } from "../config/settings.js";
 import type { Feature, ReloadContext, Services, Started } from "../feature.js";
 import { negotiateFormat } from "../metrics/exporter-metrics.js";
-import { reloadedWebConfig } from "./listener.js";
+import { errorMessage } from "../util/errors.js";
+import { asksForCredentials, type ListenerSecurity, reloadedWebConfig } from "./listener.js";
 import { hasGoodData } from "./readiness.js";
 import { type RunningServer, startServer } from "./server.js";
 import { statusReport } from "./status.js";
 
 export type { RunningServer };
+
+/** The shared services, and how the listener is secured at start. */
+export type ListenerServices = Services & { readonly security: ListenerSecurity };
 
 /** What the listener serves besides the metrics. */
 export interface ListenerParts {
@@ -32,14 +36,14 @@ export interface Listener {
 }
 
 /** Starts the listener of `s.config.server`, serving every started feature's routes. */
-export async function startListener(s: Services, parts: ListenerParts): Promise<Listener> {
+export async function startListener(s: ListenerServices, parts: ListenerParts): Promise<Listener> {
   const { config, logger, metrics, secrets } = s;
   const features = [...parts.started.values()];
   const reload = async (): Promise<{ ok: boolean; error?: string }> => {
     try {
       const next = parts.reloadConfig();
       // Everything is read and checked before anything changes: a bad file keeps the last good.
-      const web = reloadedWebConfig(next, s.listener);
+      const web = reloadedWebConfig(next, s.security);
       const ctx: ReloadContext = {
         secret(name) {
           const value = parts.readSecrets(next, [name])[name];
@@ -47,7 +51,7 @@ export async function startListener(s: Services, parts: ListenerParts): Promise<
           secrets.add(value);
           return value;
         },
-        listener: web ? { webConfig: web } : s.listener,
+        listener: web ? { asksForCredentials: asksForCredentials({ webConfig: web }) } : s.listener,
       };
       const apply = features.map((f) => f.reload?.(next, ctx));
       for (const f of parts.off) f.onReloadWhileOff?.(next, logger);
@@ -58,9 +62,8 @@ export async function startListener(s: Services, parts: ListenerParts): Promise<
       return { ok: true };
     } catch (err) {
       metrics.reloaded(false);
-      const error = err instanceof Error ? err.message : String(err);
-      logger.error({ err: error }, "reload failed; keeping the previous configuration");
-      return { ok: false, error };
+      logger.error({ err }, "reload failed; keeping the previous configuration");
+      return { ok: false, error: secrets.scrub(errorMessage(err)) };
     }
   };
   const sections = (): Record<string, unknown> => {
@@ -89,7 +92,7 @@ export async function startListener(s: Services, parts: ListenerParts): Promise<
     ready: () => hasGoodData(parts.poller.latest),
     logger: logger.child({ component: "server" }),
     clock: s.clock,
-    ...s.listener,
+    ...s.security,
   });
   return { server, reload };
 }

@@ -3,9 +3,10 @@
 import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import { ConfigError } from "../config/errors.js";
-import { type Config, DEPRECATED_LISTENER } from "../config/schema.js";
 import { readSecretFiles } from "../config/secret-files.js";
+import type { Config } from "../config/settings.js";
 import type { ServerDeps } from "./server.js";
+import { DEPRECATED_LISTENER } from "./server-settings.js";
 import { loadWebConfig, type WebConfig, WebConfigError } from "./web-config.js";
 
 /** How the listener is secured at start; what a reload may change of it. */

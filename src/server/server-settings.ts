@@ -3,6 +3,7 @@
 import { isIP } from "node:net";
 import { z } from "zod";
 import { bool, text } from "../config/fields.js";
+import type { SectionOf } from "../config/slice.js";
 import { defineSlice, ENV_PREFIX } from "../config/slice.js";
 import { BCRYPT_HASH } from "../util/bcrypt-hash.js";
 
@@ -89,6 +90,7 @@ export const serverSlice = defineSlice({
       flagAliases: ["web-enable-lifecycle"],
       kind: "bool",
       help: "serve POST /-/reload (without it: 403; SIGHUP always reloads)",
+      doc: "serve `POST /-/reload` (bare flag or =true/false); without it the endpoint answers 403, SIGHUP always reloads",
     },
     {
       path: "server.webConfigFile",
@@ -98,6 +100,7 @@ export const serverSlice = defineSlice({
       flagAliases: ["web-config-file"],
       kind: "string",
       help: "exporter-toolkit web config file: TLS, mutual TLS, headers, bcrypt basic auth (re-read on reload)",
+      doc: "Prometheus' exporter-toolkit web configuration file: TLS, mutual TLS, response headers, bcrypt basic auth; re-read on SIGHUP and `POST /-/reload` (see [Securing the listener](operations.md#securing-the-listener))",
     },
     {
       path: "server.bearerTokenFile",
@@ -105,6 +108,7 @@ export const serverSlice = defineSlice({
       flag: "web-bearer-token-file",
       kind: "string",
       help: "DEPRECATED, removed in the next release: require this bearer token on the listener",
+      doc: "**Deprecated**, removed in the next release: require this bearer token on the listener",
     },
     {
       path: "server.tlsCertFile",
@@ -112,6 +116,7 @@ export const serverSlice = defineSlice({
       flag: "web-tls-cert-file",
       kind: "string",
       help: "DEPRECATED (use cert_file in --web.config.file): serve HTTPS with this certificate",
+      doc: "**Deprecated**, removed in the next release (use `cert_file` in `--web.config.file`): serve HTTPS with this certificate",
     },
     {
       path: "server.tlsKeyFile",
@@ -119,6 +124,13 @@ export const serverSlice = defineSlice({
       flag: "web-tls-key-file",
       kind: "string",
       help: "DEPRECATED (use key_file in --web.config.file): private key of the certificate",
+      doc: "**Deprecated**, removed in the next release (use `key_file` in `--web.config.file`): private key of the certificate",
     },
   ],
 });
+
+declare module "../config/settings.js" {
+  interface Settings {
+    server: SectionOf<typeof serverSlice>;
+  }
+}

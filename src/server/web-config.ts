@@ -6,7 +6,7 @@ import { createSecureContext, type SecureVersion, type TLSSocket } from "node:tl
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { BCRYPT_HASH } from "../util/bcrypt-hash.js";
-import { ExporterError } from "../util/errors.js";
+import { ExporterError, errorLine } from "../util/errors.js";
 
 /** exporter-toolkit's client_auth_type values (Go's tls.ClientAuthType names). */
 export const CLIENT_AUTH_TYPES = [
@@ -162,7 +162,7 @@ export function loadWebConfig(file: string, read: (path: string) => Buffer): Web
   try {
     doc = parseYaml(read(path).toString("utf8")) ?? {};
   } catch (err) {
-    return fail("", firstLine(err));
+    return fail("", errorLine(err));
   }
   const parsed = FileSchema.safeParse(doc);
   if (!parsed.success) {
@@ -231,7 +231,7 @@ function tlsSettings(
     try {
       return read(path);
     } catch (err) {
-      return fail(k(fileKey), `cannot read ${path}: ${firstLine(err)}`);
+      return fail(k(fileKey), `cannot read ${path}: ${errorLine(err)}`);
     }
   };
   const cert =
@@ -280,7 +280,7 @@ function tlsSettings(
   } catch (err) {
     fail(
       k(t.cert_file ? "cert_file" : "cert"),
-      `the certificate, key or CA cannot be used: ${firstLine(err)}`,
+      `the certificate, key or CA cannot be used: ${errorLine(err)}`,
     );
   }
   return settings;
@@ -346,8 +346,4 @@ function sansOf(cert: X509Certificate): string[] {
     out.push(v.startsWith('"') ? (JSON.parse(v) as string) : v);
   }
   return out;
-}
-
-function firstLine(err: unknown): string {
-  return ((err instanceof Error ? err.message : String(err)).split("\n")[0] ?? "").trim();
 }

@@ -1,6 +1,7 @@
 // The `webhooks:` settings: the webhooks the exporter receives on its listener (E2B's lifecycle
 // webhooks) and the bounds on what an unauthenticated sender can make it hold.
 import { bool, duration, int, text } from "../config/fields.js";
+import type { SectionOf } from "../config/slice.js";
 import { defineSlice, ENV_PREFIX } from "../config/slice.js";
 
 const X = ENV_PREFIX;
@@ -38,6 +39,7 @@ export const webhooksSlice = defineSlice({
       flag: "e2b-webhook-secret-file",
       kind: "string",
       help: "file holding the signing secret of E2B's lifecycle webhooks; set, POST /webhooks/e2b receives them",
+      doc: "file holding the signing secret of E2B's lifecycle webhooks; set, `POST /webhooks/e2b` receives them (see [Receiving E2B lifecycle webhooks](operations.md#receiving-e2b-lifecycle-webhooks))",
     },
     {
       path: "webhooks.e2bAuthExempt",
@@ -45,6 +47,7 @@ export const webhooksSlice = defineSlice({
       flag: "e2b-webhook-auth-exempt",
       kind: "bool",
       help: "let POST /webhooks/e2b in without the listener's bearer/basic auth (E2B cannot send it; the signature still applies)",
+      doc: "let `POST /webhooks/e2b` in without the listener's bearer/basic auth (E2B cannot send it; the signature still applies)",
     },
     {
       path: "webhooks.maxBodyBytes",
@@ -66,6 +69,7 @@ export const webhooksSlice = defineSlice({
       flag: "webhook-max-in-flight",
       kind: "int",
       help: "webhook deliveries read at once (503 with Retry-After past it)",
+      doc: "webhook deliveries read at once (1–10,000; 503 with `Retry-After` past it)",
     },
     {
       path: "webhooks.maxInFlightBytes",
@@ -73,6 +77,13 @@ export const webhooksSlice = defineSlice({
       flag: "webhook-max-in-flight-bytes",
       kind: "int",
       help: "body bytes all webhook deliveries in flight hold together (503 with Retry-After past it)",
+      doc: "body bytes all webhook deliveries in flight hold together (503 with `Retry-After` past it); at least `webhooks.maxBodyBytes`",
     },
   ],
 });
+
+declare module "../config/settings.js" {
+  interface Settings {
+    webhooks: SectionOf<typeof webhooksSlice>;
+  }
+}

@@ -130,17 +130,8 @@ export async function startProcess(
   res: ServerResponse,
   arrival: number,
 ): Promise<void> {
-  const contentType = req.headers["content-type"] ?? "";
-  if (!contentType.startsWith("application/connect+json")) {
-    return sendError(res, 415, `unsupported content type '${contentType}'`);
-  }
-  let body: Buffer;
-  try {
-    body = await readBody(req, MAX_REQUEST_BYTES);
-  } catch (err) {
-    if (err instanceof BodyTooLargeError) return sendError(res, 413, err.message);
-    throw err;
-  }
+  const body = await startBody(req, res);
+  if (body === undefined) return;
   const knobs = { ...ctx.faults.stream };
   const accepts = /\bgzip\b/.test(String(req.headers["connect-accept-encoding"] ?? ""));
   const compress = knobs.compress ?? accepts;
@@ -169,89 +160,140 @@ export async function startProcess(
   }
   const user = processUser(rules, req);
   if (typeof user !== "string") return finish(user);
-  const home = homeOf(user) as string;
 
   const timeline = new Timeline();
   res.on("close", () => timeline.stop("closed"));
   const timeoutMs = headerNumber(req, "connect-timeout-ms");
-  const deadline =
-    timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => timeline.stop("deadline"), arrival + timeoutMs - performance.now());
+  const timers: StreamTimers = {};
+  if (timeoutMs !== undefined)
+    timers.deadline = setTimeout(
+      () => timeline.stop("deadline"),
+      arrival + timeoutMs - performance.now(),
+    );
   const pingS = headerNumber(req, "keepalive-ping-interval");
   const keepaliveMs = knobs.keepaliveIntervalMs ?? (pingS === undefined ? undefined : pingS * 1000);
-  let keepalive: NodeJS.Timeout | undefined;
-  const stopTimers = () => {
-    clearTimeout(deadline);
-    clearInterval(keepalive);
-  };
-
+  const stream: Stream = { ctx, knobs, res, write, finish, timeline, timers, keepaliveMs };
   try {
-    let at = arrival + (knobs.startDelayMs ?? 0);
-    if ((await timeline.until(at)) !== "ok") return onStop(timeline.outcome);
-    write({ event: { start: { pid: ctx.nextPid++ } } });
-    if (knobs.malformedEnvelope) {
-      // A header declaring a 4 GiB payload: a decoder must refuse it, not buffer it.
-      res.end(Buffer.from([0x00, 0xff, 0xff, 0xff, 0xff, 0x7b, 0x7d]));
-      return;
-    }
-    if (keepaliveMs !== undefined) {
-      keepalive = setInterval(() => write({ event: { keepalive: {} } }), keepaliveMs);
-    }
-    at += knobs.firstDataDelayMs ?? 0;
-    if ((await timeline.until(at)) !== "ok") return onStop(timeline.outcome);
-
-    const env = {
-      HOME: home,
-      USER: user,
-      PWD: request.process.cwd ?? home,
-      ...request.process.envs,
-    };
-    const shell = runScript(scriptOf(request), {
-      files: sandbox.files,
-      cwd: env.PWD,
-      env,
-      jobs: {
-        table: sandbox.processes,
-        nextPid: () => ctx.nextPid++,
-        now: () => ctx.clock.now(),
-      },
-    });
-    let step = shell.next();
-    while (!step.done) {
-      const op = step.value;
-      if (op.kind === "sleep") {
-        // Times follow the virtual schedule, so timer lateness never accumulates.
-        at += op.ms;
-        if ((await timeline.until(at)) !== "ok") return onStop(timeline.outcome);
-      } else {
-        const data =
-          op.kind === "stdout" && knobs.wrongStdout ? Buffer.from("unexpected output\n") : op.data;
-        write({ event: { data: { [op.kind]: data.toString("base64") } } });
-      }
-      step = shell.next();
-    }
-    const exitCode = step.value;
-
-    at += knobs.endDelayMs ?? 0;
-    if ((await timeline.until(at)) !== "ok") return onStop(timeline.outcome);
-    clearInterval(keepalive);
-    if (knobs.endStreamError) return finish(knobs.endStreamError);
-    // Protobuf JSON omits zero values: a clean exit carries no exitCode.
-    const end =
-      exitCode === 0
-        ? { exited: true, status: "exit status 0" }
-        : { exitCode, exited: true, status: `exit status ${exitCode}` };
-    write({ event: { end } });
-    if (knobs.truncate) res.end();
-    else finish();
+    await serveStream(stream, sandbox, request, user, arrival);
   } finally {
-    stopTimers();
+    stopTimers(timers);
   }
+}
 
-  function onStop(outcome: Outcome): void {
-    stopTimers();
+/** The Start request's body, or undefined once answered 415 or 413. */
+async function startBody(req: IncomingMessage, res: ServerResponse): Promise<Buffer | undefined> {
+  const contentType = req.headers["content-type"] ?? "";
+  if (!contentType.startsWith("application/connect+json")) {
+    sendError(res, 415, `unsupported content type '${contentType}'`);
+    return undefined;
+  }
+  try {
+    return await readBody(req, MAX_REQUEST_BYTES);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) {
+      sendError(res, 413, err.message);
+      return undefined;
+    }
+    throw err;
+  }
+}
+
+/** The timers of one stream: its Connect deadline and its keepalives. */
+interface StreamTimers {
+  deadline?: NodeJS.Timeout;
+  keepalive?: NodeJS.Timeout;
+}
+
+function stopTimers(timers: StreamTimers): void {
+  clearTimeout(timers.deadline);
+  clearInterval(timers.keepalive);
+}
+
+/** One Start stream being answered: its faults, its frames out and its virtual schedule. */
+interface Stream {
+  ctx: SimContext;
+  knobs: SimContext["faults"]["stream"];
+  res: ServerResponse;
+  write: (value: unknown, endStream?: boolean) => boolean;
+  finish: (error?: { code: string; message: string }) => void;
+  timeline: Timeline;
+  timers: StreamTimers;
+  keepaliveMs: number | undefined;
+}
+
+/** The stream's events: start, the script's output on the virtual schedule, then its end. */
+async function serveStream(
+  s: Stream,
+  sandbox: SimSandbox,
+  request: StartRequest,
+  user: string,
+  arrival: number,
+): Promise<void> {
+  const { ctx, knobs, res, write, finish, timeline } = s;
+  const home = homeOf(user) as string;
+  const onStop = (outcome: Outcome): void => {
+    stopTimers(s.timers);
     if (outcome === "deadline")
       finish({ code: "deadline_exceeded", message: "the operation timed out" });
+  };
+  let at = arrival + (knobs.startDelayMs ?? 0);
+  if ((await timeline.until(at)) !== "ok") return onStop(timeline.outcome);
+  write({ event: { start: { pid: ctx.nextPid++ } } });
+  if (knobs.malformedEnvelope) {
+    // A header declaring a 4 GiB payload: a decoder must refuse it, not buffer it.
+    res.end(Buffer.from([0x00, 0xff, 0xff, 0xff, 0xff, 0x7b, 0x7d]));
+    return;
   }
+  if (s.keepaliveMs !== undefined) {
+    s.timers.keepalive = setInterval(() => write({ event: { keepalive: {} } }), s.keepaliveMs);
+  }
+  at += knobs.firstDataDelayMs ?? 0;
+  if ((await timeline.until(at)) !== "ok") return onStop(timeline.outcome);
+
+  const env = {
+    HOME: home,
+    USER: user,
+    PWD: request.process.cwd ?? home,
+    ...request.process.envs,
+  };
+  const shell = runScript(scriptOf(request), {
+    files: sandbox.files,
+    cwd: env.PWD,
+    env,
+    jobs: {
+      table: sandbox.processes,
+      nextPid: () => ctx.nextPid++,
+      now: () => ctx.clock.now(),
+    },
+  });
+  let step = shell.next();
+  while (!step.done) {
+    const op = step.value;
+    if (op.kind === "sleep") {
+      // Times follow the virtual schedule, so timer lateness never accumulates.
+      at += op.ms;
+      if ((await timeline.until(at)) !== "ok") return onStop(timeline.outcome);
+    } else {
+      const data =
+        op.kind === "stdout" && knobs.wrongStdout ? Buffer.from("unexpected output\n") : op.data;
+      write({ event: { data: { [op.kind]: data.toString("base64") } } });
+    }
+    step = shell.next();
+  }
+  at += knobs.endDelayMs ?? 0;
+  if ((await timeline.until(at)) !== "ok") return onStop(timeline.outcome);
+  clearInterval(s.timers.keepalive);
+  if (knobs.endStreamError) return finish(knobs.endStreamError);
+  endStream(s, step.value);
+}
+
+/** The end event; protobuf JSON omits zero values: a clean exit carries no exitCode. */
+function endStream(s: Stream, exitCode: number): void {
+  const end =
+    exitCode === 0
+      ? { exited: true, status: "exit status 0" }
+      : { exitCode, exited: true, status: `exit status ${exitCode}` };
+  s.write({ event: { end } });
+  if (s.knobs.truncate) s.res.end();
+  else s.finish();
 }

@@ -161,81 +161,11 @@ function shut(server: Server): Promise<void> {
 /** Starts the fake platform and resolves once both ports listen. */
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
   const host = options.host ?? "127.0.0.1";
-  checkLoopback(host);
-  const sandboxes = options.sandboxes ?? 300;
-  if (!Number.isInteger(sandboxes) || sandboxes < 0 || sandboxes > MAX_SANDBOXES) {
-    throw new SimulatorError(`sandboxes must be an integer in 0..${MAX_SANDBOXES}`);
-  }
+  const { sandboxes, flavor } = checkOptions(options, host);
   const seed = options.seed ?? 1;
-  const clock = options.clock ?? systemClock;
-  const domain = options.domain ?? "sandbox.test";
-  const flavor = options.flavor ?? "sandboxapi";
-  if (flavor !== "sandboxapi" && flavor !== "e2b")
-    throw new SimulatorError(`flavor must be sandboxapi or e2b, not '${String(flavor)}'`);
-  if (flavor === "e2b" && options.tokenStyle === "body")
-    throw new SimulatorError("E2B sends the next token in a header: tokenStyle body is not E2B's");
-  if (options.churn && !(options.churn.everyMs > 0))
-    throw new SimulatorError("churn.everyMs must be positive");
-  const state = new SimState({
-    seed,
-    sandboxes,
-    templates: options.templates ?? 5,
-    nodes: options.nodes ?? 3,
-    ...(options.envdVersions && { envdVersions: checkVersions(options.envdVersions) }),
-    logLinesPerSandbox: options.logLinesPerSandbox ?? 5,
-    clock,
-  });
-  const timers = new Timers();
-  const teamId = options.teamId ?? DEFAULT_TEAM_ID;
-  const events = new SimEventLog({
-    state,
-    clock,
-    seed,
-    teamId,
-    ...(options.eventRetentionMs !== undefined && { retentionMs: options.eventRetentionMs }),
-    ...(options.maxEvents !== undefined && { maxEvents: options.maxEvents }),
-  });
-  const webhooks = new SimWebhooks({
-    teamId,
-    seed,
-    timers,
-    now: () => clock.now(),
-    ...(options.webhookMaxAttempts !== undefined && { maxAttempts: options.webhookMaxAttempts }),
-    ...(options.webhookRetryDelayMs !== undefined && { retryDelayMs: options.webhookRetryDelayMs }),
-    ...(options.webhookMaxInFlight !== undefined && { maxInFlight: options.webhookMaxInFlight }),
-    ...(options.webhookPayload !== undefined && { payload: options.webhookPayload }),
-  });
-  const history = new TeamHistory(state, () => clock.now());
-  events.onEvent((e) => {
-    history.record(e, Date.parse(e.timestamp));
-    // Deliveries run on their own promises: the request that caused the event never waits.
-    webhooks.deliver(e);
-  });
-  const ctx: SimContext = {
-    state,
-    faults: new SimFaults(seed),
-    counters: new SimCounters(),
-    clock,
-    timers,
-    events,
-    webhooks,
-    team: {
-      teamId,
-      concurrencyLimit: options.teamConcurrencyLimit,
-      emptyMetrics: options.teamMetricsEmpty ?? false,
-      history,
-    },
-    domain,
-    apiKey: options.apiKey,
-    flavor,
-    adminToken: options.adminToken,
-    pageSizeCap: options.pageSizeCap ?? 100,
-    tokenStyle: options.tokenStyle ?? "header",
-    listOrder: options.listOrder ?? (flavor === "e2b" ? "started" : "id"),
-    createRng: new Prng(deriveSeed(seed, "create")),
-    nextPid: 1000,
-  };
+  const ctx = simContext(options, { seed, sandboxes, flavor });
   if (options.expireSandboxes) ctx.faults.lifecycle.expireSandboxes = true;
+  const { state, events, webhooks, domain } = ctx;
   const api = createManagementServer(ctx);
   const data = createDataPlaneServer(ctx);
   const urlHost = host.includes(":") ? `[${host}]` : host;
@@ -268,5 +198,93 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       ctx.timers.cancelAll();
       await Promise.all([shut(api), shut(data), webhooks.close()]);
     },
+  };
+}
+
+/** Refuses options the simulator cannot honour; the fleet size and the flavor, checked. */
+function checkOptions(
+  options: SimulatorOptions,
+  host: string,
+): { sandboxes: number; flavor: SimFlavor } {
+  checkLoopback(host);
+  const sandboxes = options.sandboxes ?? 300;
+  if (!Number.isInteger(sandboxes) || sandboxes < 0 || sandboxes > MAX_SANDBOXES) {
+    throw new SimulatorError(`sandboxes must be an integer in 0..${MAX_SANDBOXES}`);
+  }
+  const flavor = options.flavor ?? "sandboxapi";
+  if (flavor !== "sandboxapi" && flavor !== "e2b")
+    throw new SimulatorError(`flavor must be sandboxapi or e2b, not '${String(flavor)}'`);
+  if (flavor === "e2b" && options.tokenStyle === "body")
+    throw new SimulatorError("E2B sends the next token in a header: tokenStyle body is not E2B's");
+  if (options.churn && !(options.churn.everyMs > 0))
+    throw new SimulatorError("churn.everyMs must be positive");
+  return { sandboxes, flavor };
+}
+
+/** The state, event log, webhooks and team history both servers share. */
+function simContext(
+  options: SimulatorOptions,
+  o: { seed: number; sandboxes: number; flavor: SimFlavor },
+): SimContext {
+  const { seed, flavor } = o;
+  const clock = options.clock ?? systemClock;
+  const state = new SimState({
+    seed,
+    sandboxes: o.sandboxes,
+    templates: options.templates ?? 5,
+    nodes: options.nodes ?? 3,
+    ...(options.envdVersions && { envdVersions: checkVersions(options.envdVersions) }),
+    logLinesPerSandbox: options.logLinesPerSandbox ?? 5,
+    clock,
+  });
+  const timers = new Timers();
+  const teamId = options.teamId ?? DEFAULT_TEAM_ID;
+  const events = new SimEventLog({
+    state,
+    clock,
+    seed,
+    teamId,
+    ...(options.eventRetentionMs !== undefined && { retentionMs: options.eventRetentionMs }),
+    ...(options.maxEvents !== undefined && { maxEvents: options.maxEvents }),
+  });
+  const webhooks = new SimWebhooks({
+    teamId,
+    seed,
+    timers,
+    now: () => clock.now(),
+    ...(options.webhookMaxAttempts !== undefined && { maxAttempts: options.webhookMaxAttempts }),
+    ...(options.webhookRetryDelayMs !== undefined && { retryDelayMs: options.webhookRetryDelayMs }),
+    ...(options.webhookMaxInFlight !== undefined && { maxInFlight: options.webhookMaxInFlight }),
+    ...(options.webhookPayload !== undefined && { payload: options.webhookPayload }),
+  });
+  const history = new TeamHistory(state, () => clock.now());
+  events.onEvent((e) => {
+    history.record(e, Date.parse(e.timestamp));
+    // Deliveries run on their own promises: the request that caused the event never waits.
+    webhooks.deliver(e);
+  });
+  return {
+    state,
+    faults: new SimFaults(seed),
+    counters: new SimCounters(),
+    clock,
+    timers,
+    events,
+    webhooks,
+    team: {
+      teamId,
+      concurrencyLimit: options.teamConcurrencyLimit,
+      emptyMetrics: options.teamMetricsEmpty ?? false,
+      history,
+    },
+    domain: options.domain ?? "sandbox.test",
+    apiKey: options.apiKey,
+    flavor,
+    adminToken: options.adminToken,
+    pageSizeCap: options.pageSizeCap ?? 100,
+    tokenStyle: options.tokenStyle ?? "header",
+    listOrder: options.listOrder ?? (flavor === "e2b" ? "started" : "id"),
+    createRng: new Prng(deriveSeed(seed, "create")),
+    nextPid: 1000,
   };
 }

@@ -19,8 +19,9 @@ import { BACKGROUND_SHARE, RequestLimiter } from "../../src/platform/control/lim
 import { statusReport } from "../../src/server/status.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { testControl } from "../helpers/control.js";
+import { advanceAndTick } from "../helpers/cycle.js";
 import { listenLoopback } from "../helpers/loopback.js";
-import { testPoller, tickAndWait } from "../helpers/poller.js";
+import { testPoller } from "../helpers/poller.js";
 import { linesOf, metricsWith, scrapeText } from "../metrics/fixtures.js";
 
 /** Long enough in real time that the deadline (one interval) never cuts a read here. */
@@ -139,10 +140,7 @@ function poller(poll: Partial<PollSettings> = {}): Poller {
   });
 }
 
-async function cycle(p: Poller): Promise<Snapshot> {
-  clock.advance(INTERVAL);
-  return tickAndWait(p);
-}
+const cycle = (p: Poller): Promise<Snapshot> => advanceAndTick(p, clock, INTERVAL);
 
 async function scrape(s: Snapshot): Promise<string> {
   const { metrics } = metricsWith();

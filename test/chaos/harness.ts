@@ -2,8 +2,9 @@
 // checks every chaos case shares: /metrics, /status, secret leaks, memory.
 import type { DestinationStream } from "pino";
 import { type Exporter, startExporter } from "../../src/app.js";
-import { loadConfig, redactConfig } from "../../src/config/load.js";
-import type { Config } from "../../src/config/schema.js";
+import { loadConfig } from "../../src/catalog.js";
+import { redactConfig } from "../../src/config/load.js";
+import type { Config } from "../../src/config/settings.js";
 import { systemClock } from "../../src/util/clock.js";
 import { createLogger } from "../../src/util/logger.js";
 import { type Fleet, makeFleet } from "./fleet.js";

@@ -16,8 +16,9 @@ import {
 import type { ControlClient } from "../../src/platform/control/control.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { testControl } from "../helpers/control.js";
+import { advanceAndTick } from "../helpers/cycle.js";
 import { listenLoopback } from "../helpers/loopback.js";
-import { testPoller, tickAndWait } from "../helpers/poller.js";
+import { testPoller } from "../helpers/poller.js";
 import { linesOf, metricsWith, scrapeText } from "../metrics/fixtures.js";
 
 const INTERVAL = 2_000;
@@ -125,8 +126,7 @@ function poller(maxReads: number): Poller {
 /** One tick; the snapshot and the status reads it made (counted by the platform). */
 async function cycle(p: Poller): Promise<{ s: Snapshot; reads: number }> {
   const before = up.statusReads;
-  clock.advance(INTERVAL);
-  const s = await tickAndWait(p);
+  const s = await advanceAndTick(p, clock, INTERVAL);
   return { s, reads: up.statusReads - before };
 }
 

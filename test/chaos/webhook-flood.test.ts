@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { sampleOf, samples } from "../../tools/exposition.js";
+import { until } from "../helpers/until.js";
 import { type Rig, startRig } from "./harness.js";
 
 const SECRET = "whsec-chaos-flood-0123456789";
@@ -33,11 +34,6 @@ async function post(url: URL, head: string, body: Buffer | string = "") {
   socket.write(`POST /webhooks/e2b HTTP/1.1\r\nhost: ${url.host}\r\n${head}\r\n`);
   if (body.length > 0) socket.write(body);
   return { socket, status };
-}
-
-async function until(done: () => boolean | Promise<boolean>, turns = 5_000): Promise<boolean> {
-  for (let i = 0; i < turns && !(await done()); i++) await new Promise((r) => setTimeout(r, 1));
-  return done();
 }
 
 describe("chaos: a flood of unsigned webhook deliveries", () => {

@@ -1,10 +1,9 @@
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
+import { COLLECTOR_SLICES, ConfigSchema, TICK_COLLECTORS } from "../../src/catalog.js";
 import { optedIn, type TickCollector } from "../../src/collect/collector.js";
-import { COLLECTOR_SLICES, TICK_COLLECTORS } from "../../src/collect/collectors.js";
-import { ConfigSchema } from "../../src/config/schema.js";
 import { Family } from "../../src/metrics/exposition/text.js";
-import { PlatformFamilies } from "../../src/metrics/platform-families.js";
+import { TickCollectorFamilies } from "../../src/metrics/tick-collector-families.js";
 import { pollSettings } from "../helpers/poller.js";
 import { snapshot } from "../metrics/fixtures.js";
 
@@ -49,7 +48,7 @@ describe("collector registry", () => {
       },
     };
     const s = snapshot({ health: { up: true } });
-    const { families } = new PlatformFamilies("x", [custom], new Registry()).render(s);
+    const { families } = new TickCollectorFamilies("x", [custom], new Registry()).render(s);
     expect(seen).toEqual([{ up: true }]);
     expect(families.map((f) => f.render("prometheus")).join("")).toContain("x_custom_total 2");
   });

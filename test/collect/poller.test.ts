@@ -2,11 +2,11 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { TICK_COLLECTORS } from "../../src/collect/collectors.js";
+import { TICK_COLLECTORS } from "../../src/catalog.js";
 import { type Poller, type PollerOptions, smallerPageLimit } from "../../src/collect/poller.js";
 import { SandboxTable } from "../../src/collect/sandbox-table.js";
 import type { CollectorName, Snapshot } from "../../src/collect/snapshot.js";
-import { collectorFamilies } from "../../src/metrics/collector-families.js";
+import { collectorStatusFamilies } from "../../src/metrics/collector-status-families.js";
 import type { ControlClient } from "../../src/platform/control/control.js";
 import { PlatformHttpError } from "../../src/platform/http-errors.js";
 import { PROBE_TAG_KEY } from "../../src/platform/types.js";
@@ -15,7 +15,7 @@ import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { inShard } from "../../src/util/shard.js";
 import { testControl } from "../helpers/control.js";
-import { testPoller, tickAndWait } from "../helpers/poller.js";
+import { type TestPollerOptions, testPoller, tickAndWait } from "../helpers/poller.js";
 import { linesOf, metricsWith, scrapeText } from "../metrics/fixtures.js";
 
 const INTERVAL = 1_000;
@@ -42,17 +42,17 @@ afterAll(async () => {
 });
 
 /** A poller over the simulator; every published snapshot is kept. */
-function poller(over: Partial<PollerOptions> = {}): { p: Poller; published: Snapshot[] } {
+function poller(over: Partial<TestPollerOptions> = {}): { p: Poller; published: Snapshot[] } {
   const published: Snapshot[] = [];
   const p = testPoller({
     reader: control,
     clock,
-    pageLimit: 10,
     intervalMs: INTERVAL,
     onSnapshot: (s) => {
       published.push(s);
     },
     ...over,
+    poll: { pageLimit: 10, ...over.poll },
   });
   return { p, published };
 }
@@ -76,7 +76,7 @@ describe("Poller", () => {
     // A short interval: a tick waits half of one (real time) for its reads and its walk
     // together, before publishing; a read has one interval (real time) before its deadline.
     const interval = 400;
-    const { p, published } = poller({ pageLimit: 100, intervalMs: interval });
+    const { p, published } = poller({ poll: { pageLimit: 100 }, intervalMs: interval });
     await cycle(p);
     sim.faults.route("GET /v2/sandboxes", { latencyMs: 3_000 });
     const before = sim.counters.get("GET /health");
@@ -248,7 +248,15 @@ describe("bounds on a walk and on staleness", () => {
       return control.listSandboxPage(q, o);
     };
     let abandoned = 0;
-    const { p } = poller({ reader: slow, maxWalkMs: 450, onWalkAbandoned: () => abandoned++ });
+    const limits: number[] = [];
+    const { p } = poller({
+      reader: slow,
+      poll: { maxWalkMs: 450 },
+      onWalkAbandoned: (limitMs) => {
+        abandoned++;
+        limits.push(limitMs);
+      },
+    });
     const pagesBefore = sim.counters.get("GET /v2/sandboxes");
     const s = await cycle(p);
     expect(s.collectors.sandboxes).toMatchObject({
@@ -257,6 +265,8 @@ describe("bounds on a walk and on staleness", () => {
     });
     expect(s.sandboxesComplete).toBe(false);
     expect(abandoned).toBe(1);
+    // The bound the walk used is the one the log names (poll.maxWalkMs, else its default).
+    expect(limits).toEqual([450]);
     // Pages 1-5 fit in 450 ms (the fifth asked at 400 ms); no page is asked after the bound.
     expect(sim.counters.get("GET /v2/sandboxes") - pagesBefore).toBe(5);
 
@@ -388,7 +398,7 @@ describe("page size", () => {
     };
     const { p } = poller({
       reader: capped,
-      pageLimit: 50,
+      poll: { pageLimit: 50 },
       onPageLimit: (a, b) => sizes.push([a, b]),
     });
     const s = await cycle(p);
@@ -446,7 +456,7 @@ describe("the platform's own running count", () => {
     const { p } = poller({ reader: c, clusterWide: false });
     const s = await cycle(p);
     expect(s.totalRunning).toBe(5);
-    const text = collectorFamilies("sandbox", s)
+    const text = collectorStatusFamilies("sandbox", s)
       .map((f) => f.render("prometheus"))
       .join("");
     expect(text).toContain("sandbox_platform_sandboxes_running_reported 5\n");

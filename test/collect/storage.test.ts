@@ -15,6 +15,7 @@ import { startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { OpenApiContract } from "../contract/openapi.js";
 import { testControl } from "../helpers/control.js";
+import { advanceAndTick } from "../helpers/cycle.js";
 import { type JsonAnswer, startJsonApi } from "../helpers/json-api.js";
 import { testPoller, tickAndWait } from "../helpers/poller.js";
 import { linesOf, metricsWith, openMetricsProblems, scrapeText } from "../metrics/fixtures.js";
@@ -98,15 +99,11 @@ function poller(poll: Partial<PollSettings> = { storage: true }): Poller {
     clock,
     intervalMs: INTERVAL,
     collectors: [storageCollector],
-    capabilityRecheckMs: RECHECK_MS,
     poll: { capabilityRecheckMs: RECHECK_MS, ...poll },
   });
 }
 
-async function cycle(p: Poller): Promise<Snapshot> {
-  clock.advance(INTERVAL);
-  return tickAndWait(p);
-}
+const cycle = (p: Poller): Promise<Snapshot> => advanceAndTick(p, clock, INTERVAL);
 
 async function scrape(s: Snapshot, format: "prometheus" | "openmetrics" = "prometheus") {
   const { metrics } = metricsWith();

@@ -12,8 +12,9 @@ import { teamMetricsCollector } from "../../src/collect/team-metrics/team-metric
 import type { ControlClient } from "../../src/platform/control/control.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { testControl } from "../helpers/control.js";
+import { advanceAndTick } from "../helpers/cycle.js";
 import { listenLoopback } from "../helpers/loopback.js";
-import { type TestPollerOptions, testPoller, tickAndWait } from "../helpers/poller.js";
+import { type TestPollerOptions, testPoller } from "../helpers/poller.js";
 import { linesOf, metricsWith, scrapeText } from "../metrics/fixtures.js";
 
 const INTERVAL = 15_000;
@@ -123,10 +124,7 @@ function poller(over: Partial<TestPollerOptions> = {}): Poller {
   });
 }
 
-async function cycle(p: Poller): Promise<Snapshot> {
-  clock.advance(INTERVAL);
-  return tickAndWait(p);
-}
+const cycle = (p: Poller): Promise<Snapshot> => advanceAndTick(p, clock, INTERVAL);
 
 async function scrape(s: Snapshot): Promise<string> {
   const { metrics } = metricsWith();

@@ -10,7 +10,8 @@ import type { ControlClient } from "../../src/platform/control/control.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { testControl } from "../helpers/control.js";
-import { type TestPollerOptions, testPoller, tickAndWait } from "../helpers/poller.js";
+import { advanceAndTick } from "../helpers/cycle.js";
+import { type TestPollerOptions, testPoller } from "../helpers/poller.js";
 import { linesOf, metricsWith, scrapeText } from "../metrics/fixtures.js";
 
 const INTERVAL = 1_000;
@@ -47,17 +48,13 @@ function poller(over: Partial<TestPollerOptions> = {}): Poller {
   return testPoller({
     reader: control,
     clock,
-    maxPages: 100,
     intervalMs: INTERVAL,
     ...over,
-    poll: { templateBuilds: true, ...over.poll },
+    poll: { templateBuilds: true, maxPages: 100, ...over.poll },
   });
 }
 
-async function cycle(p: Poller): Promise<Snapshot> {
-  clock.advance(INTERVAL);
-  return tickAndWait(p);
-}
+const cycle = (p: Poller): Promise<Snapshot> => advanceAndTick(p, clock, INTERVAL);
 
 /** Breaks the latest build of the first template; returns its id and the failed build's id. */
 function failFirst(): { template: string; build: string } {

@@ -4,11 +4,10 @@
 // reads the test ends (gates), over a fake clock; the deadline and the tick's wait are real time.
 import { describe, expect, it } from "vitest";
 import type { PlatformReader, TickCollector } from "../../src/collect/collector.js";
-import type { PollerOptions } from "../../src/collect/poller.js";
 import type { Snapshot, TickName } from "../../src/collect/snapshot.js";
 import { PlatformNotFoundError } from "../../src/platform/http-errors.js";
 import { FakeClock } from "../../src/util/clock.js";
-import { testPoller } from "../helpers/poller.js";
+import { type TestPollerOptions, testPoller } from "../helpers/poller.js";
 
 const T0 = 1_790_000_000_000;
 /** Real milliseconds: a tick waits half of it for its reads; a read's deadline is all of it. */
@@ -60,7 +59,7 @@ function stub(name: TickName, read: () => Promise<unknown>, after?: TickName): T
  * A poller over `collectors` (`over` winning); `next(pred)` resolves at the first snapshot
  * published from now on that passes.
  */
-function poller(collectors: TickCollector[], over: Partial<PollerOptions> = {}) {
+function poller(collectors: TickCollector[], over: Partial<TestPollerOptions> = {}) {
   const clock = new FakeClock(T0);
   const watchers: Array<{ pred: (s: Snapshot) => boolean; resolve: (s: Snapshot) => void }> = [];
   const p = testPoller({
@@ -219,7 +218,7 @@ describe("a read whose bookkeeping throws", () => {
     let throws = 1;
     const errors: unknown[] = [];
     const { p, clock } = poller([overview], {
-      capabilityRecheckMs: INTERVAL,
+      poll: { capabilityRecheckMs: INTERVAL },
       onSupport: () => {
         if (throws-- > 0) throw new Error("hook failed");
       },
@@ -235,5 +234,28 @@ describe("a read whose bookkeeping throws", () => {
     await p.walkDone();
     expect(reads).toBe(2);
     expect(errors).toEqual([expect.objectContaining({ message: "hook failed" })]);
+  });
+});
+
+describe("an opt-in collector", () => {
+  it("runs only while its setting is on, though its own `runs` says yes: the poller applies optIn", async () => {
+    let reads = 0;
+    const storage: TickCollector = {
+      ...stub("storage", async () => {
+        reads++;
+        return {};
+      }),
+      optIn: "storage",
+    };
+    const off = poller([storage]);
+    await off.p.tick();
+    await off.p.walkDone();
+    expect(reads).toBe(0);
+    expect(off.p.latest?.collectors.storage).toMatchObject({ skipped: true });
+    const on = poller([storage], { poll: { storage: true } });
+    await on.p.tick();
+    await on.p.walkDone();
+    expect(reads).toBe(1);
+    expect(on.p.latest?.collectors.storage).toMatchObject({ success: true });
   });
 });

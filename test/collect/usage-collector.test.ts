@@ -2,11 +2,11 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { ConfigSchema } from "../../src/catalog.js";
 import type { Poller, PollerOptions } from "../../src/collect/poller.js";
 import type { Snapshot } from "../../src/collect/snapshot.js";
 import { USAGE_BATCH, usageBatches } from "../../src/collect/usage-collector.js";
-import { ConfigSchema } from "../../src/config/schema.js";
-import { collectorFamilies } from "../../src/metrics/collector-families.js";
+import { collectorStatusFamilies } from "../../src/metrics/collector-status-families.js";
 import type { ExporterMetrics } from "../../src/metrics/exporter-metrics.js";
 import type { ControlClient } from "../../src/platform/control/control.js";
 import { PlatformBodyError } from "../../src/platform/http-errors.js";
@@ -16,7 +16,7 @@ import { sandboxUsage } from "../../src/simulator/usage.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { inShard } from "../../src/util/shard.js";
 import { testControl } from "../helpers/control.js";
-import { testPoller, tickAndWait } from "../helpers/poller.js";
+import { type TestPollerOptions, testPoller, tickAndWait } from "../helpers/poller.js";
 import { linesOf, metricsWith, scrapeText } from "../metrics/fixtures.js";
 
 const INTERVAL = 1_000;
@@ -52,11 +52,11 @@ function client(apiUrl: string, over: { apiPrefix?: string } = {}): ControlClien
 type Shard = { index: number; total: number };
 
 /**
- * A poller with the usage collector on (unless `usage: undefined` is passed), over the simulator;
+ * A poller with the usage collector on (unless `poll: { usage: false }` is passed), over the simulator;
  * its batches are recorded, and every snapshot goes to `metrics` when given.
  */
 function poller(
-  over: Partial<PollerOptions> = {},
+  over: Partial<TestPollerOptions> = {},
   o: { shard?: Shard; metrics?: ExporterMetrics } = {},
 ): { p: Poller; batches: string[][]; published: Snapshot[] } {
   const batches: string[][] = [];
@@ -71,12 +71,13 @@ function poller(
     clock,
     intervalMs: INTERVAL,
     shard: o.shard ?? { index: 0, total: 1 },
-    usage: { intervalMs: USAGE_EVERY, runningStates: ["running", "active"] },
+    runningStates: ["running", "active"],
     onSnapshot: (s) => {
       published.push(s);
       o.metrics?.update(s);
     },
     ...over,
+    poll: { usage: true, usageIntervalMs: USAGE_EVERY, ...over.poll },
     reader,
   });
   return { p, batches, published };
@@ -149,7 +150,7 @@ describe("the usage collector", () => {
   it("is off unless asked: no GET /sandboxes/metrics, no usage part, no usage collector series", async () => {
     const defaults = ConfigSchema.parse({}).poll;
     expect(defaults).toMatchObject({ usage: false, usageIntervalMs: 60_000 });
-    const { p, batches } = poller({ usage: undefined });
+    const { p, batches } = poller({ poll: { usage: false } });
     const before = sim.counters.get(USAGE);
     for (let i = 0; i < 3; i++) {
       const s = await cycle(p);
@@ -159,7 +160,7 @@ describe("the usage collector", () => {
     }
     expect(sim.counters.get(USAGE)).toBe(before);
     expect(batches).toEqual([]);
-    const text = collectorFamilies("sandbox", p.latest as Snapshot)
+    const text = collectorStatusFamilies("sandbox", p.latest as Snapshot)
       .map((f) => f.render("prometheus"))
       .join("");
     expect(text).not.toContain('collector="usage"');
@@ -289,7 +290,8 @@ describe("the usage collector", () => {
     const { p, batches, published } = poller({
       reader: hung,
       intervalMs,
-      usage: { intervalMs: INTERVAL, runningStates: ["running"] },
+      runningStates: ["running"],
+      poll: { usageIntervalMs: INTERVAL },
     });
     await p.tick();
     expect(published.at(-1)?.walked).toBe(true);
@@ -438,7 +440,7 @@ describe("capability detection of the usage endpoint", () => {
     expect(asked).toBeLessThan(Math.ceil(sampledIds().length / USAGE_BATCH));
     expect(s.collectors.usage).toMatchObject({ unsupported: true, success: false, stale: false });
     expect(changes).toEqual([["usage", false]]);
-    const text = collectorFamilies("sandbox", s)
+    const text = collectorStatusFamilies("sandbox", s)
       .map((f) => f.render("prometheus"))
       .join("");
     expect(text).toContain('sandbox_exporter_collector_supported{collector="usage"} 0\n');

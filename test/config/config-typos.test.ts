@@ -4,7 +4,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config/load.js";
+import { loadConfig } from "../../src/catalog.js";
+import { ConfigError } from "../../src/config/load.js";
 import { closest, editDistance } from "../../src/config/suggest.js";
 
 const dir = mkdtempSync(join(tmpdir(), "config-typos-"));

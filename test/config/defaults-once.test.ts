@@ -40,8 +40,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
-import { SLICES } from "../../src/config/schema.js";
-import { SETTINGS } from "../../src/config/settings.js";
+import { SETTINGS, SLICES } from "../../src/catalog.js";
 
 const ROOT = join(import.meta.dirname, "../..");
 const SRC = join(ROOT, "src");

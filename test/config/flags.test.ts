@@ -1,10 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { helpText, SETTINGS } from "../../src/catalog.js";
 import { parseFlags } from "../../src/config/flags.js";
-import { helpText } from "../../src/config/help.js";
-import { SETTINGS } from "../../src/config/settings.js";
 
 const raws = (argv: string[]) =>
-  Object.fromEntries(parseFlags(argv).values.map((v) => [v.setting.path, v.raw]));
+  Object.fromEntries(parseFlags(argv, SETTINGS).values.map((v) => [v.setting.path, v.raw]));
 
 describe("parseFlags", () => {
   it("reads a bare boolean flag as true and --flag=false as false", () => {
@@ -22,12 +21,15 @@ describe("parseFlags", () => {
   });
 
   it("takes --config, --help, -h and --version apart from the settings", () => {
-    const f = parseFlags(["--config", "c.yaml", "-h", "--version"]);
+    const f = parseFlags(["--config", "c.yaml", "-h", "--version"], SETTINGS);
     expect(f).toMatchObject({ configFile: "c.yaml", help: true, version: true, problems: [] });
   });
 
   it("reports every unknown flag, missing value and stray argument, not just the first", () => {
-    const f = parseFlags(["--bogus", "-x", "--page-limit", "--listen", ":1", "extra", "--timeout"]);
+    const f = parseFlags(
+      ["--bogus", "-x", "--page-limit", "--listen", ":1", "extra", "--timeout"],
+      SETTINGS,
+    );
     expect(f.problems.map((p) => p.origin)).toEqual([
       "--bogus",
       "-x",
@@ -40,13 +42,13 @@ describe("parseFlags", () => {
   });
 
   it("reads a flag under its other spelling and names it as written", () => {
-    const [v] = parseFlags(["--web-enable-lifecycle=false"]).values;
+    const [v] = parseFlags(["--web-enable-lifecycle=false"], SETTINGS).values;
     expect(v).toMatchObject({ raw: "false", origin: "--web-enable-lifecycle" });
     expect(v?.setting.path).toBe("server.enableLifecycle");
   });
 
   it("hides the word after an unknown flag, which may be its secret value", () => {
-    const f = parseFlags(["--api-key", "k-123"]);
+    const f = parseFlags(["--api-key", "k-123"], SETTINGS);
     expect(f.problems.map((p) => p.received)).toEqual([undefined, '"***"']);
     expect(JSON.stringify(f.problems)).not.toContain("k-123");
   });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, type LoadedConfig, loadConfig } from "../../src/config/load.js";
+import { loadConfig } from "../../src/catalog.js";
+import { ConfigError, type LoadedConfig } from "../../src/config/load.js";
 
 /** A readFile over an in-memory map; a missing name throws as fs would. */
 function files(map: Record<string, string>): (path: string) => string {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config/load.js";
+import { loadConfig } from "../../src/catalog.js";
 import { isSecretPath, redactConfig } from "../../src/config/redact.js";
-import type { Config } from "../../src/config/schema.js";
+import type { Config } from "../../src/config/settings.js";
 
 /** A bcrypt hash (exporter-toolkit's stand-in for "fakepassword"). */
 const HASH = "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi";

@@ -2,8 +2,8 @@
 // sandbox of 2 vCPUs and 1 GiB; its configuration is loaded again from `argv` at each reload.
 import { pino } from "pino";
 import { type Exporter, startExporter } from "../../src/app.js";
-import { loadConfig } from "../../src/config/load.js";
-import type { Config } from "../../src/config/schema.js";
+import { loadConfig } from "../../src/catalog.js";
+import type { Config } from "../../src/config/settings.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { samples } from "../helpers/exporter.js";

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { helpText, loadConfig } from "../../src/catalog.js";
 import { ConfigError } from "../../src/config/errors.js";
-import { helpText } from "../../src/config/flags.js";
-import { loadConfig } from "../../src/config/load.js";
 import { E2B_PRICES, MAX_PRICE } from "../../src/cost/cost-settings.js";
 import { yamlProblems } from "../helpers/config-file.js";
 

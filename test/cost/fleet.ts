@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { pino } from "pino";
 import { type Exporter, startExporter } from "../../src/app.js";
-import { ConfigSchema } from "../../src/config/schema.js";
+import { ConfigSchema } from "../../src/catalog.js";
 import { E2B_PRICES } from "../../src/cost/cost-settings.js";
 import type { TruthSpan, TruthTotal } from "../../src/simulator/cost-truth.js";
 import { parseEventQuery } from "../../src/simulator/events.js";

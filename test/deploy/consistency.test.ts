@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import type { Exporter } from "../../src/app.js";
-import { ConfigSchema } from "../../src/config/schema.js";
+import { ConfigSchema } from "../../src/catalog.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { startQuiet } from "../helpers/exporter.js";
 import { legendProblems } from "../helpers/legend-labels.js";

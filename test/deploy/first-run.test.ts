@@ -15,7 +15,7 @@ import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Exporter, startExporter } from "../../src/app.js";
-import { loadConfig } from "../../src/config/load.js";
+import { loadConfig } from "../../src/catalog.js";
 import {
   demoEnv,
   demoExporterArgs,

@@ -23,7 +23,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { pino } from "pino";
 import { afterEach, describe, expect, it, onTestFailed } from "vitest";
 import { type Exporter, startExporter } from "../../src/app.js";
-import { loadConfig } from "../../src/config/load.js";
+import { loadConfig } from "../../src/catalog.js";
 import {
   demoEnv,
   demoExporterArgs,

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it, onTestFailed } from "vitest";
 import type { Exporter } from "../../src/app.js";
-import { ConfigSchema } from "../../src/config/schema.js";
+import { ConfigSchema } from "../../src/catalog.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { startQuiet } from "../helpers/exporter.js";
 import {

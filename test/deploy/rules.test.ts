@@ -13,8 +13,7 @@ import { basename, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { z } from "zod";
-import { loadConfig } from "../../src/config/load.js";
-import { SETTINGS } from "../../src/config/settings.js";
+import { loadConfig, SETTINGS } from "../../src/catalog.js";
 import { output } from "../helpers/child.js";
 import { concrete } from "../helpers/metric-usage.js";
 

@@ -2,7 +2,8 @@
 // exporter's probe reaching every sandbox through `sandbox.{domain}` with E2B's routing headers.
 import { afterEach, describe, expect, it } from "vitest";
 import type { Exporter } from "../../src/app.js";
-import { ConfigError, loadConfig } from "../../src/config/load.js";
+import { loadConfig } from "../../src/catalog.js";
+import { ConfigError } from "../../src/config/load.js";
 import { dataPlaneFlags, type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { exporterFor } from "../helpers/exporter.js";
 import { startWireRecorder, type WireRecorder } from "../sdk/wire-recorder.js";

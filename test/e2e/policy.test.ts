@@ -9,7 +9,7 @@ import { pino } from "pino";
 import { Agent, type Dispatcher } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Exporter, startExporter } from "../../src/app.js";
-import { loadConfig } from "../../src/config/load.js";
+import { loadConfig } from "../../src/catalog.js";
 import type { SandboxInit } from "../../src/simulator/index.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";

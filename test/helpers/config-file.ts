@@ -1,7 +1,8 @@
 // The configuration as loaded from one YAML file `c.yaml` (no flags, no environment).
 import { expect } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config/load.js";
-import type { Config } from "../../src/config/schema.js";
+import { loadConfig } from "../../src/catalog.js";
+import { ConfigError } from "../../src/config/load.js";
+import type { Config } from "../../src/config/settings.js";
 
 /** The configuration `yaml` gives when it is the whole config file. */
 export function loadYaml(yaml: string): Config {

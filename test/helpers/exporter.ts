@@ -3,8 +3,8 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { type Exporter, startExporter } from "../../src/app.js";
-import { loadConfig } from "../../src/config/load.js";
-import type { Config } from "../../src/config/schema.js";
+import { loadConfig } from "../../src/catalog.js";
+import type { Config } from "../../src/config/settings.js";
 import { dataPlaneFlags, type Simulator } from "../../src/simulator/index.js";
 import { systemClock } from "../../src/util/clock.js";
 

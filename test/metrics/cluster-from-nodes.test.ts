@@ -2,7 +2,8 @@
 // the nodes, under the names the overview gives them, so the dashboards and capacity rules work.
 import { afterEach, describe, expect, it } from "vitest";
 import type { Exporter } from "../../src/app.js";
-import { PlatformFamilies } from "../../src/metrics/platform-families.js";
+import { TICK_COLLECTORS } from "../../src/catalog.js";
+import { TickCollectorFamilies } from "../../src/metrics/tick-collector-families.js";
 import type { PlatformNode } from "../../src/platform/types.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { exporterFor, samples, scrape } from "../helpers/exporter.js";
@@ -37,7 +38,7 @@ const nodes = [
 ];
 
 function render(over: Parameters<typeof snapshot>[0]): string {
-  const { families } = new PlatformFamilies("sandbox").render(snapshot(over));
+  const { families } = new TickCollectorFamilies("sandbox", TICK_COLLECTORS).render(snapshot(over));
   return families.map((f) => f.render("prometheus")).join("");
 }
 

@@ -1,8 +1,7 @@
 // Snapshots built by hand for the metrics tests: pure data, no poller, no network.
 
-import { COLLECTORS, TICK_COLLECTORS } from "../../src/collect/collectors.js";
+import { COLLECTORS, ConfigSchema, TICK_COLLECTORS } from "../../src/catalog.js";
 import type { CollectorName, CollectorStatus, Snapshot } from "../../src/collect/snapshot.js";
-import { ConfigSchema } from "../../src/config/schema.js";
 import { ExporterMetrics, type MetricsOptions } from "../../src/metrics/exporter-metrics.js";
 import type { Sandbox } from "../../src/platform/types.js";
 import { FakeClock } from "../../src/util/clock.js";
@@ -74,6 +73,7 @@ export function metricsWith(over: Partial<MetricsOptions> = {}): {
   const warnings: Array<{ obj: object; msg: string }> = [];
   const metrics = new ExporterMetrics({
     namespace: "sandbox",
+    collectors: TICK_COLLECTORS,
     perSandboxMetrics: false,
     metadataLabels: [],
     maxSandboxSeries: 1_000,

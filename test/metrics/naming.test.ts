@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { extraLabelNames, fieldMetric, fieldMetrics, labelName } from "../../src/metrics/naming.js";
+import {
+  extraLabelNames,
+  fieldMetric,
+  fieldMetrics,
+  labelName,
+} from "../../src/metrics/exposition/naming.js";
 
 const suffix = (f: string) => fieldMetric(f)?.suffix;
 

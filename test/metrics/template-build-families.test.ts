@@ -1,9 +1,10 @@
 // Template build families: the state-set, the failure info series cut by the label guard, and no
 // second family for what the generic template families already export.
 import { describe, expect, it } from "vitest";
+import { TICK_COLLECTORS } from "../../src/catalog.js";
 import { TemplateBuildFamilies } from "../../src/collect/template-builds/template-build-families.js";
 import { ValueGuard } from "../../src/metrics/exposition/value-guard.js";
-import { PlatformFamilies } from "../../src/metrics/platform-families.js";
+import { TickCollectorFamilies } from "../../src/metrics/tick-collector-families.js";
 import { Normalizer, normalizeTemplate } from "../../src/platform/normalize/normalize.js";
 import { snapshot } from "./fixtures.js";
 
@@ -70,7 +71,7 @@ describe("TemplateBuildFamilies", () => {
         { templateId: "a", buildId: "b1", status: "error", failure: { message: "m" } },
       ],
     });
-    const { families } = new PlatformFamilies("sandbox").render(s);
+    const { families } = new TickCollectorFamilies("sandbox", TICK_COLLECTORS).render(s);
     const names = families.filter((f) => f.size > 0).map((f) => f.name);
     expect(new Set(names).size).toBe(names.length);
     expect(names).toEqual(

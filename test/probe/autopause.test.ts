@@ -1,10 +1,11 @@
 import { Registry } from "prom-client";
 import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ConfigSchema } from "../../src/config/schema.js";
+import { ConfigSchema } from "../../src/catalog.js";
 import { probeTag } from "../../src/probe/orphan-sweep.js";
-import type { ProbePhase, ProbeSettings, ProbeStep } from "../../src/probe/phase.js";
+import type { ProbeSettings } from "../../src/probe/phase.js";
 import { ProbeFamilies, ProbeMetrics } from "../../src/probe/probe-metrics.js";
+import type { ProbePhase, ProbeStep } from "../../src/probe/probe-steps.js";
 import { type ProbeResult, runProbe } from "../../src/probe/runner.js";
 import type { LifecycleFaults } from "../../src/simulator/index.js";
 import { testControl } from "../helpers/control.js";

@@ -2,15 +2,11 @@
 // through the proxy, and a paused sandbox woken by that traffic alone.
 import { Registry } from "prom-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ConfigSchema } from "../../src/config/schema.js";
+import { ConfigSchema } from "../../src/catalog.js";
 import { probeTag } from "../../src/probe/orphan-sweep.js";
-import type {
-  ProbeHttpSettings,
-  ProbePhase,
-  ProbeSettings,
-  ProbeStep,
-} from "../../src/probe/phase.js";
+import type { ProbeHttpSettings, ProbeSettings } from "../../src/probe/phase.js";
 import { ProbeFamilies, ProbeMetrics } from "../../src/probe/probe-metrics.js";
+import type { ProbePhase, ProbeStep } from "../../src/probe/probe-steps.js";
 import { type ProbeResult, runProbe } from "../../src/probe/runner.js";
 import { ProbeTrace } from "../../src/probe/trace.js";
 import type { SimSandbox } from "../../src/simulator/model.js";

@@ -6,11 +6,11 @@ import { createServer, type ServerResponse } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { DataClient } from "../../src/platform/data/data.js";
 import { DEFAULT_MAX_PORT_BODY_BYTES } from "../../src/platform/data/port-request.js";
-import { httpRequestPhase } from "../../src/probe/http.js";
 import { HttpSchema } from "../../src/probe/http-settings.js";
 import type { ProbeControl, ProbeRun } from "../../src/probe/phase.js";
 import { failureReason } from "../../src/probe/probe-error.js";
-import { httpStep } from "../../src/probe/steps/http.js";
+import { httpRequestPhase } from "../../src/probe/steps/http/http.js";
+import { httpStep } from "../../src/probe/steps/http/http-step.js";
 import { listenLoopback } from "../helpers/loopback.js";
 
 const NONCE = "0123456789abcdef";

@@ -1,14 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { SandboxRef } from "../../src/platform/data/data.js";
 import { probeTag } from "../../src/probe/orphan-sweep.js";
-import type {
-  ProbeControl,
-  ProbeData,
-  ProbePhase,
-  ProbeSettings,
-  ProbeStep,
-} from "../../src/probe/phase.js";
-import { PROBE_PHASES } from "../../src/probe/probe-steps.js";
+import type { ProbeControl, ProbeData, ProbeSettings } from "../../src/probe/phase.js";
+import { PROBE_PHASES, type ProbePhase, type ProbeStep } from "../../src/probe/probe-steps.js";
 import { type ProbeResult, type RunnerLimits, runProbe } from "../../src/probe/runner.js";
 import type { LifecycleFaults } from "../../src/simulator/index.js";
 import { INSTANCE, type ProbeBed, probeBed, probeSandboxes } from "./setup.js";

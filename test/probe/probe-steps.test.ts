@@ -2,8 +2,13 @@
 // registry's place for it, whatever order a module lists its steps in.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { probeTag } from "../../src/probe/orphan-sweep.js";
-import type { ProbePhase, ProbeSettings, ProbeStep } from "../../src/probe/phase.js";
-import { phaseNames, type StepRegistry } from "../../src/probe/probe-steps.js";
+import type { ProbeSettings } from "../../src/probe/phase.js";
+import {
+  type ProbePhase,
+  type ProbeStep,
+  phaseNames,
+  type StepRegistry,
+} from "../../src/probe/probe-steps.js";
 import { type ProbeResult, runProbe } from "../../src/probe/runner.js";
 import { markerStep, withMarker } from "./marker-step.js";
 import { INSTANCE, type ProbeBed, probeBed, probeSandboxes } from "./setup.js";

@@ -10,7 +10,8 @@ import {
   type DataClient,
   type DataPlaneRouting,
 } from "../../src/platform/data/data.js";
-import type { ProbeSettings, ProbeStep } from "../../src/probe/phase.js";
+import type { ProbeSettings } from "../../src/probe/phase.js";
+import type { ProbeStep } from "../../src/probe/probe-steps.js";
 import { type ProbeResult, runProbe } from "../../src/probe/runner.js";
 import { ENVD_PORT, ENVD_VERSION_MIX, type Simulator } from "../../src/simulator/index.js";
 import { multipartBoundary, parseMultipart } from "../../src/simulator/multipart.js";

@@ -5,6 +5,7 @@ import { type RunningServer, type ServerDeps, startServer } from "../../src/serv
 import type { WebConfig } from "../../src/server/web-config.js";
 import { FakeClock, systemClock } from "../../src/util/clock.js";
 import { stubServerDeps } from "../helpers/server.js";
+import { until } from "../helpers/until.js";
 
 let server: RunningServer;
 /** Cost 4: the lowest bcrypt allows, so the tests stay fast. */
@@ -200,12 +201,6 @@ describe("bcrypt basic auth from the web config", () => {
 });
 
 describe("bcrypt basic auth under a flood of wrong passwords", () => {
-  /** Waits on the event loop until `done()` holds, at most `turns` 1 ms timer turns; whether it did. */
-  async function until(done: () => boolean, turns = 5_000): Promise<boolean> {
-    for (let i = 0; i < turns && !done(); i++) await new Promise((r) => setTimeout(r, 1));
-    return done();
-  }
-
   it("answers a remembered login with no compare, refuses the flood's excess 503 at once, and keeps places for other users", async () => {
     const BOB_HASH = bcrypt.hashSync("pw2", 4);
     // Wrong passwords are held until the test lets them go; every call is counted.

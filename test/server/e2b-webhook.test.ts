@@ -7,18 +7,16 @@ import { join } from "node:path";
 import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { startExporter } from "../../src/app.js";
-import { loadConfig } from "../../src/config/load.js";
-import { ConfigSchema } from "../../src/config/schema.js";
+import { ConfigSchema, loadConfig } from "../../src/catalog.js";
 import { EventLedger } from "../../src/metrics/lifecycle-events.js";
 import type { LifecycleEvent } from "../../src/platform/events.js";
 import { normalizeLifecycleEvent } from "../../src/platform/normalize/events.js";
 import {
-  DELIVERY_RESULTS,
-  DROP_REASONS,
   E2B_WEBHOOK_PATH,
   type E2bWebhookOptions,
   e2bWebhookRoute,
 } from "../../src/server/e2b-webhook.js";
+import { DELIVERY_RESULTS, DROP_REASONS } from "../../src/server/e2b-webhook-families.js";
 import {
   type RouteHandler,
   type RunningServer,
@@ -30,6 +28,7 @@ import { InflightBudget } from "../../src/util/inflight-budget.js";
 import { createLogger } from "../../src/util/logger.js";
 import { Secrets } from "../../src/util/secrets.js";
 import { stubServerDeps } from "../helpers/server.js";
+import { until } from "../helpers/until.js";
 
 const fixture = (name: string): string =>
   readFileSync(new URL(`../fixtures/e2b/${name}`, import.meta.url), "utf8");
@@ -722,12 +721,6 @@ async function rawPost(
   const head = Object.entries({ host: u.host, ...headers }).map(([k, v]) => `${k}: ${v}\r\n`);
   socket.write(`POST ${u.pathname} HTTP/1.1\r\n${head.join("")}\r\n${body}`);
   return { answer, socket };
-}
-
-/** Waits on the event loop until `done()` holds, at most `turns` 1 ms timer turns; whether it did. */
-async function until(done: () => boolean, turns = 5_000): Promise<boolean> {
-  for (let i = 0; i < turns && !done(); i++) await new Promise((r) => setTimeout(r, 1));
-  return done();
 }
 
 /** The current value of an unlabelled gauge or counter of `registry`. */

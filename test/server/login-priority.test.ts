@@ -8,6 +8,7 @@ import { SuspectSources, sourceOf } from "../../src/server/login-sources.js";
 import { type RunningServer, startServer } from "../../src/server/server.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { stubServerDeps } from "../helpers/server.js";
+import { until } from "../helpers/until.js";
 
 /** Cost 4: the lowest bcrypt allows, so the tests stay fast. */
 const ALICE_HASH = bcrypt.hashSync("pw", 4);
@@ -28,12 +29,6 @@ function login(s: RunningServer, localAddress: string, password: string): Promis
     req.on("error", reject);
     req.end();
   });
-}
-
-/** Waits on the event loop until `done()` holds, at most `turns` 1 ms timer turns; whether it did. */
-async function until(done: () => boolean, turns = 5_000): Promise<boolean> {
-  for (let i = 0; i < turns && !done(); i++) await new Promise((r) => setTimeout(r, 1));
-  return done();
 }
 
 /** A listener for alice whose wrong passwords are held until released; compares in call order. */

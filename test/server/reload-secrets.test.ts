@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startExporter } from "../../src/app.js";
-import { loadConfig } from "../../src/config/load.js";
+import { loadConfig } from "../../src/catalog.js";
 import { systemClock } from "../../src/util/clock.js";
 import { createLogger } from "../../src/util/logger.js";
 import { Secrets } from "../../src/util/secrets.js";
@@ -109,6 +109,37 @@ describe("reload and secrets", () => {
     expect(logged.some((l) => l.includes("turning the policy engine on takes a restart"))).toBe(
       true,
     );
+  });
+
+  it("logs a failed reload through the err serializer: its code kept, the API key scrubbed (old: err was a string)", async () => {
+    const secrets = new Secrets();
+    secrets.add(env.SANDBOX_API_KEY);
+    const logged: string[] = [];
+    const logger = createLogger("debug", "json", { write: (l: string) => logged.push(l) }, secrets);
+    const { config } = loadConfig({ argv: ["--listen", "127.0.0.1:0"], env });
+    const exporter = await startExporter(config, {
+      logger,
+      clock: systemClock,
+      manual: true,
+      secrets,
+      reloadConfig: () => {
+        const why = `the platform refused key ${env.SANDBOX_API_KEY}\nat line 2`;
+        throw Object.assign(new Error(why), { code: "ERR_CONFIG_TEST" });
+      },
+    });
+    stops.push(() => exporter.stop());
+    const r = await exporter.reload();
+    expect(r.ok).toBe(false);
+    expect(r.error).toContain("the platform refused key");
+    expect(r.error).not.toContain(env.SANDBOX_API_KEY);
+    const lines = logged.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const failed = lines.find((l) => l.msg === "reload failed; keeping the previous configuration");
+    expect(failed?.err).toMatchObject({ type: "Error", code: "ERR_CONFIG_TEST" });
+    const err = failed?.err as { message: string; stack: string };
+    expect(err.message).toContain("the platform refused key");
+    expect(err.message).not.toContain(env.SANDBOX_API_KEY);
+    expect(err.stack).not.toContain(env.SANDBOX_API_KEY);
+    for (const l of logged) expect(l).not.toContain(env.SANDBOX_API_KEY);
   });
 
   it("a reload that names an E2B secret file while the webhook was off is not failed by it (old: ignored)", async () => {

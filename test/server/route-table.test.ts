@@ -5,9 +5,9 @@ import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { probeRoute } from "../../src/probe/probe-handler.js";
 import { E2B_WEBHOOK_PATH, e2bWebhookRoute } from "../../src/server/e2b-webhook.js";
-import { type Route, type ServerDeps, startServer } from "../../src/server/server.js";
+import type { Route, ServerDeps } from "../../src/server/server.js";
 import { systemClock } from "../../src/util/clock.js";
-import { stubServerDeps } from "../helpers/server.js";
+import { serveListener } from "../helpers/serve.js";
 
 const servers: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
@@ -72,26 +72,9 @@ function webhook(exempt: boolean): { route: Route; count(result: string): Promis
   };
 }
 
-/** A server on `listen` with the stubs, recording reloads and warnings. */
-async function serve(extra: Partial<ServerDeps> = {}, listen = "127.0.0.1:0") {
-  const reloads: number[] = [];
-  const warnings: Array<{ obj: object; msg: string }> = [];
-  const server = await startServer(
-    listen,
-    stubServerDeps({
-      enableLifecycle: true,
-      reload: async () => {
-        reloads.push(reloads.length + 1);
-        return { ok: true };
-      },
-      logger: { warn: (obj, msg) => warnings.push({ obj, msg }) },
-      ...extra,
-    }),
-  );
-  servers.push(server);
-  // Whatever the bind address, the test reaches the server over loopback.
-  return { server, url: `http://127.0.0.1:${server.port}`, reloads, warnings };
-}
+/** A server on `listen` with the stubs and /-/reload on, recording reloads and warnings. */
+const serve = (extra: Partial<ServerDeps> = {}, listen = "127.0.0.1:0") =>
+  serveListener(servers, { enableLifecycle: true, ...extra }, listen);
 
 function methods(route: Route): readonly string[] {
   return typeof route.method === "string" ? [route.method] : route.method;

@@ -4,9 +4,8 @@ import {
   type Route,
   type RunningServer,
   type ServerDeps,
-  startServer,
 } from "../../src/server/server.js";
-import { stubServerDeps } from "../helpers/server.js";
+import { serveListener } from "../helpers/serve.js";
 
 const servers: RunningServer[] = [];
 afterEach(async () => {
@@ -14,25 +13,8 @@ afterEach(async () => {
 });
 
 /** A server on `listen` whose reload and warnings are recorded. */
-async function serve(listen: string, extra: Partial<ServerDeps> = {}) {
-  const reloads: number[] = [];
-  const warnings: Array<{ obj: object; msg: string }> = [];
-  const server = await startServer(
-    listen,
-    stubServerDeps({
-      reload: async () => {
-        reloads.push(reloads.length + 1);
-        return { ok: true };
-      },
-      logger: { warn: (obj, msg) => warnings.push({ obj, msg }) },
-      ...extra,
-    }),
-  );
-  servers.push(server);
-  // Whatever the bind address, the test reaches the server over loopback.
-  const url = `http://127.0.0.1:${server.port}`;
-  return { server, url, reloads, warnings };
-}
+const serve = (listen: string, extra: Partial<ServerDeps> = {}) =>
+  serveListener(servers, extra, listen);
 
 /** A route record as the probe declares it: acting, behind the listener's auth. */
 const probeRoute: Route = {

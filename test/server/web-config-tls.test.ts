@@ -5,9 +5,9 @@ import { join } from "node:path";
 import type { TLSSocket } from "node:tls";
 import bcrypt from "bcryptjs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type RunningServer, startServer } from "../../src/server/server.js";
+import type { RunningServer } from "../../src/server/server.js";
 import { loadWebConfig, type WebConfig } from "../../src/server/web-config.js";
-import { stubServerDeps } from "../helpers/server.js";
+import { serveListener } from "../helpers/serve.js";
 import { makePki, type Pki } from "./tls-fixtures.js";
 
 let pki: Pki;
@@ -31,16 +31,8 @@ const SERVER_A = ["tls_server_config:", "  cert_file: server-a.crt", "  key_file
 const SERVER_B = ["tls_server_config:", "  cert_file: server-b.crt", "  key_file: server-b.key"];
 const MTLS = ["  client_auth_type: RequireAndVerifyClientCert", "  client_ca_file: ca1.crt"];
 
-async function serve(web: WebConfig): Promise<RunningServer> {
-  const server = await startServer(
-    "127.0.0.1:0",
-    stubServerDeps({
-      webConfig: web,
-    }),
-  );
-  servers.push(server);
-  return server;
-}
+const serve = async (web: WebConfig): Promise<RunningServer> =>
+  (await serveListener(servers, { webConfig: web })).server;
 
 interface Answer {
   status: number;

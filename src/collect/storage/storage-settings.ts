@@ -1,5 +1,6 @@
 // The storage collector's settings (under `poll:`).
 import { bool } from "../../config/fields.js";
+import type { SectionOf } from "../../config/slice.js";
 import { defineSlice, ENV_PREFIX } from "../../config/slice.js";
 
 const X = ENV_PREFIX;
@@ -17,6 +18,11 @@ export const storageSlice = defineSlice({
       flag: "poll-storage",
       kind: "bool",
       help: "storage inventory: snapshots and volumes (E2B's GET /snapshots and /volumes), and snapshots first seen",
+      doc: "storage inventory (shard 0): `GET /snapshots` (paged) and `GET /volumes` every tick; snapshots and volumes listed, and snapshots first seen",
     },
   ],
 });
+
+declare module "../poll-settings.js" {
+  interface PollSettings extends SectionOf<typeof storageSlice> {}
+}

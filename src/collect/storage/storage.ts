@@ -55,7 +55,7 @@ export const storageCollector: TickCollector<"storage", typeof storageSlice> = {
   optional: true,
   optIn: "storage",
   settings: storageSlice,
-  runs: (where) => where.clusterWide && where.optIn.has("storage"),
+  runs: (where) => where.clusterWide,
   read: (ctx, previous) => readStorage(ctx, previous),
   families: storageFamilies,
 };

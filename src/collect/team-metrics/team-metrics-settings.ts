@@ -1,5 +1,6 @@
 // The team-metrics collector's settings (under `poll:`).
 import { bool, duration } from "../../config/fields.js";
+import type { SectionOf } from "../../config/slice.js";
 import { defineSlice, ENV_PREFIX } from "../../config/slice.js";
 
 const X = ENV_PREFIX;
@@ -19,6 +20,7 @@ export const teamMetricsSlice = defineSlice({
       flag: "poll-team-metrics",
       kind: "bool",
       help: "team capacity: concurrent sandboxes and start rate (E2B's GET /teams/{teamID}/metrics), and their maxima",
+      doc: "team capacity (shard 0): `GET /teams/{teamID}/metrics` every tick (newest point of the last 5 min), `/metrics/max` for both metrics at most once a minute",
     },
     {
       path: "poll.teamMetricsWindowMs",
@@ -26,6 +28,11 @@ export const teamMetricsSlice = defineSlice({
       flag: "poll-team-metrics-window",
       kind: "duration",
       help: "window of the team metrics' maxima (read at most once a minute)",
+      doc: "window of the `_max` gauges (read at most once a minute)",
     },
   ],
 });
+
+declare module "../poll-settings.js" {
+  interface PollSettings extends SectionOf<typeof teamMetricsSlice> {}
+}

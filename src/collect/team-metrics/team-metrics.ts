@@ -5,8 +5,8 @@
 // A failed read of the maxima costs only the maxima: the latest point is kept, the maxima read
 // before stay (marked `maxFailed`) and are asked again a minute later.
 import type { TeamMetricPoint } from "../../platform/normalize/team-metrics.js";
-import { ExporterError } from "../../util/errors.js";
-import { describeError, type TickCollector } from "../collector.js";
+import { ExporterError, errorSummary } from "../../util/errors.js";
+import type { TickCollector } from "../collector.js";
 import { teamFamilies } from "./team-families.js";
 import { teamMetricsSlice } from "./team-metrics-settings.js";
 
@@ -49,7 +49,7 @@ export const teamMetricsCollector: TickCollector<"teamMetrics", typeof teamMetri
   settings: teamMetricsSlice,
   // With poll.events, the events of this very tick may be the first to name the team.
   after: "events",
-  runs: (where) => where.clusterWide && where.optIn.has("teamMetrics"),
+  runs: (where) => where.clusterWide,
   read: async ({ reader, clock, teamId, poll }, previous) => {
     const team = teamId?.();
     if (team === undefined || team === "") throw new TeamIdUnknownError();
@@ -84,7 +84,7 @@ export const teamMetricsCollector: TickCollector<"teamMetrics", typeof teamMetri
       };
       value.max = atLeast(max, latest);
     } catch (err) {
-      value.maxFailed = { at: now, windowMs, ...describeError(err) };
+      value.maxFailed = { at: now, windowMs, ...errorSummary(err) };
     }
     return { value, requests: 3 };
   },

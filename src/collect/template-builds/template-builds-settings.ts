@@ -1,5 +1,6 @@
 // The template-builds collector's settings (under `poll:`).
 import { bool, int } from "../../config/fields.js";
+import type { SectionOf } from "../../config/slice.js";
 import { defineSlice, ENV_PREFIX } from "../../config/slice.js";
 
 const X = ENV_PREFIX;
@@ -19,6 +20,7 @@ export const templateBuildsSlice = defineSlice({
       flag: "poll-template-builds",
       kind: "bool",
       help: "template build health: why a template's latest build failed",
+      doc: "template build health (shard 0): `GET /templates` every tick, and `GET /templates/{id}/builds/{buildID}/status` once per failed build for its step and reason, at most `poll.templateBuildsMaxReads` a tick, longest waiting first; a failed read backs off per build (1, 2, 4 … 32 ticks). The build id is the template's `buildID` (read as its version; a platform that also sends `version` needs `fieldMap.template.version: buildID`)",
     },
     {
       path: "poll.templateBuildsMaxReads",
@@ -29,3 +31,7 @@ export const templateBuildsSlice = defineSlice({
     },
   ],
 });
+
+declare module "../poll-settings.js" {
+  interface PollSettings extends SectionOf<typeof templateBuildsSlice> {}
+}

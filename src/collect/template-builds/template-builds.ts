@@ -60,7 +60,7 @@ export const templateBuildsCollector: TickCollector<"templateBuilds", typeof tem
     optional: true,
     optIn: "templateBuilds",
     settings: templateBuildsSlice,
-    runs: (where) => where.clusterWide && where.optIn.has("templateBuilds"),
+    runs: (where) => where.clusterWide,
     read: (ctx, previous) => readBuilds(ctx, previous),
     families: templateBuildFamilies,
   };

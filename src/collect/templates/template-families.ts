@@ -1,7 +1,13 @@
 // The templates collector's families: status, version, replicas, error and every numeric field of
 // each template, and the template count when the platform serves no cluster overview (E2B).
+
+import {
+  cached,
+  numericFamilies,
+  StatusSet,
+  uniqueById,
+} from "../../metrics/exposition/record-families.js";
 import { Family, labels } from "../../metrics/exposition/text.js";
-import { cached, numericFamilies, StatusSet, uniqueById } from "../../metrics/record-families.js";
 import type { Template } from "../../platform/types.js";
 import type { FamiliesContext, FamilyUpdater } from "../collector.js";
 

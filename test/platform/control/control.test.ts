@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { Agent, EnvHttpProxyAgent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type {
@@ -18,8 +18,8 @@ import { type Simulator, startSimulator } from "../../../src/simulator/index.js"
 import { FakeClock } from "../../../src/util/clock.js";
 import { testControl } from "../../helpers/control.js";
 import { errorTexts } from "../../helpers/error-texts.js";
-import { listenLoopback } from "../../helpers/loopback.js";
 import { startProxy } from "../../helpers/proxy.js";
+import { serveHandler } from "../../helpers/serve.js";
 
 const KEY = "k-test-secret-123";
 let sim: Simulator;
@@ -44,15 +44,9 @@ function client(extra: Partial<ControlOptions> = {}, sleeps: number[] = []): Con
   return c;
 }
 
-/** A one-off loopback server for answers the simulator does not give. */
-async function serve(
-  handler: (req: IncomingMessage, res: ServerResponse) => void,
-): Promise<string> {
-  const server = createServer(handler);
-  const listening = await listenLoopback(server);
-  closers.push(listening.close);
-  return listening.url;
-}
+/** A one-off loopback server for answers the simulator does not give: its URL. */
+const serve = async (handler: (req: IncomingMessage, res: ServerResponse) => void) =>
+  (await serveHandler(closers, handler)).url;
 
 function readyTemplate(): string {
   return sim.state.templates.find((t) => t.status === "ready")!.templateID;

@@ -1,6 +1,6 @@
 // getJson: the read of a collector that owns its endpoint and parser goes through the same channel
 // as every other read (auth, limiter, retries, request metrics, typed and scrubbed errors).
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { Agent } from "undici";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ControlOptions, RequestInfo } from "../../../src/platform/control/control.js";
@@ -12,7 +12,7 @@ import {
 } from "../../../src/platform/http-errors.js";
 import { testControl } from "../../helpers/control.js";
 import { errorTexts } from "../../helpers/error-texts.js";
-import { listenLoopback } from "../../helpers/loopback.js";
+import { serveHandler } from "../../helpers/serve.js";
 
 const KEY = "gj-secret-key-0042";
 const closers: Array<() => Promise<void>> = [];
@@ -22,16 +22,8 @@ afterAll(async () => {
 });
 
 /** A loopback server answering with `handler`; every request it got (url and headers). */
-async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void) {
-  const seen: Array<{ url: string; headers: IncomingMessage["headers"] }> = [];
-  const server = createServer((req, res) => {
-    seen.push({ url: req.url ?? "", headers: req.headers });
-    handler(req, res);
-  });
-  const listening = await listenLoopback(server);
-  closers.push(listening.close);
-  return { url: listening.url, seen };
-}
+const serve = (handler: (req: IncomingMessage, res: ServerResponse) => void) =>
+  serveHandler(closers, handler);
 
 /** A client of `apiUrl` with the key, its own dispatcher and no real backoff sleeps. */
 function client(apiUrl: string, extra: Partial<ControlOptions> = {}) {
