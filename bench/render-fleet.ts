@@ -2,20 +2,23 @@
 // records as it serves), as the exporter's normalizer turns them into domain sandboxes.
 import type { Sandbox } from "../src/platform/types.js";
 import { SimState } from "../src/simulator/state.js";
-import { systemClock } from "../src/util/clock.js";
+import { type Clock, systemClock } from "../src/util/clock.js";
 
 /** Sandboxes changed between two renders of the steady-state figure: 1 % of the fleet. */
 export const CHANGED_SHARE = 0.01;
 
-/** The simulator's fleet of `n` sandboxes, in id order (as a walk by id returns it). */
-export function benchFleet(n: number): Sandbox[] {
+/**
+ * The simulator's fleet of `n` sandboxes, in id order (as a walk by id returns it); times on
+ * `clock` (a fixed one makes the fleet, and its exposition, the same on every run).
+ */
+export function benchFleet(n: number, clock: Clock = systemClock): Sandbox[] {
   const state = new SimState({
     seed: 1,
     sandboxes: n,
     templates: 5,
     nodes: 3,
     logLinesPerSandbox: 0,
-    clock: systemClock,
+    clock,
   });
   return state.sortedIds().map((id) => {
     const s = state.sandboxes.get(id);

@@ -2,38 +2,9 @@
 // change one byte of it. An intended change of the output updates these digests in its commit.
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import type { Sandbox } from "../../src/platform/types.js";
-import { SimState } from "../../src/simulator/state.js";
+import { benchFleet } from "../../bench/render-fleet.js";
 import { FakeClock } from "../../src/util/clock.js";
 import { metricsWith, scrapeText, snapshot } from "./fixtures.js";
-
-/** The bench's fleet (bench/render-fleet.ts: seed 1, 5 templates, 3 nodes) on a fixed clock. */
-function fleet(n: number): Sandbox[] {
-  const clock = new FakeClock(1_790_000_000_000);
-  const state = new SimState({
-    seed: 1,
-    sandboxes: n,
-    templates: 5,
-    nodes: 3,
-    logLinesPerSandbox: 0,
-    clock,
-  });
-  return state.sortedIds().map((id) => {
-    const s = state.sandboxes.get(id);
-    if (!s) throw new Error(`no sandbox ${id}`);
-    return {
-      id,
-      templateId: s.templateID,
-      state: s.state,
-      cpuCount: s.cpuCount,
-      memoryMB: s.memoryMB,
-      startedAt: s.startedAt,
-      endAt: s.endAt,
-      metadata: s.metadata,
-      extra: {},
-    };
-  });
-}
 
 /** sha256 of each body (5,000 sandboxes; the per-sandbox bodies are about 2 MB). */
 const DIGESTS = {
@@ -48,7 +19,8 @@ const DIGESTS = {
 };
 
 describe("the bench fleet's exposition", () => {
-  const sandboxes = fleet(5_000);
+  // The bench's fleet (bench/render-fleet.ts: seed 1, 5 templates, 3 nodes) on a fixed clock.
+  const sandboxes = benchFleet(5_000, new FakeClock(1_790_000_000_000));
   for (const [mode, perSandboxMetrics] of [
     ["aggregate", false],
     ["perSandbox", true],

@@ -2,21 +2,11 @@
 // no failure, no warning, no decision; any other failed read still warns.
 import { afterEach, describe, expect, it } from "vitest";
 import { samples, scrape } from "../helpers/exporter.js";
-import { type PolicySetup, startPolicy, WARN, watching } from "./policy-exporter.js";
+import { idleRules, type PolicySetup, startPolicy, WARN, watching } from "./policy-exporter.js";
 
 const READS_FAILED = "idle-signal log reads failed; those sandboxes count as active";
 const KILLED = "sbx-001";
-const RULES = `
-maxMatchPercent: 100
-consecutiveCycles: 1
-maxActionsPerCycle: 100
-rules:
-  - name: idle
-    match: { states: [running] }
-    idleFor: 30m
-    action: pause
-    dryRun: true
-`;
+const RULES = idleRules();
 
 let setup: PolicySetup | undefined;
 afterEach(async () => {

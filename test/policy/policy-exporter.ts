@@ -11,6 +11,26 @@ import { FakeClock } from "../../src/util/clock.js";
 export const T0 = Date.parse("2026-11-23T12:00:00Z");
 export const MIN = 60_000;
 
+/**
+ * A rule file of one dry-run rule `idle` that pauses running sandboxes quiet for `idleFor`, acting
+ * on the first cycle, with no share limit; `extra` adds rule fields (YAML lines, indented 4).
+ */
+export function idleRules(
+  o: { idleFor?: string; maxActions?: number; extra?: string } = {},
+): string {
+  return `
+maxMatchPercent: 100
+consecutiveCycles: 1
+maxActionsPerCycle: ${o.maxActions ?? 100}
+rules:
+  - name: idle
+    match: { states: [running] }
+    idleFor: ${o.idleFor ?? "30m"}
+    action: pause
+    dryRun: true
+${o.extra ?? ""}`;
+}
+
 /** pino's numeric levels. */
 export const DEBUG = 20;
 export const INFO = 30;

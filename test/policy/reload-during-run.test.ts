@@ -1,19 +1,9 @@
 // A reload that lands while a policy run awaits its reads applies from the next run: the run in
 // flight decides, samples and estimates with the rule set it started with.
 import { afterEach, describe, expect, it } from "vitest";
-import { type PolicySetup, startPolicy, watching } from "./policy-exporter.js";
+import { idleRules, type PolicySetup, startPolicy, watching } from "./policy-exporter.js";
 
-const rules = (idleFor: string) => `
-maxMatchPercent: 100
-consecutiveCycles: 1
-maxActionsPerCycle: 100
-rules:
-  - name: idle
-    match: { states: [running] }
-    idleFor: ${idleFor}
-    action: pause
-    dryRun: true
-`;
+const rules = (idleFor: string) => idleRules({ idleFor });
 
 let setup: PolicySetup | undefined;
 afterEach(async () => {

@@ -1,21 +1,10 @@
 // The per-rule summary of what a run passed over is said at info when it changes, and at debug
 // while it repeats: a steady fleet does not log the same cooldown counts every poll.
 import { afterEach, describe, expect, it } from "vitest";
-import { DEBUG, INFO, type PolicySetup, startPolicy } from "./policy-exporter.js";
+import { DEBUG, INFO, idleRules, type PolicySetup, startPolicy } from "./policy-exporter.js";
 
 const SUMMARY = "policy rule summary";
-const RULES = `
-maxMatchPercent: 100
-consecutiveCycles: 1
-maxActionsPerCycle: 2
-rules:
-  - name: idle
-    match: { states: [running] }
-    idleFor: 30m
-    action: pause
-    dryRun: true
-    cooldown: 1h
-`;
+const RULES = idleRules({ maxActions: 2, extra: "    cooldown: 1h\n" });
 
 let setup: PolicySetup | undefined;
 afterEach(async () => {

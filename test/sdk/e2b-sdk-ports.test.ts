@@ -5,10 +5,10 @@
 // nowhere here, so the fetch's dispatcher dials the simulator's data plane (Host stays the SDK's).
 import { readFileSync } from "node:fs";
 import { Sandbox } from "e2b";
-import { Agent, buildConnector, fetch } from "undici";
+import { type Agent, fetch } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CURRENT_ENVD_VERSION, type Simulator } from "../../src/simulator/index.js";
-import { sdkOpts, startSdkSimulator, templateOn } from "./sdk-setup.js";
+import { dataPlaneDialer, sdkOpts, startSdkSimulator, templateOn } from "./sdk-setup.js";
 
 /** The proxy's answers, from infra packages/shared/pkg/proxy/template (test/fixtures/e2b/proxy). */
 const ANSWERS = JSON.parse(
@@ -26,12 +26,7 @@ describe("E2B SDK 2.51: sandbox ports through the simulator's proxy", () => {
 
   beforeAll(async () => {
     ({ sim } = await startSdkSimulator());
-    // As the exporter's proxyNodeIp does: dial the data plane, keep the SDK's Host.
-    const base = buildConnector({});
-    dialer = new Agent({
-      connect: (opts, cb) =>
-        base({ ...opts, hostname: "127.0.0.1", port: String(sim.dataPort) }, cb),
-    });
+    dialer = dataPlaneDialer(sim);
   });
   afterAll(async () => {
     await dialer.close();

@@ -3,10 +3,10 @@
 // process (the SDK's `cwd` option is where it starts), and `cd /home/user && python -m
 // http.server 8000` in the background, reached on its port as E2B's proxy serves it.
 import { CommandExitError, Sandbox } from "e2b";
-import { Agent, buildConnector, fetch } from "undici";
+import { type Agent, fetch } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CURRENT_ENVD_VERSION, type Simulator } from "../../src/simulator/index.js";
-import { sdkOpts, startSdkSimulator, templateOn } from "./sdk-setup.js";
+import { dataPlaneDialer, sdkOpts, startSdkSimulator, templateOn } from "./sdk-setup.js";
 
 describe("E2B SDK 2.51: shell builtins and a working directory per process", () => {
   let sim: Simulator;
@@ -15,12 +15,7 @@ describe("E2B SDK 2.51: shell builtins and a working directory per process", () 
 
   beforeAll(async () => {
     ({ sim } = await startSdkSimulator());
-    // As the exporter's proxyNodeIp does: dial the data plane, keep the SDK's Host.
-    const base = buildConnector({});
-    dialer = new Agent({
-      connect: (opts, cb) =>
-        base({ ...opts, hostname: "127.0.0.1", port: String(sim.dataPort) }, cb),
-    });
+    dialer = dataPlaneDialer(sim);
     sandbox = await Sandbox.create(templateOn(sim, CURRENT_ENVD_VERSION), sdkOpts(sim));
   });
   afterAll(async () => {

@@ -1,5 +1,6 @@
 // The E2B SDK pointed at a simulator: its own options only (apiUrl, sandboxUrl, apiKey), loopback.
 import type { ConnectionOpts } from "e2b";
+import { Agent, buildConnector } from "undici";
 import { ENVD_VERSION_MIX, type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
 
@@ -39,4 +40,15 @@ export function templateOn(sim: Simulator, version: string): string {
   const t = sim.state.templates.find((x) => x.envdVersion === version);
   if (!t) throw new Error(`no template runs envd ${version}`);
   return t.templateID;
+}
+
+/**
+ * A dispatcher that dials `sim`'s data plane for every host, keeping the SDK's Host header, as the
+ * exporter's proxyNodeIp does: the way to reach a sandbox port by `sandbox.getHost(port)`.
+ */
+export function dataPlaneDialer(sim: Simulator): Agent {
+  const base = buildConnector({});
+  return new Agent({
+    connect: (opts, cb) => base({ ...opts, hostname: "127.0.0.1", port: String(sim.dataPort) }, cb),
+  });
 }
