@@ -66,6 +66,8 @@ export interface Needs {
   health?: boolean;
   /** The lifecycle event ledger, even with poll.events off (the webhook feeds it). */
   ledger?: boolean;
+  /** The storage inventory (snapshots and their facts), even with poll.storage off (retention). */
+  storage?: boolean;
 }
 
 /** A feature started without a service its Needs asked for: a wiring bug, not a setting. */

@@ -137,5 +137,6 @@ export function mergeNeeds(all: readonly (Needs | undefined)[]): Needs {
     sandboxMetadata: all.some((n) => n?.sandboxMetadata === true),
     health: all.some((n) => n?.health === true),
     ledger: all.some((n) => n?.ledger === true),
+    storage: all.some((n) => n?.storage === true),
   };
 }

@@ -61,6 +61,7 @@ const NOT_FAMILIES = new Set(["server.enableLifecycle", "shard.fromHostname"]);
 /** What a bool setting needs beside it to start on both flavors. */
 const COMPANIONS: Record<string, Record<string, unknown>> = {
   "cost.enabled": { "cost.prices.vcpuSecond": 0.000014, "cost.prices.memoryGiBSecond": 0.0000045 },
+  "poll.storagePerSnapshotMetrics": { "poll.storage": true },
 };
 
 /**
@@ -75,6 +76,7 @@ export function scenarios(files: Files = { admin: "", secret: "" }): Scenario[] 
     setting: `\`${s.path}\``,
     settings: { [s.path]: true, ...COMPANIONS[s.path] },
     ...(s.path === "poll.templateBuilds" ? { prepare: failBuild } : {}),
+    ...(s.path.startsWith("poll.storage") ? { prepare: takeSnapshots } : {}),
   }));
   return [
     ...bools,
@@ -99,6 +101,14 @@ export function scenarios(files: Files = { admin: "", secret: "" }): Scenario[] 
 function failBuild(sim: Simulator): void {
   const t = sim.state.templates[0]!;
   sim.state.buildTemplate(t.templateID, "error", { message: "build failed", step: "base" });
+}
+
+/** A named and an unnamed snapshot, a month old, so the storage families have series. */
+function takeSnapshots(sim: Simulator): void {
+  const source = [...sim.state.sandboxes.values()][0]!;
+  const at = Date.now() - 30 * 86_400_000;
+  sim.state.snapshots.seed({ source, alias: "nightly", buildTimes: [at] });
+  sim.state.snapshots.seed({ source, buildTimes: [at], lastSpawnedAt: at, spawnCount: 1 });
 }
 
 /** What one run exported and registered. */

@@ -50,13 +50,14 @@ export interface PlatformReader {
   /**
    * getJson with the answer's headers (lower-case names), for a walk paged by a header.
    * `background`: an inventory read, granted only while no other request waits (RequestLimiter).
+   * `notFoundExpected`: a 404 is an answer the caller handles, not an API error.
    */
   getJsonReply<T = unknown>(
     endpoint: string,
     path: string,
     query?: CallQuery,
     parse?: (body: unknown) => T,
-    opts?: { background?: boolean },
+    opts?: { background?: boolean; notFoundExpected?: boolean },
   ): Promise<JsonReply<T>>;
   health(): Promise<Health>;
   clusterOverview(): Promise<ClusterOverview>;

@@ -86,7 +86,8 @@ function pollerOptions(
   return {
     clock: s.clock,
     collectors: s.collectors,
-    poll: config.poll,
+    // A feature that needs the storage inventory (the retention rules) turns it on.
+    poll: needs.storage === true ? { ...config.poll, storage: true } : config.poll,
     runningStates: config.states.running,
     flavor: config.platform.flavor,
     ...(s.ledger ? { eventSink: s.ledger } : {}),

@@ -6,6 +6,7 @@ interface Def {
   type: string;
   innerType?: unknown;
   in?: unknown;
+  out?: unknown;
   shape?: Record<string, unknown>;
   element?: unknown;
   valueType?: unknown;
@@ -44,8 +45,11 @@ function objects(schema: unknown, depth = 0): Def[] {
     case "catch":
       return objects(def.innerType, depth + 1);
     case "pipe":
-      // A transform's input is what the file is checked against.
-      return objects(def.in, depth + 1);
+      // A transform's input is what the file is checked against; a preprocess (a transform in
+      // front) checks the file against what follows it.
+      return defOf(def.in)?.type === "transform"
+        ? objects(def.out, depth + 1)
+        : objects(def.in, depth + 1);
     case "union":
       return (def.options ?? []).flatMap((o) => objects(o, depth + 1));
     case "intersection":

@@ -2,9 +2,12 @@
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { Snapshot } from "../collect/snapshot.js";
+import { DEFAULT_STATES } from "../config/shared-settings.js";
+import type { LifecycleEvent } from "../platform/events.js";
 import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { type ActivityStats, ActivityTracker, type LogReader } from "./activity.js";
+import { applyRun } from "./apply-run.js";
 import {
   EMPTY_MEMORY,
   type Evaluation,
@@ -14,30 +17,32 @@ import {
   type PolicyMemory,
   recordActions,
 } from "./evaluate.js";
-import {
-  applyDecision,
-  type PolicyHooks,
-  type PolicyPlatform,
-  type PolicyResult,
-} from "./executor.js";
-import { cheapMatch, type StateSets } from "./match.js";
+import type { PolicyHooks, PolicyPlatform, PolicyResult } from "./executor.js";
+import type { StateSets } from "./match.js";
+import { PAUSE_BANDS, PauseClock } from "./pause-clock.js";
 import { PolicyMetrics } from "./policy-metrics.js";
 import type { BlockReason, PolicyOutcome, PolicyRun } from "./policy-run.js";
-import type { PolicySpec, SettledRule } from "./policy-settings.js";
+import type { PolicySpec } from "./policy-settings.js";
 import { describe, loggedAlone, policyStatus } from "./policy-status.js";
+import { retentionInput, type SnapshotRulesState } from "./retention.js";
 import { RuleSummaryLog } from "./rule-summary.js";
-import { estimateIdle, sampleRules } from "./sampling.js";
+import { dataReadAt, isSandboxDecision, targetOf, withoutGone } from "./run-data.js";
+import { estimateIdle, idleAsked, sampleRules } from "./sampling.js";
 import { checkUsage } from "./usage-check.js";
 import { PolicyWebhook, type WebhookOptions } from "./webhook.js";
 
 export type { BlockReason, PolicyOutcome, PolicyRun } from "./policy-run.js";
 
-/** Results that start a sandbox's cooldown: every attempt, not only the successful ones. */
+/**
+ * Results that start a cooldown: every attempt, not only the successful ones, and a snapshot the
+ * platform says is in use (it stays in use for a while: not asked again every cycle).
+ */
 const COOLS_DOWN: ReadonlySet<PolicyResult> = new Set<PolicyResult>([
   "done",
   "dry_run",
   "failed",
   "skipped_unverified",
+  "skipped_in_use",
 ]);
 
 export interface PolicyEngineOptions {
@@ -47,7 +52,8 @@ export interface PolicyEngineOptions {
   logger: Logger;
   registry: Registry;
   namespace: string;
-  states: { running: readonly string[] };
+  /** State names; `paused` defaults to the config's default (paused, suspended). */
+  states: { running: readonly string[]; paused?: readonly string[] };
   /** A run's time budget when the spec sets none (the poll interval). */
   defaultRunTimeMs: number;
   /** Picks the blast-radius samples; default Math.random. */
@@ -70,10 +76,16 @@ export class PolicyEngine {
   private readonly log: Logger;
   private readonly webhook: PolicyWebhook | undefined;
   private readonly summary: RuleSummaryLog;
+  /** When each paused sandbox of this shard was paused (pausedFor rules). */
+  private readonly pauses: PauseClock;
 
   constructor(private readonly o: PolicyEngineOptions) {
     this.spec = o.spec;
-    this.states = { running: new Set(o.states.running) };
+    this.states = {
+      running: new Set(o.states.running),
+      paused: new Set(o.states.paused ?? DEFAULT_STATES.paused),
+    };
+    this.pauses = new PauseClock(this.states.paused);
     this.activity = new ActivityTracker(
       (id, q) => o.platform.listLogs(id, q),
       o.spec.activity,
@@ -90,6 +102,11 @@ export class PolicyEngine {
           onResult: (result) => this.metrics.webhook.inc({ result }),
         })
       : undefined;
+  }
+
+  /** A fresh lifecycle event of this shard's sandboxes: a pause starts its clock. */
+  onEvent(e: LifecycleEvent): void {
+    this.pauses.onEvent(e);
   }
 
   /** Resolves when every queued webhook delivery was made or given up (tests, shutdown). */
@@ -118,6 +135,7 @@ export class PolicyEngine {
     const now = this.o.clock.now();
     const blocked = this.blockReason(snapshot, now, spec);
     this.lastCycle = snapshot.cycle;
+    this.observePauses(snapshot, now);
     if (blocked) return this.blockedRun(snapshot.cycle, now, blocked);
     const budgetMs = spec.maxRunTimeMs ?? this.o.defaultRunTimeMs;
     const until = now + budgetMs;
@@ -132,6 +150,9 @@ export class PolicyEngine {
         ? withoutGone(own, signals.samples, read.gone)
         : { own, samples: signals.samples };
     const estimates = estimateIdle(spec, live.samples, read.activity, now, signals.busy);
+    const retention = retentionInput(spec, snapshot, own, now);
+    if (retention?.state === "blocked")
+      this.metrics.blocked.inc({ reason: "snapshots_incomplete" });
     const evaluation = evaluatePolicy({
       sandboxes: live.own,
       activity: signals.activity,
@@ -140,11 +161,38 @@ export class PolicyEngine {
       memory: this.memory,
       now,
       estimates,
+      pausedSince: (id) => this.pauses.pausedSince(id),
+      ...(retention?.input ? { snapshots: retention.input } : {}),
     });
-    const outcomes = await this.apply(evaluation, spec, dataReadAt(snapshot), until);
-    this.o.hooks?.onPlan(now, evaluation.decisions);
+    const outcomes = await applyRun(
+      evaluation.decisions,
+      {
+        spec,
+        current: () => this.spec,
+        snapshotAt: dataReadAt(snapshot),
+        until,
+        facts: retention?.input?.facts,
+      },
+      {
+        platform: this.o.platform,
+        activity: this.activity,
+        spec,
+        states: this.states,
+        now: () => this.o.clock.now(),
+        ...(this.o.hooks ? { onApplied: this.o.hooks.onApplied } : {}),
+      },
+      (o) => this.audit(o),
+    );
+    this.o.hooks?.onPlan(now, evaluation.decisions.filter(isSandboxDecision));
     return this.recordRun(
-      { cycle: snapshot.cycle, spec, now, budgetMs, stats: read.stats },
+      {
+        cycle: snapshot.cycle,
+        spec,
+        now,
+        budgetMs,
+        stats: read.stats,
+        ...(retention ? { snapshots: retention.state } : {}),
+      },
       {
         evaluation,
         outcomes,
@@ -161,7 +209,7 @@ export class PolicyEngine {
     const clock = () => this.o.clock.now();
     const samples = sampleRules(spec, own, this.states, now, this.o.random ?? Math.random);
     const sample = new Set([...samples.values()].flat());
-    const asked = this.idleAsked(spec, own, now);
+    const asked = idleAsked(spec, own, this.states, now);
     const cooling = this.cooling();
     // A sandbox first found idle now is acted on consecutiveCycles runs later: knowing that many
     // runs' worth of actions keeps every run's budget filled (and no more is read).
@@ -197,7 +245,14 @@ export class PolicyEngine {
 
   /** Records a run that evaluated: memory, metrics, the warning and rule summary, `lastRun`. */
   private recordRun(
-    run: { cycle: number; spec: PolicySpec; now: number; budgetMs: number; stats: ActivityStats },
+    run: {
+      cycle: number;
+      spec: PolicySpec;
+      now: number;
+      budgetMs: number;
+      stats: ActivityStats;
+      snapshots?: SnapshotRulesState;
+    },
     done: {
       evaluation: Evaluation;
       outcomes: PolicyOutcome[];
@@ -212,7 +267,7 @@ export class PolicyEngine {
     // Failed and unverified attempts cool down too: a call that keeps failing is not repeated
     // every cycle, nor does it hold the rule's budget.
     const acted = outcomes.filter((d) => d.result !== undefined && COOLS_DOWN.has(d.result));
-    this.memory = recordActions(evaluation.memory, acted, now);
+    this.memory = recordActions(evaluation.memory, acted.map(targetOf), now);
     // A reload during the run already set the new rules' gauges.
     if (spec === this.spec)
       for (const [rule, n] of Object.entries(evaluation.candidates))
@@ -233,8 +288,20 @@ export class PolicyEngine {
       budgetMs,
       overBudget,
       estimates: Object.fromEntries(done.estimates),
+      ...(run.snapshots ? { snapshots: run.snapshots } : {}),
     };
     return this.last;
+  }
+
+  /** Follows the pauses of a complete walk, and shows them by time paused. */
+  private observePauses(snapshot: Snapshot, now: number): void {
+    if (!snapshot.sandboxesComplete || !snapshot.collectors.sandboxes.success) return;
+    const list = snapshot.sandboxes ?? [];
+    const own: readonly Sandbox[] = Array.isArray(list) ? list : Array.from(list);
+    this.pauses.observe(own, snapshot.collectors.sandboxes.lastAttemptAt, snapshot.finishedAt);
+    this.pauses.bands(now).forEach((n, i) => {
+      this.metrics.pausedSandboxes.set({ paused_for: PAUSE_BANDS[i]?.label ?? "" }, n);
+    });
   }
 
   /** A run that acted on nothing: the snapshot was incomplete, stale or the platform down. */
@@ -303,57 +370,6 @@ export class PolicyEngine {
     return new Set([...this.memory.lastAction.keys()].map(idOfKey));
   }
 
-  /** Sandbox -> the shortest idleFor asked of it, over rules whose cheap filters it passes. */
-  private idleAsked(spec: PolicySpec, own: readonly Sandbox[], now: number): Map<Sandbox, number> {
-    const asked = new Map<Sandbox, number>();
-    const idleRules = spec.rules.filter(
-      (r): r is SettledRule & { idleFor: number } => r.idleFor !== undefined,
-    );
-    if (idleRules.length === 0) return asked;
-    for (const s of own) {
-      for (const r of idleRules) {
-        if (!cheapMatch(r, s, this.states, now)) continue;
-        const prev = asked.get(s);
-        if (prev === undefined || r.idleFor < prev) asked.set(s, r.idleFor);
-      }
-    }
-    return asked;
-  }
-
-  /** Acts on "act" decisions one at a time (the rate limit is the per-cycle cap), audits each. */
-  private async apply(
-    evaluation: Evaluation,
-    spec: PolicySpec,
-    snapshotAt: number,
-    until: number,
-  ): Promise<PolicyOutcome[]> {
-    const rules = new Map(spec.rules.map((r) => [r.name, r]));
-    const ctx = {
-      platform: this.o.platform,
-      activity: this.activity,
-      spec,
-      states: this.states,
-      now: () => this.o.clock.now(),
-      ...(this.o.hooks ? { onApplied: this.o.hooks.onApplied } : {}),
-    };
-    const out: PolicyOutcome[] = [];
-    for (const d of evaluation.decisions) {
-      let outcome: PolicyOutcome;
-      if (d.outcome === "pending") outcome = { ...d };
-      else if (d.outcome !== "act") outcome = { ...d, result: d.outcome };
-      else if (!d.dryRun && this.spec !== spec)
-        outcome = { ...d, result: "skipped_changed", detail: "rules reloaded during the run" };
-      else if (!d.dryRun && ctx.now() - snapshotAt > spec.maxSnapshotAgeMs)
-        outcome = { ...d, result: "skipped_stale", detail: "snapshot grew too old during the run" };
-      else if (ctx.now() >= until)
-        outcome = { ...d, result: "skipped_time_budget", detail: "the run's time budget is spent" };
-      else outcome = { ...d, ...(await applyDecision(d, rules.get(d.rule) as SettledRule, ctx)) };
-      out.push(outcome);
-      this.audit(outcome);
-    }
-    return out;
-  }
-
   /** Counts every decision; logs the ones that stand alone (actions attempted, notices). */
   private audit(o: PolicyOutcome): void {
     if (o.result !== undefined)
@@ -369,27 +385,4 @@ export class PolicyEngine {
     else if (o.result === "failed") this.log.warn(line, "policy decision");
     else this.log.info(line, "policy decision");
   }
-}
-
-/**
- * Epoch ms the oldest data a run acts on was read: the walk's start (its first pages are as old
- * as that) and, when it succeeded, the health read's. Nothing else in the snapshot (an unsupported
- * collector's outcome, one still reading) ages it.
- */
-function dataReadAt(s: Snapshot): number {
-  const { sandboxes, health } = s.collectors;
-  return Math.min(sandboxes.lastAttemptAt, health.success ? health.lastAttemptAt : Infinity);
-}
-
-/** The walk's sandboxes and the rules' samples without those found gone since the walk. */
-function withoutGone(
-  own: readonly Sandbox[],
-  samples: ReadonlyMap<string, Sandbox[]>,
-  gone: ReadonlySet<string>,
-): { own: Sandbox[]; samples: Map<string, Sandbox[]> } {
-  const kept = (list: readonly Sandbox[]) => list.filter((s) => !gone.has(s.id));
-  return {
-    own: kept(own),
-    samples: new Map([...samples].map(([rule, list]) => [rule, kept(list)])),
-  };
 }

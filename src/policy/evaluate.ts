@@ -1,9 +1,24 @@
 // The policy's pure core: (sandboxes, activity, rules, memory of earlier cycles, now) -> decisions.
 
+import type { SnapshotFact } from "../collect/storage/snapshot-facts.js";
 import type { Sandbox } from "../platform/types.js";
 import { formatDuration } from "../util/duration.js";
-import { ageHolds, idleHolds, isProtected, type StateSets, selectorMatch } from "./match.js";
-import type { PolicyRule, PolicySpec, SettledRule } from "./policy-settings.js";
+import {
+  ageHolds,
+  idleHolds,
+  isProtected,
+  pausedHolds,
+  type StateSets,
+  selectorMatch,
+} from "./match.js";
+import {
+  allRules,
+  type PolicyRule,
+  type PolicySpec,
+  type SettledRule,
+  type SnapshotRule,
+} from "./policy-settings.js";
+import { evaluateSnapshotRules } from "./snapshot-rules.js";
 
 /** What the evaluator says about one (rule, sandbox) pair. */
 export type DecisionOutcome =
@@ -12,21 +27,37 @@ export type DecisionOutcome =
   | "skipped_protected"
   | "skipped_cooldown"
   | "skipped_limit"
-  | "skipped_blast_radius";
+  | "skipped_blast_radius"
+  | "skipped_in_use";
 
-/** One decision with the reason an operator reads in the audit line and on /status. */
-export interface PolicyDecision {
+/** What every decision says, whatever the rule acts on. */
+interface DecisionBase {
   rule: string;
-  action: PolicyRule["action"];
-  sandboxId: string;
-  templateId: string;
-  state: string;
   outcome: DecisionOutcome;
   dryRun: boolean;
   reason: string;
   /** Pending in the rule's notifyBefore period: announced at info level. */
   notice?: true;
 }
+
+/** One decision about a sandbox, with the reason an operator reads in the audit line and on /status. */
+export interface SandboxDecision extends DecisionBase {
+  target?: undefined;
+  action: PolicyRule["action"];
+  sandboxId: string;
+  templateId: string;
+  state: string;
+}
+
+/** One decision about a snapshot (a retention rule). */
+export interface SnapshotDecision extends DecisionBase {
+  target: "snapshot";
+  action: SnapshotRule["action"];
+  snapshotId: string;
+  names: readonly string[];
+}
+
+export type PolicyDecision = SandboxDecision | SnapshotDecision;
 
 /** What the evaluator remembers between fresh snapshots. */
 export interface PolicyMemory {
@@ -49,6 +80,18 @@ export interface EvaluationInput {
   now: number;
   /** Per idle rule: its idle share estimated from a random sample read fresh (see engine). */
   estimates?: ReadonlyMap<string, IdleEstimate>;
+  /** Epoch ms each paused sandbox was paused, as far as known (pausedFor rules). */
+  pausedSince?: (sandboxId: string) => number | undefined;
+  /** The snapshots the retention rules look at; absent: they are not evaluated this run. */
+  snapshots?: SnapshotsInput;
+}
+
+/** What the retention rules are evaluated on. */
+export interface SnapshotsInput {
+  /** Each snapshot listed (newest first), with its facts. */
+  facts: ReadonlyMap<string, SnapshotFact>;
+  /** Template ids this shard's sandboxes (running or paused) were started from. */
+  inUse: ReadonlySet<string>;
 }
 
 /** A rule's idle share estimated from a random sample of the sandboxes it looks at. */
@@ -80,46 +123,98 @@ export function idOfKey(key: string): string {
 
 interface Qualifying {
   sandbox: Sandbox;
+  /** What the rule's order goes by: the pause (pausedFor), else the last activity. */
   last: number | undefined;
   why: string;
 }
 
 /** Evaluates every rule against the sandboxes; never targets a protected or unmatched sandbox. */
 export function evaluatePolicy(input: EvaluationInput): Evaluation {
-  const { spec, now, memory } = input;
   const cycle: CycleState = { decisions: [], streaks: new Map(), claimed: new Set(), acts: 0 };
-  const candidates: Record<string, number> = {};
-  const blastRadius: string[] = [];
-  for (const rule of spec.rules) {
+  const ctx: RuleContext = { input, cycle, blastRadius: [], candidates: {} };
+  for (const rule of input.spec.rules) {
     const decide = decider(rule, cycle.decisions);
     const { qualifying, looked } = qualifyingFor(rule, input, decide);
-    candidates[rule.name] = qualifying.length;
-    for (const q of qualifying) {
-      const key = pairKey(rule.name, q.sandbox.id);
-      const prev = memory.streaks.get(key);
-      cycle.streaks.set(key, { count: (prev?.count ?? 0) + 1, since: prev?.since ?? now });
-    }
-    const stop = blastRadiusStop(rule, input, qualifying.length, looked);
-    if (stop !== undefined) {
-      blastRadius.push(rule.name);
-      for (const q of qualifying) decide(q.sandbox, "skipped_blast_radius", `${q.why}; ${stop}`);
-      continue;
-    }
-    decideQualifying(rule, input, qualifying, cycle, decide);
+    ctx.candidates[rule.name] = qualifying.length;
+    const stop = blastRadiusStop(rule.name, input, qualifying.length, looked);
+    // The longest idle first, so a limit leaves the most recently active ones alone.
+    const items = qualifying.map((q) => ({
+      id: q.sandbox.id,
+      at: q.last ?? q.sandbox.startedAt ?? 0,
+      why: q.why,
+      item: q.sandbox,
+    }));
+    decideRule(rule, items, stop, ctx, (c, outcome, reason, notice) =>
+      decide(c.item, outcome, reason, notice),
+    );
   }
+  if (input.snapshots) evaluateSnapshotRules(input.snapshots, ctx);
   return {
     decisions: cycle.decisions,
-    candidates,
-    blastRadius,
+    candidates: ctx.candidates,
+    blastRadius: ctx.blastRadius,
     memory: { streaks: cycle.streaks, lastAction: pruneActions(input) },
   };
 }
 
+/** One run's evaluation as a rule sees it: the input, the cycle so far, what it found. */
+export interface RuleContext {
+  input: EvaluationInput;
+  cycle: CycleState;
+  /** Rules whose blast-radius stop fired. */
+  blastRadius: string[];
+  /** Per rule: what matches and meets the conditions, protected ones excluded. */
+  candidates: Record<string, number>;
+}
+
+/** Something a rule may act on, with the time its order goes by (the oldest first). */
+export interface Candidate<T> {
+  id: string;
+  at: number;
+  why: string;
+  item: T;
+}
+
+export type DecideCandidate<T> = (
+  c: Candidate<T>,
+  outcome: DecisionOutcome,
+  reason: string,
+  notice?: boolean,
+) => void;
+
+/**
+ * The streaks of a rule's qualifying candidates, then the blast-radius stop (`stop`: why it
+ * fires) or the decision of each in turn.
+ */
+export function decideRule<T>(
+  rule: RuleLimits,
+  items: Candidate<T>[],
+  stop: string | undefined,
+  ctx: RuleContext,
+  decide: DecideCandidate<T>,
+): void {
+  const { input, cycle } = ctx;
+  for (const c of items) {
+    const key = pairKey(rule.name, c.id);
+    const prev = input.memory.streaks.get(key);
+    cycle.streaks.set(key, { count: (prev?.count ?? 0) + 1, since: prev?.since ?? input.now });
+  }
+  if (stop !== undefined) {
+    ctx.blastRadius.push(rule.name);
+    for (const c of items) decide(c, "skipped_blast_radius", `${c.why}; ${stop}`);
+    return;
+  }
+  decideInTurn(rule, items, input, cycle, decide);
+}
+
+/** What every rule says about how often it acts. */
+type RuleLimits = Pick<SettledRule, "name" | "maxActionsPerCycle" | "notifyBefore" | "cooldown">;
+
 /** What the rules of one evaluation share: the decisions, the streaks, the sandboxes acted on. */
-interface CycleState {
+export interface CycleState {
   decisions: PolicyDecision[];
   streaks: Map<string, { count: number; since: number }>;
-  /** Sandboxes an earlier rule acts on this cycle: no later rule takes them. */
+  /** Sandboxes (and snapshots) an earlier rule acts on this cycle: no later rule takes them. */
   claimed: Set<string>;
   /** Actions this cycle, all rules together. */
   acts: number;
@@ -164,89 +259,86 @@ function qualifyingFor(
     if (!ageHolds(rule, s, now)) continue;
     const last = rule.idleFor === undefined ? undefined : input.activity.get(s.id);
     if (!idleHolds(rule, last, now)) continue;
-    const why = conditionText(rule, s, last, now);
+    const paused = rule.pausedFor === undefined ? undefined : input.pausedSince?.(s.id);
+    if (!pausedHolds(rule, paused, now)) continue;
+    const why = conditionText(rule, s, { last, paused }, now);
     if (isSafe) {
       decide(s, "skipped_protected", `${why}; protected by ${spec.protectLabel.key}`);
       continue;
     }
-    qualifying.push({ sandbox: s, last, why });
+    qualifying.push({ sandbox: s, last: paused ?? last, why });
   }
   return { qualifying, looked };
 }
 
 /** Why the rule's blast-radius stop fires this cycle; undefined when it does not. */
-function blastRadiusStop(
-  rule: SettledRule,
+export function blastRadiusStop(
+  rule: string,
   input: EvaluationInput,
   found: number,
   looked: number,
+  what = "sandboxes",
 ): string | undefined {
   const { spec } = input;
   // The share found idle is a lower bound when not every candidate was read; the sample's upper
   // bound covers the ones that were not.
-  const est = input.estimates?.get(rule.name);
+  const est = input.estimates?.get(rule);
   const overFound = found * 100 > spec.maxMatchPercent * looked;
   const overEstimate = est !== undefined && est.upperPercent > spec.maxMatchPercent;
   if (looked < spec.minSandboxesForMatchPercent || !(overFound || overEstimate)) return undefined;
   return overFound
-    ? `rule would act on ${found} of ${looked} matching sandboxes, over maxMatchPercent ${spec.maxMatchPercent}%`
+    ? `rule would act on ${found} of ${looked} matching ${what}, over maxMatchPercent ${spec.maxMatchPercent}%`
     : `${est?.idle} of ${est?.sampled} sampled sandboxes idle: up to ${est?.upperPercent.toFixed(1)}% of ${looked}, over maxMatchPercent ${spec.maxMatchPercent}%`;
 }
 
-/** Decides each qualifying sandbox, the longest idle first: pending, skipped, or acted on. */
-function decideQualifying(
-  rule: SettledRule,
+/** Decides each candidate, the oldest `at` first: pending, skipped, or acted on. */
+function decideInTurn<T>(
+  rule: RuleLimits,
+  items: Candidate<T>[],
   input: EvaluationInput,
-  qualifying: Qualifying[],
   cycle: CycleState,
-  decide: Decide,
+  decide: DecideCandidate<T>,
 ): void {
   const { spec, now, memory } = input;
-  // The longest idle first, so a limit leaves the most recently active ones alone.
-  qualifying.sort(
-    (a, b) =>
-      (a.last ?? a.sandbox.startedAt ?? 0) - (b.last ?? b.sandbox.startedAt ?? 0) ||
-      (a.sandbox.id < b.sandbox.id ? -1 : 1),
-  );
+  items.sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1));
   let ruleActs = 0;
   const ruleLimit = rule.maxActionsPerCycle ?? Number.POSITIVE_INFINITY;
-  for (const q of qualifying) {
-    const s = q.sandbox;
-    const key = pairKey(rule.name, s.id);
+  for (const c of items) {
+    const key = pairKey(rule.name, c.id);
     const streak = cycle.streaks.get(key) as { count: number; since: number };
     const lastAction = memory.lastAction.get(key);
-    if (cycle.claimed.has(s.id)) continue;
+    if (cycle.claimed.has(c.id)) continue;
     if (streak.count < spec.consecutiveCycles) {
       decide(
-        s,
+        c,
         "pending",
-        `${q.why}; held on ${streak.count} of ${spec.consecutiveCycles} fresh snapshots`,
+        `${c.why}; held on ${streak.count} of ${spec.consecutiveCycles} fresh snapshots`,
       );
     } else if (rule.notifyBefore !== undefined && now - streak.since < rule.notifyBefore) {
       const at = new Date(streak.since + rule.notifyBefore).toISOString();
-      decide(s, "pending", `${q.why}; notice period, acts from ${at}`, true);
+      decide(c, "pending", `${c.why}; notice period, acts from ${at}`, true);
     } else if (lastAction !== undefined && now - lastAction < rule.cooldown) {
       decide(
-        s,
+        c,
         "skipped_cooldown",
-        `${q.why}; acted on ${formatDuration(now - lastAction)} ago, cooldown ${formatDuration(rule.cooldown)}`,
+        `${c.why}; acted on ${formatDuration(now - lastAction)} ago, cooldown ${formatDuration(rule.cooldown)}`,
       );
     } else if (ruleActs >= ruleLimit || cycle.acts >= spec.maxActionsPerCycle) {
       const which =
         ruleActs >= ruleLimit ? `rule's ${ruleLimit}` : `global ${spec.maxActionsPerCycle}`;
-      decide(s, "skipped_limit", `${q.why}; maxActionsPerCycle (${which}) reached`);
+      decide(c, "skipped_limit", `${c.why}; maxActionsPerCycle (${which}) reached`);
     } else {
       ruleActs++;
       cycle.acts++;
-      cycle.claimed.add(s.id);
-      decide(s, "act", q.why);
+      cycle.claimed.add(c.id);
+      decide(c, "act", c.why);
     }
   }
 }
 
 /** Drops cooldown entries that have run out (or whose rule is gone). */
 function pruneActions(input: EvaluationInput): Map<string, number> {
-  const cooldowns = new Map(input.spec.rules.map((r) => [r.name, r.cooldown]));
+  const cooldowns = new Map(allRules(input.spec).map((r) => [r.name, r.cooldown]));
   const out = new Map<string, number>();
   for (const [key, at] of input.memory.lastAction) {
     const cooldown = cooldowns.get(key.slice(0, key.indexOf("\0")));
@@ -258,11 +350,11 @@ function pruneActions(input: EvaluationInput): Map<string, number> {
 /** Remembers the actions taken (done or dry-run) for the cooldown. */
 export function recordActions(
   memory: PolicyMemory,
-  acted: readonly { rule: string; sandboxId: string }[],
+  acted: readonly { rule: string; id: string }[],
   now: number,
 ): PolicyMemory {
   const lastAction = new Map(memory.lastAction);
-  for (const a of acted) lastAction.set(pairKey(a.rule, a.sandboxId), now);
+  for (const a of acted) lastAction.set(pairKey(a.rule, a.id), now);
   return { streaks: memory.streaks, lastAction };
 }
 
@@ -270,12 +362,15 @@ export function recordActions(
 export function conditionText(
   rule: PolicyRule,
   s: Sandbox,
-  last: number | undefined,
+  at: { last?: number | undefined; paused?: number | undefined },
   now: number,
 ): string {
   const parts: string[] = [];
+  const { last, paused } = at;
   if (rule.idleFor !== undefined && last !== undefined)
     parts.push(`idle ${formatDuration(now - last)} >= ${formatDuration(rule.idleFor)}`);
+  if (rule.pausedFor !== undefined && paused !== undefined)
+    parts.push(`paused ${formatDuration(now - paused)} >= ${formatDuration(rule.pausedFor)}`);
   if (s.startedAt !== undefined) {
     const age = formatDuration(now - s.startedAt);
     if (rule.maxAge !== undefined) parts.push(`age ${age} > ${formatDuration(rule.maxAge)}`);

@@ -2,15 +2,20 @@
 
 import type { PolicyHooks } from "../feature.js";
 import { PlatformNotFoundError } from "../platform/http-errors.js";
+import type { SnapshotDetail } from "../platform/normalize/snapshot-detail.js";
 import type { Sandbox, SandboxUsage } from "../platform/types.js";
 import { formatDuration } from "../util/duration.js";
 import { errorMessage } from "../util/errors.js";
 import type { ActivityTracker } from "./activity.js";
-import type { DecisionOutcome, PolicyDecision } from "./evaluate.js";
+import type { DecisionOutcome, SandboxDecision } from "./evaluate.js";
 import { cheapMatch, idleHolds, isProtected, type StateSets } from "./match.js";
 import type { PolicyRule, PolicySpec } from "./policy-settings.js";
 
-/** What a decision came to; the `result` label of sandbox_policy_decisions_total. */
+/**
+ * What a decision came to; the `result` label of sandbox_policy_decisions_total. skipped_in_use
+ * (a snapshot a sandbox uses: the walk showed one, or the platform refused the delete with a 400)
+ * comes from the evaluation and the snapshot executor both.
+ */
 export type PolicyResult =
   | Exclude<DecisionOutcome, "act" | "pending">
   | "dry_run"
@@ -22,8 +27,13 @@ export type PolicyResult =
   | "skipped_unverified"
   | "skipped_time_budget";
 
-/** The management calls the executor makes: reads of the sandbox and its usage, two mutations. */
+/**
+ * The management calls the executor makes: reads of the sandbox and its usage, of a snapshot's
+ * details, and three mutations.
+ */
 export interface PolicyPlatform {
+  snapshotDetail(templateId: string): Promise<SnapshotDetail>;
+  deleteSnapshot(snapshotId: string): Promise<void>;
   getSandbox(id: string): Promise<Sandbox>;
   pauseSandbox(id: string): Promise<void>;
   deleteSandbox(id: string): Promise<void>;
@@ -60,7 +70,7 @@ export interface ActionOutcome {
  * since the snapshot is left alone. Mutations are never retried.
  */
 export async function applyDecision(
-  d: PolicyDecision,
+  d: SandboxDecision,
   rule: PolicyRule,
   ctx: ExecutorContext,
 ): Promise<ActionOutcome> {

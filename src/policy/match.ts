@@ -11,6 +11,8 @@ export { epochMs };
 /** What the policy needs to know about state names. */
 export interface StateSets {
   running: ReadonlySet<string>;
+  /** State names that read as paused (a pausedFor rule matches these only). */
+  paused: ReadonlySet<string>;
 }
 
 /** Whether one selector holds for the metadata. */
@@ -72,6 +74,7 @@ export function selectorMatch(rule: PolicyRule, s: Sandbox, states: StateSets): 
   const m = rule.match;
   if (m.states && !m.states.some((x) => x.toLowerCase() === s.state)) return false;
   if (rule.action === "pause" && !states.running.has(s.state)) return false;
+  if (rule.pausedFor !== undefined && !states.paused.has(s.state)) return false;
   if (m.templates && !m.templates.includes(s.templateId)) return false;
   if (m.metadata && !m.metadata.every((sel) => selectorHolds(sel, s.metadata))) return false;
   return true;
@@ -100,4 +103,13 @@ export function idleHolds(
 ): boolean {
   if (rule.idleFor === undefined) return true;
   return lastActivity !== undefined && now - lastActivity >= rule.idleFor;
+}
+
+/**
+ * Whether the pause condition holds, given when the sandbox was paused (undefined: not known to be
+ * paused, never held).
+ */
+export function pausedHolds(rule: PolicyRule, pausedAt: number | undefined, now: number): boolean {
+  if (rule.pausedFor === undefined) return true;
+  return pausedAt !== undefined && now - pausedAt >= rule.pausedFor;
 }

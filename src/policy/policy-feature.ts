@@ -4,9 +4,21 @@
 import { Agent } from "undici";
 import type { Feature, PolicyHooks } from "../feature.js";
 import { PolicyEngine } from "./engine.js";
-import { loadPolicySpec } from "./policy-file.js";
+import { loadPolicySpec, PolicyFileError } from "./policy-file.js";
 import { PolicyLoop } from "./policy-loop.js";
-import { policySpec } from "./policy-settings.js";
+import { type PolicySpec, policySpec } from "./policy-settings.js";
+
+/**
+ * A retention rule reads the snapshot list, which the poll reads from its start only: a reload
+ * that adds the first one to an exporter started without it is refused, naming the rule.
+ */
+function retentionNeedsStorage(spec: PolicySpec, storage: boolean): void {
+  const rule = spec.snapshotRules[0];
+  if (rule === undefined || storage) return;
+  throw new PolicyFileError("policy", [
+    `rules "${rule.name}": target snapshot reads the snapshot list, which this exporter does not read: set poll.storage: true, or add the rule, and restart`,
+  ]);
+}
 
 declare module "../feature.js" {
   interface Exposed {
@@ -20,9 +32,11 @@ export const policyFeature: Feature = {
   prepare(config, effects) {
     if (!config.policy.enabled) return undefined;
     const spec = loadPolicySpec(config.policy, effects.readFile);
+    // Retention rules read the snapshot list: the poll reads it for them (poll.storage or not).
+    const storage = config.poll.storage || spec.snapshotRules.length > 0;
     return {
       // The rules read metadata, and health gives every shard the freshness check's start.
-      needs: { sandboxMetadata: true, health: true },
+      needs: { sandboxMetadata: true, health: true, storage },
       rules: spec.rules.map((r) => ({ name: r.name, dryRun: r.dryRun })),
       start(s) {
         const w = config.policy.webhook;
@@ -63,6 +77,8 @@ export const policyFeature: Feature = {
           // Read at each call: a feature that starts later may still follow the pauses.
           hooks,
         });
+        // Paused events start the pausedFor clocks (from whichever feature feeds the ledger).
+        s.ledger?.onFresh((e) => policy.onEvent(e));
         const loop = new PolicyLoop(
           (snapshot) => policy.run(snapshot),
           (err) => s.logger.error({ err }, "policy run failed"),
@@ -83,6 +99,7 @@ export const policyFeature: Feature = {
                 s.logger.warn("policy disabled by reload: no rule runs until it is enabled again");
               };
             const nextSpec = loadPolicySpec(next.policy, s.readFile);
+            retentionNeedsStorage(nextSpec, storage);
             return () => policy.setSpec(nextSpec);
           },
           async stop() {

@@ -2,7 +2,8 @@
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { ActivityStats } from "./activity.js";
 import type { PolicyResult } from "./executor.js";
-import type { PolicySpec } from "./policy-settings.js";
+import { PAUSE_BANDS } from "./pause-clock.js";
+import { allRules, type PolicySpec } from "./policy-settings.js";
 
 /** Results of an attempted action that dashboards and rules read, at 0 for every rule from its load. */
 const COUNTED_RESULTS = ["done", "dry_run", "failed"] as const satisfies readonly PolicyResult[];
@@ -21,8 +22,15 @@ export class PolicyMetrics {
   readonly activityReads: Counter<"result">;
   readonly activityCacheHits: Counter;
   readonly dryRun: Gauge<"rule">;
+  readonly pausedSandboxes: Gauge<"paused_for">;
 
   constructor(registry: Registry, ns = "sandbox") {
+    this.pausedSandboxes = new Gauge({
+      name: `${ns}_policy_paused_sandboxes`,
+      help: "This shard's paused sandboxes by time since their pause (the paused event's time where events are read, else the first walk that saw it paused; a restart without events starts the clock again).",
+      labelNames: ["paused_for"],
+      registers: [registry],
+    });
     const registers = [registry];
     this.candidates = new Gauge({
       name: `${ns}_policy_candidates`,
@@ -65,7 +73,7 @@ export class PolicyMetrics {
     });
     this.blocked = new Counter({
       name: `${ns}_policy_blocked_total`,
-      help: "Policy runs that acted on nothing because the snapshot was incomplete, stale or the platform unhealthy.",
+      help: "Policy runs that acted on nothing because the snapshot was incomplete, stale or the platform unhealthy; snapshots_incomplete: the retention rules alone were held (no complete, fresh snapshot list).",
       labelNames: ["reason"],
       registers,
     });
@@ -93,6 +101,7 @@ export class PolicyMetrics {
       registers,
     });
     for (const reason of ["incomplete", "stale", "health_down"]) this.blocked.inc({ reason }, 0);
+    for (const band of PAUSE_BANDS) this.pausedSandboxes.set({ paused_for: band.label }, 0);
     for (const result of ["ok", "error", "gone"]) this.activityReads.inc({ result }, 0);
   }
 
@@ -100,7 +109,8 @@ export class PolicyMetrics {
   setRules(spec: PolicySpec): void {
     this.candidates.reset();
     this.dryRun.reset();
-    for (const r of spec.rules) {
+    if (spec.snapshotRules.length > 0) this.blocked.inc({ reason: "snapshots_incomplete" }, 0);
+    for (const r of allRules(spec)) {
       this.candidates.set({ rule: r.name }, 0);
       this.dryRun.set({ rule: r.name }, r.dryRun ? 1 : 0);
       this.blastRadius.inc({ rule: r.name }, 0);

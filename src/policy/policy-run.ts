@@ -1,16 +1,17 @@
 // What one policy run did: its decisions with their results, and why a run did nothing.
 import type { IdleEstimate, PolicyDecision } from "./evaluate.js";
 import type { PolicyResult } from "./executor.js";
+import type { SnapshotRulesState } from "./retention.js";
 
 /** Why a run acted on nothing at all. */
 export type BlockReason = "incomplete" | "stale" | "health_down";
 
 /** One decision with what came of it. */
-export interface PolicyOutcome extends PolicyDecision {
+export type PolicyOutcome = PolicyDecision & {
   /** Undefined while pending. */
   result?: PolicyResult;
   detail?: string;
-}
+};
 
 /** What one run did; `blocked` says why it did nothing. */
 export interface PolicyRun {
@@ -29,4 +30,6 @@ export interface PolicyRun {
   overBudget: boolean;
   /** Per idle rule, the blast-radius sample and what it found. */
   estimates: Record<string, IdleEstimate>;
+  /** How the retention rules stood; absent without any. */
+  snapshots?: SnapshotRulesState;
 }

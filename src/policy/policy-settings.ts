@@ -60,42 +60,118 @@ const MatchSchema = z.strictObject({
   metadata: z.array(selector, { error: "a list of selectors" }).optional(),
 });
 
+/** What every rule has, whatever it acts on. */
+const ruleCommon = {
+  name: ruleName,
+  /** `delete` is refused unless this is true. */
+  allowDelete: bool.default(false),
+  /** Inherits the global dryRun when absent. */
+  dryRun: bool.optional(),
+  /** Actions of this rule per cycle; the global limit applies as well. */
+  maxActionsPerCycle: int(0).optional(),
+  /** After acting on a sandbox (or dry-running it), leave it alone this long. */
+  cooldown: duration(MAX_CONDITION_MS).default(3_600_000),
+  /** Mark a sandbox as a candidate this long before acting on it. */
+  notifyBefore: duration(MAX_CONDITION_MS).optional(),
+};
+
+type Refine = z.core.$RefinementCtx;
+
+function needsAllowDelete(r: { action: string; allowDelete: boolean }, ctx: Refine): void {
+  if (r.action === "delete" && !r.allowDelete)
+    ctx.addIssue({
+      code: "custom",
+      path: ["allowDelete"],
+      message: "allowDelete: true on a rule whose action is delete",
+    });
+}
+
 export const PolicyRuleSchema = z
   .strictObject({
-    name: ruleName,
+    ...ruleCommon,
+    /** What the rule acts on: sandboxes (the default). */
+    target: z.literal("sandbox").default("sandbox"),
     match: MatchSchema.prefault({}),
     /** No activity (newest log entry, else the configured field, else the start) for this long. */
     idleFor: duration(MAX_CONDITION_MS).optional(),
     /** Never act on a sandbox younger than this. */
     minAge: duration(MAX_CONDITION_MS).optional(),
-    /** Act on a sandbox older than this. */
+    /** Act on a sandbox older than this (counted from its start, not from a pause). */
     maxAge: duration(MAX_CONDITION_MS).optional(),
+    /**
+     * Act on a sandbox paused this long: from its paused event (poll.events or the webhook), else
+     * from the first walk that saw it paused. The rule then matches paused sandboxes only.
+     */
+    pausedFor: duration(MAX_CONDITION_MS).optional(),
     action: oneOf(["pause", "delete", "log"]),
-    /** `delete` is refused unless this is true. */
-    allowDelete: bool.default(false),
-    /** Inherits the global dryRun when absent. */
-    dryRun: bool.optional(),
-    /** Actions of this rule per cycle; the global limit applies as well. */
-    maxActionsPerCycle: int(0).optional(),
-    /** After acting on a sandbox (or dry-running it), leave it alone this long. */
-    cooldown: duration(MAX_CONDITION_MS).default(3_600_000),
-    /** Mark a sandbox as a candidate this long before acting on it. */
-    notifyBefore: duration(MAX_CONDITION_MS).optional(),
   })
   .superRefine((r, ctx) => {
-    if (r.action === "delete" && !r.allowDelete)
+    needsAllowDelete(r, ctx);
+    if (r.action === "pause" && r.pausedFor !== undefined)
       ctx.addIssue({
         code: "custom",
-        path: ["allowDelete"],
-        message: "allowDelete: true on a rule whose action is delete",
+        path: ["pausedFor"],
+        message:
+          "no pausedFor on a rule whose action is pause (a paused sandbox is paused already)",
       });
-    if (r.action !== "log" && r.idleFor === undefined && r.maxAge === undefined)
+    if (
+      r.action !== "log" &&
+      r.idleFor === undefined &&
+      r.maxAge === undefined &&
+      r.pausedFor === undefined
+    )
       ctx.addIssue({
         code: "custom",
         path: ["idleFor"],
-        message: `idleFor or maxAge on a rule whose action is ${r.action} (a rule without a condition would act on every match)`,
+        message: `${r.action === "pause" ? "idleFor or maxAge" : "idleFor, maxAge or pausedFor"} on a rule whose action is ${r.action} (a rule without a condition would act on every match)`,
       });
   });
+
+/** A glob over a snapshot's names: `*` any run of characters, `?` one. */
+const nameGlob = text.min(1, { error: "a non-empty name pattern" });
+
+const SnapshotMatchSchema = z.strictObject({
+  /** Globs over the snapshot's names, with or without the tag and the team prefix; any when absent. */
+  names: z.array(nameGlob, { error: "a list of name patterns" }).optional(),
+});
+
+/** A retention rule: deletes (or logs) snapshots by age, by last use, keeping the newest few. */
+export const SnapshotRuleSchema = z
+  .strictObject({
+    ...ruleCommon,
+    target: z.literal("snapshot"),
+    match: SnapshotMatchSchema.prefault({}),
+    /** Act on a snapshot made longer ago than this (its createdAt; else since first listed). */
+    olderThan: duration(MAX_CONDITION_MS).optional(),
+    /** Act on a snapshot no sandbox was started from for this long (lastSpawnedAt, else createdAt). */
+    unusedFor: duration(MAX_CONDITION_MS).optional(),
+    /** The newest this many of the snapshots the rule matches are never touched, by any rule. */
+    keepLatest: int(0, 100_000).optional(),
+    action: oneOf(["delete", "log"]),
+  })
+  .superRefine((r, ctx) => {
+    needsAllowDelete(r, ctx);
+    if (r.action === "delete" && r.olderThan === undefined && r.unusedFor === undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["olderThan"],
+        message:
+          "olderThan or unusedFor on a rule whose action is delete (a rule without a condition would act on every match)",
+      });
+  });
+
+export type SnapshotRule = z.output<typeof SnapshotRuleSchema>;
+
+/** A rule of either target: `target` picks the schema (sandbox when absent). */
+const AnyRuleSchema = z.preprocess(
+  (raw) =>
+    raw !== null && typeof raw === "object" && !Array.isArray(raw) && !("target" in raw)
+      ? { ...raw, target: "sandbox" }
+      : raw,
+  z.discriminatedUnion("target", [PolicyRuleSchema, SnapshotRuleSchema], {
+    error: 'a rule whose target is "sandbox" or "snapshot"',
+  }),
+);
 
 export type PolicyRule = z.output<typeof PolicyRuleSchema>;
 
@@ -127,7 +203,7 @@ const ActivitySchema = z.strictObject({
     .optional(),
 });
 
-const rules = z.array(PolicyRuleSchema, { error: "a list of rules" }).superRefine((rs, ctx) => {
+const rules = z.array(AnyRuleSchema, { error: "a list of rules" }).superRefine((rs, ctx) => {
   const seen = new Set<string>();
   rs.forEach((r, i) => {
     if (seen.has(r.name))
@@ -225,6 +301,8 @@ export const PolicySectionSchema = composeSection(policySlice).transform((s) => 
 
 /** A rule as the engine runs it: its effective dryRun settled once, where the spec is built. */
 export type SettledRule = Omit<PolicyRule, "dryRun"> & { dryRun: boolean };
+/** A snapshot rule as the engine runs it. */
+export type SettledSnapshotRule = Omit<SnapshotRule, "dryRun"> & { dryRun: boolean };
 
 /** The effective policy: config section and rule file merged, defaults filled. */
 export interface PolicySpec {
@@ -240,6 +318,13 @@ export interface PolicySpec {
   activity: z.output<typeof ActivitySchema>;
   /** Each rule's dryRun is its own, else the global one: nothing downstream recomputes it. */
   rules: SettledRule[];
+  /** The rules whose target is snapshot (retention), in file order. */
+  snapshotRules: SettledSnapshotRule[];
+}
+
+/** Every rule of the spec, sandbox rules first: what the metrics, the summary and /status list. */
+export function allRules(spec: PolicySpec): (SettledRule | SettledSnapshotRule)[] {
+  return [...spec.rules, ...spec.snapshotRules];
 }
 
 type Section = z.output<typeof PolicySectionSchema>;
@@ -262,7 +347,12 @@ export function policySpec(section: Section, file: PolicyFile = {}): PolicySpec 
     maxSnapshotAgeMs: pick("maxSnapshotAgeMs") ?? 120_000,
     maxRunTimeMs: pick("maxRunTimeMs"),
     activity: pick("activity") ?? ActivitySchema.parse({}),
-    rules: (pick("rules") ?? []).map((r) => ({ ...r, dryRun: r.dryRun ?? dryRun })),
+    rules: (pick("rules") ?? []).flatMap((r) =>
+      r.target === "sandbox" ? [{ ...r, dryRun: r.dryRun ?? dryRun }] : [],
+    ),
+    snapshotRules: (pick("rules") ?? []).flatMap((r) =>
+      r.target === "snapshot" ? [{ ...r, dryRun: r.dryRun ?? dryRun }] : [],
+    ),
   };
 }
 

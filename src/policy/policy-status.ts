@@ -3,7 +3,7 @@
 
 import type { PolicyResult } from "./executor.js";
 import type { PolicyOutcome, PolicyRun } from "./policy-run.js";
-import type { PolicySpec } from "./policy-settings.js";
+import { allRules, type PolicySpec } from "./policy-settings.js";
 import type { PolicyEvent } from "./webhook.js";
 
 /** Entries of the plan shown on /status; the counts cover all of them. */
@@ -11,8 +11,9 @@ const PLAN_ENTRIES = 200;
 
 /** The plan for /status: the latest run's decisions, actions first. */
 export function policyStatus(spec: PolicySpec, r: PolicyRun | undefined): Record<string, unknown> {
-  const rules = spec.rules.map((rule) => ({
+  const rules = allRules(spec).map((rule) => ({
     name: rule.name,
+    ...(rule.target === "snapshot" ? { target: rule.target } : {}),
     action: rule.action,
     dryRun: rule.dryRun,
     candidates: r?.candidates[rule.name] ?? 0,
@@ -26,6 +27,7 @@ export function policyStatus(spec: PolicySpec, r: PolicyRun | undefined): Record
     lastRun: new Date(r.at).toISOString(),
     cycle: r.cycle,
     blocked: r.blocked ?? null,
+    ...(r.snapshots ? { snapshots: r.snapshots } : {}),
     blastRadius: r.blastRadius,
     logReads: r.logReads,
     durationSeconds: r.durationMs / 1000,
@@ -51,11 +53,13 @@ export function loggedAlone(o: PolicyOutcome): boolean {
 
 /** One decision as /status, the audit line and the webhook show it. */
 export function describe(o: PolicyOutcome): Omit<PolicyEvent, "at"> {
+  const what =
+    o.target === "snapshot"
+      ? { target: o.target, snapshot: o.snapshotId, names: o.names }
+      : { sandbox: o.sandboxId, template: o.templateId, state: o.state };
   return {
     rule: o.rule,
-    sandbox: o.sandboxId,
-    template: o.templateId,
-    state: o.state,
+    ...what,
     action: o.action,
     dryRun: o.dryRun,
     result: o.result ?? "pending",

@@ -3,7 +3,7 @@
 import type { Logger } from "pino";
 import { LogLimiter } from "../util/log-limiter.js";
 import type { PolicyOutcome } from "./policy-run.js";
-import type { PolicySpec } from "./policy-settings.js";
+import { allRules, type PolicySpec } from "./policy-settings.js";
 import { loggedAlone } from "./policy-status.js";
 
 /** A rule stopped by its blast radius run after run is said once a minute, with a count. */
@@ -40,7 +40,7 @@ export class RuleSummaryLog {
       byRule.set(o.rule, counts);
     }
     const said = new Map<string, string>();
-    for (const rule of spec.rules) {
+    for (const rule of allRules(spec)) {
       const counts = byRule.get(rule.name);
       // A rule with nothing to summarize forgets its last line: the next one is news again.
       if (!counts) continue;

@@ -4,8 +4,15 @@
 import type { Sandbox } from "../platform/types.js";
 import type { Activity } from "./activity.js";
 import type { IdleEstimate } from "./evaluate.js";
-import { ageHolds, idleHolds, isProtected, type StateSets, selectorMatch } from "./match.js";
-import type { PolicySpec } from "./policy-settings.js";
+import {
+  ageHolds,
+  cheapMatch,
+  idleHolds,
+  isProtected,
+  type StateSets,
+  selectorMatch,
+} from "./match.js";
+import type { PolicySpec, SettledRule } from "./policy-settings.js";
 
 /**
  * Per idle rule, a random sample of the sandboxes it looks at (selected, not protected), read
@@ -75,4 +82,26 @@ export function wilsonUpper(k: number, n: number): number {
   const centre = p + z2n / 2;
   const spread = z * Math.sqrt((p * (1 - p)) / n + z2n / (4 * n));
   return Math.min(1, (centre + spread) / (1 + z2n));
+}
+
+/** Sandbox -> the shortest idleFor asked of it, over rules whose cheap filters it passes. */
+export function idleAsked(
+  spec: PolicySpec,
+  own: readonly Sandbox[],
+  states: StateSets,
+  now: number,
+): Map<Sandbox, number> {
+  const asked = new Map<Sandbox, number>();
+  const idleRules = spec.rules.filter(
+    (r): r is SettledRule & { idleFor: number } => r.idleFor !== undefined,
+  );
+  if (idleRules.length === 0) return asked;
+  for (const s of own) {
+    for (const r of idleRules) {
+      if (!cheapMatch(r, s, states, now)) continue;
+      const prev = asked.get(s);
+      if (prev === undefined || r.idleFor < prev) asked.set(s, r.idleFor);
+    }
+  }
+  return asked;
 }

@@ -14,9 +14,15 @@ const BACKOFF_CAP_MS = 10_000;
 /** One notice or action, as the webhook receives it. */
 export interface PolicyEvent {
   rule: string;
-  sandbox: string;
-  template: string;
-  state: string;
+  /** What the rule acts on: sandbox (absent, for the bodies' old shape) or snapshot. */
+  target?: "snapshot";
+  /** A sandbox rule's sandbox, its template and state. */
+  sandbox?: string;
+  template?: string;
+  state?: string;
+  /** A snapshot rule's snapshot and its names. */
+  snapshot?: string;
+  names?: readonly string[];
   action: string;
   dryRun: boolean;
   /** `notice`, `dry_run`, `done` or `failed` (`pending` and `skipped_*` on /status only). */
@@ -138,7 +144,8 @@ export class PolicyWebhook {
       {
         err: this.o.secrets ? this.o.secrets.scrubError(err) : err,
         rule: scrub(event.rule),
-        sandbox: scrub(event.sandbox),
+        ...(event.sandbox !== undefined ? { sandbox: scrub(event.sandbox) } : {}),
+        ...(event.snapshot !== undefined ? { snapshot: scrub(event.snapshot) } : {}),
         result: event.result,
       },
       "policy webhook delivery failed",

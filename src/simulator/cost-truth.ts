@@ -105,7 +105,12 @@ export class CostTruth {
       spans = [];
       this.spansById.set(s.sandboxID, spans);
       // A sandbox of the generated fleet: it ran (or sat paused) since its start, before any event.
-      if (e.type === "paused" || e.type === "killed" || e.type === "updated")
+      if (
+        e.type === "paused" ||
+        e.type === "killed" ||
+        e.type === "updated" ||
+        e.type === "checkpointed"
+      )
         this.open(spans, "running", Math.min(s.startedAt, e.at), e);
       else if (e.type === "resumed") this.open(spans, "paused", Math.min(s.startedAt, e.at), e);
     }

@@ -15,10 +15,18 @@ export interface CursorRow {
   id: string;
 }
 
+/** A list's refusal of its own query parameters (a filter that does not parse). */
+export interface RowsRefusal {
+  status: number;
+  message: string;
+}
+
 type Cursor = { at: number; id: string };
 
-/** The paged list of the rows `rows` makes. */
-export function cursorPaged(rows: (ctx: SimContext) => CursorRow[]): ApiHandler {
+/** The paged list of the rows `rows` makes from the request's filters (after the paging checks). */
+export function cursorPaged(
+  rows: (ctx: SimContext, url: URL) => CursorRow[] | RowsRefusal,
+): ApiHandler {
   return (ctx, _req, res, _params, url) => {
     const rawLimit = url.searchParams.get("limit");
     const limit = rawLimit === null ? MAX_LIMIT : Number(rawLimit);
@@ -27,7 +35,9 @@ export function cursorPaged(rows: (ctx: SimContext) => CursorRow[]): ApiHandler 
     const token = url.searchParams.get("nextToken");
     const cursor = token === null ? undefined : parseCursor(token);
     if (cursor === null) return sendError(res, 400, "Invalid next token");
-    const left = rows(ctx)
+    const all = rows(ctx, url);
+    if (!Array.isArray(all)) return sendError(res, all.status, all.message);
+    const left = all
       .sort((a, b) => b.at - a.at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
       .filter((x) => !cursor || x.at < cursor.at || (x.at === cursor.at && x.id < cursor.id));
     const page = left.slice(0, limit);

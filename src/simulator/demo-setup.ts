@@ -4,6 +4,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { seedDemoSnapshots } from "./demo-snapshots.js";
 import { DEFAULT_TEAM_ID } from "./events.js";
 import { type ActivityMix, applyActivityMix } from "./generate.js";
 import {
@@ -89,8 +90,9 @@ export async function startDemoSimulator(e2b: boolean, faults = false): Promise<
 
 /**
  * Gives a started simulator the demo's fleet: the activity mix above, sandboxes ended at their
- * timeout on E2B, and the node list's 503s with `faults`. Returns the quiet running sandboxes
- * (idle or silent-but-busy), the ones logWork leaves alone.
+ * timeout and snapshot templates of several ages (demo-snapshots.ts) on E2B, and the node list's
+ * 503s with `faults`. Returns the quiet running sandboxes (idle or silent-but-busy), the ones
+ * logWork leaves alone.
  */
 export function shapeDemoFleet(sim: Simulator, e2b: boolean, faults: boolean): Set<string> {
   // Before anything reads a log: the mix moves quiet sandboxes' starts back.
@@ -100,8 +102,11 @@ export function shapeDemoFleet(sim: Simulator, e2b: boolean, faults: boolean): S
     DEMO_ACTIVITY_MIX,
     sim.state.clock.now(),
   );
-  // E2B ends a sandbox at its timeout: killed, or paused when created with auto-pause.
-  if (e2b) sim.faults.lifecycle.expireSandboxes = true;
+  if (e2b) {
+    // E2B ends a sandbox at its timeout: killed, or paused when created with auto-pause.
+    sim.faults.lifecycle.expireSandboxes = true;
+    seedDemoSnapshots(sim.state);
+  }
   if (faults) sim.faults.route("GET /nodes", { errorRate: FAULT_NODES_ERROR_RATE, status: 503 });
   return new Set([...kinds].filter(([, kind]) => kind !== "active").map(([id]) => id));
 }

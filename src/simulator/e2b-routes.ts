@@ -6,7 +6,12 @@ import { eventRoutes } from "./events.js";
 import { sendError, sendJson } from "./http-io.js";
 import { E2B_STATES, listSandboxes } from "./list-sandboxes.js";
 import { NO_USAGE, nodeUsage } from "./render.js";
-import { renderE2bNode, renderE2bTemplate, renderE2bTemplateBuilds } from "./render-e2b.js";
+import {
+  renderE2bNode,
+  renderE2bSnapshotTemplate,
+  renderE2bTemplate,
+  renderE2bTemplateBuilds,
+} from "./render-e2b.js";
 import type { RouteDef } from "./router.js";
 import { sandboxLogsE2b } from "./sandbox-logs.js";
 import { e2bSandboxRoutes, sandboxRoutes } from "./sandbox-routes.js";
@@ -59,10 +64,14 @@ function e2bTemplates(ctx: SimContext): Record<string, unknown>[] {
 
 const listTemplates: ApiHandler = (ctx, _req, res) => sendJson(res, 200, e2bTemplates(ctx));
 
-const getTemplate: ApiHandler = (ctx, _req, res, [id]) => {
+/** E2B looks the raw id up and nothing else: no tag, no alias (GetTemplateByIDWithAliases). */
+const getTemplate: ApiHandler = (ctx, _req, res, [id = ""]) => {
   const template = ctx.state.templates.find((t) => t.templateID === id);
-  if (!template) return sendError(res, 404, `template '${id}' not found`);
-  sendJson(res, 200, renderE2bTemplateBuilds(template, lastSpawned(ctx.state).get(id ?? "")));
+  if (template)
+    return sendJson(res, 200, renderE2bTemplateBuilds(template, lastSpawned(ctx.state).get(id)));
+  const snapshot = ctx.state.snapshots.get(id);
+  if (snapshot) return sendJson(res, 200, renderE2bSnapshotTemplate(snapshot));
+  sendError(res, 404, `Template ${id} not found`);
 };
 
 /** E2B's TemplateBuildInfo of one build: no build logs, and the reason of a failed build. */

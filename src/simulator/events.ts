@@ -154,6 +154,14 @@ export class SimEventLog {
     return matching.slice(q.offset, q.offset + q.limit);
   }
 
+  /** The build a sandbox of `templateID` runs: the template's, or its snapshot template's newest. */
+  private buildOf(templateID: string): string {
+    const template = this.state.template(templateID);
+    if (template) return template.buildID;
+    const snap = this.state.snapshots.get(templateID);
+    return snap?.builds[snap.builds.length - 1]?.buildID ?? "";
+  }
+
   private record(e: SimLifecycleEvent): void {
     const s = e.sandbox;
     let exec = this.executions.get(s.sandboxID);
@@ -162,7 +170,7 @@ export class SimEventLog {
         id: uuid(this.rng),
         // A sandbox of the generated fleet has run since its startedAt, before any event.
         startedAt: exec || e.type === "resumed" ? e.at : Math.min(s.startedAt, e.at),
-        buildId: this.state.template(s.templateID)?.buildID ?? "",
+        buildId: this.buildOf(s.templateID),
       };
       this.executions.set(s.sandboxID, exec);
     }

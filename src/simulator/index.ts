@@ -36,5 +36,12 @@ export {
   type SimulatorOptions,
   startSimulator,
 } from "./simulator.js";
+export {
+  DEFAULT_TEAM_SLUG,
+  type SimSnapshot,
+  type SimSnapshotBuild,
+  type SnapshotSeed,
+  SnapshotStore,
+} from "./snapshot-store.js";
 export { type SimLifecycleEvent, SimState } from "./state.js";
 export { type SimWebhook, SimWebhooks, type WebhookAttempt, webhookSignature } from "./webhooks.js";

@@ -1,7 +1,10 @@
 // Nodes and templates as E2B's hosted API sends them (its Node, NodeDetail, Template and
-// TemplateWithBuilds schemas); sandboxes need no variant of their own (see render.ts).
+// TemplateWithBuilds schemas, the latter for snapshot templates too); sandboxes need no variant
+// of their own (see render.ts).
 import type { SimNode, SimTemplate } from "./model.js";
 import { iso, type NodeUsage } from "./render.js";
+import type { SimSnapshot } from "./snapshot-store.js";
+import { aliasOf } from "./template-names.js";
 
 const MIB = 1_048_576;
 const HUGE_PAGE_BYTES = 2 * MIB;
@@ -110,5 +113,37 @@ export function renderE2bTemplateBuilds(
         envdVersion: t.envdVersion,
       },
     ],
+  };
+}
+
+/**
+ * A snapshot template as E2B's GET /templates/{id} sends it: its aliases and names, its spawns,
+ * and every build newest first (snapshot builds are `uploaded`, which E2B reports as ready).
+ */
+export function renderE2bSnapshotTemplate(s: SimSnapshot): Record<string, unknown> {
+  const builds = [...s.builds].sort(
+    (a, b) => b.createdAt - a.createdAt || (a.buildID < b.buildID ? 1 : -1),
+  );
+  return {
+    templateID: s.templateID,
+    public: false,
+    aliases: s.names.map(aliasOf),
+    names: [...s.names],
+    createdAt: iso(s.createdAt),
+    // Build assignments and spawns leave the env's updated_at as it was.
+    updatedAt: iso(s.createdAt),
+    lastSpawnedAt: s.lastSpawnedAt === undefined ? null : iso(s.lastSpawnedAt),
+    spawnCount: s.spawnCount,
+    builds: builds.map((b) => ({
+      buildID: b.buildID,
+      status: "ready",
+      createdAt: iso(b.createdAt),
+      updatedAt: iso(b.createdAt),
+      finishedAt: iso(b.createdAt),
+      cpuCount: s.cpuCount,
+      memoryMB: s.memoryMB,
+      diskSizeMB: s.diskSizeMB,
+      envdVersion: s.envdVersion,
+    })),
   };
 }

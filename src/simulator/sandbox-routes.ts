@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { ApiHandler, SimContext } from "./context.js";
 import { compareVersions } from "./envd.js";
 import { BodyTooLargeError, readBody, sendError, sendJson } from "./http-io.js";
+import { launchSource } from "./launch-source.js";
 import type { SimSandbox } from "./model.js";
 import { renderNewSandbox, renderSandbox } from "./render.js";
 import type { RouteDef } from "./router.js";
@@ -42,7 +43,7 @@ const ConnectV2Body = z.object({ timeout: z.number().int().min(1).optional() }).
 const TimeoutBody = z.object({ timeout: z.number().int() }).passthrough();
 
 /** Parses an optional JSON body with `schema`; a string is the 400 message. */
-async function parseBody<T>(
+export async function parseBody<T>(
   req: Parameters<ApiHandler>[1],
   schema: z.ZodType<T>,
   required: boolean,
@@ -67,7 +68,8 @@ async function parseBody<T>(
   return parsed.data;
 }
 
-function isError(v: unknown): v is { error: string } {
+/** Whether parseBody refused the body. */
+export function isError(v: unknown): v is { error: string } {
   return typeof v === "object" && v !== null && "error" in v && typeof v.error === "string";
 }
 
@@ -176,12 +178,12 @@ function create(
   body: CreateRequest,
   secureOnly: boolean,
 ) {
-  const template = ctx.state.template(body.templateID);
-  if (!template) return sendError(res, 404, `template '${body.templateID}' not found`);
-  if (template.status !== "ready") {
-    return sendError(res, 400, `template '${body.templateID}' is ${template.status}, not ready`);
+  const source = launchSource(ctx, body.templateID);
+  if (Array.isArray(source)) return sendError(res, ...source);
+  if (source.status !== "ready") {
+    return sendError(res, 400, `template '${body.templateID}' is ${source.status}, not ready`);
   }
-  if (secureOnly && compareVersions(template.envdVersion, MIN_SECURE_ENVD) < 0) {
+  if (secureOnly && compareVersions(source.envdVersion, MIN_SECURE_ENVD) < 0) {
     return sendError(res, 400, "Template is not compatible with secured access.");
   }
   if (!ctx.state.nodes.some((n) => n.status === "ready")) {
@@ -191,7 +193,10 @@ function create(
   if (limit !== undefined && ctx.team.history.runningCount() >= limit) {
     return sendError(res, 429, concurrencyLimitText(limit));
   }
-  const sandbox = ctx.state.addSandbox(createInit(ctx, template.templateID, body));
+  const sandbox = ctx.state.addSandbox({
+    ...createInit(ctx, source.templateID, body),
+    ...source.init,
+  });
   sandbox.autoPause = ctx.flavor === "e2b" && body.autoPause === true;
   sandbox.autoResume = ctx.flavor === "e2b" && body.autoResume;
   const fault = ctx.faults.publicTraffic;
@@ -201,7 +206,7 @@ function create(
       : undefined;
   if (fault === undefined) sandbox.trafficToken = token;
   sandbox.fileClock = ctx.clock;
-  template.spawnCount++;
+  source.spawned();
   const node = ctx.state.node(sandbox.nodeID);
   if (node) node.createSuccesses++;
   sendJson(res, 201, {

@@ -81,6 +81,8 @@ export interface SimulatorOptions {
   clock?: Clock;
   /** E2B mode: the team of the API key (events, team metrics); default a fixed uuid. */
   teamId?: string;
+  /** E2B mode: the team's slug, the namespace of its snapshot names; default "sim-team". */
+  teamSlug?: string;
   /** E2B mode: a create past this many running sandboxes answers 429 (E2B's text); default none. */
   teamConcurrencyLimit?: number;
   /** E2B mode: team metrics answer `[]`, as self-hosted installs have (infra#1825). */
@@ -234,6 +236,7 @@ function simContext(
     templates: options.templates ?? 5,
     nodes: options.nodes ?? 3,
     ...(options.envdVersions && { envdVersions: checkVersions(options.envdVersions) }),
+    ...(options.teamSlug !== undefined && { teamSlug: options.teamSlug }),
     logLinesPerSandbox: options.logLinesPerSandbox ?? 5,
     clock,
   });

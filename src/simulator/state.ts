@@ -1,4 +1,5 @@
-// The fake platform's data: sandboxes (with a sorted id index for paging), nodes, templates.
+// The fake platform's data: sandboxes (with a sorted id index for paging), nodes, templates and
+// the team's snapshot templates.
 import type { Clock } from "../util/clock.js";
 import { CostTruth } from "./cost-truth.js";
 import { SimulatorError } from "./errors.js";
@@ -13,6 +14,7 @@ import {
   type SimTemplate,
 } from "./model.js";
 import { deriveSeed, Prng } from "./prng.js";
+import { SnapshotStore } from "./snapshot-store.js";
 
 export interface SimStateOptions {
   seed: number;
@@ -23,6 +25,8 @@ export interface SimStateOptions {
   clock: Clock;
   /** envd versions the generated templates take in turn; default the current one only. */
   envdVersions?: readonly string[];
+  /** The team's slug, which namespaces snapshot names; default DEFAULT_TEAM_SLUG. */
+  teamSlug?: string;
 }
 
 /** Index of the first element of sorted `ids` greater than `id` (or >= when `inclusive`). */
@@ -78,6 +82,8 @@ export class SimState {
   private readonly lifecycleObservers: Array<(e: SimLifecycleEvent) => void> = [];
   /** Each sandbox's running and paused spans from its lifecycle (GET /_sim/cost). */
   readonly costTruth: CostTruth;
+  /** The team's snapshot templates (E2B mode serves them). */
+  readonly snapshots: SnapshotStore;
 
   constructor(options: SimStateOptions) {
     if (options.templates < 1) throw new SimulatorError("at least one template is required");
@@ -101,6 +107,11 @@ export class SimState {
     this.fleetRng = new Prng(deriveSeed(this.seed, "fleet"));
     this.addRng = new Prng(deriveSeed(this.seed, "add"));
     this.buildRng = new Prng(deriveSeed(this.seed, "builds"));
+    this.snapshots = new SnapshotStore(
+      this.clock,
+      new Prng(deriveSeed(this.seed, "snapshots")),
+      options.teamSlug,
+    );
     this.setSandboxCount(options.sandboxes);
   }
 
@@ -205,6 +216,17 @@ export class SimState {
   /** The template with this id or alias, or undefined. */
   template(idOrAlias: string): SimTemplate | undefined {
     return this.templates.find((t) => t.templateID === idOrAlias || t.alias === idOrAlias);
+  }
+
+  /**
+   * Removes an ordinary template (E2B's DELETE /templates/{id} checks first that no sandbox uses
+   * it); false when it is the last one, which the generated fleet and the churn need.
+   */
+  removeTemplate(template: SimTemplate): boolean {
+    const i = this.templates.indexOf(template);
+    if (i < 0 || this.templates.length === 1) return false;
+    this.templates.splice(i, 1);
+    return true;
   }
 
   /**

@@ -99,7 +99,8 @@ function poller(poll: Partial<PollSettings> = { storage: true }): Poller {
     clock,
     intervalMs: INTERVAL,
     collectors: [storageCollector],
-    poll: { capabilityRecheckMs: RECHECK_MS, ...poll },
+    // The detail reads have their own tests (snapshot-details.test.ts): none here.
+    poll: { capabilityRecheckMs: RECHECK_MS, storageDetailsPerTick: 0, ...poll },
   });
 }
 
@@ -312,7 +313,7 @@ describe("the simulator's storage lists", () => {
   const valid = (template: string) =>
     contract.responseValidator(contract.response(contract.operation(template, "GET")!, 200)!)!;
 
-  it("serves E2B's /snapshots (a snapshot per paused sandbox, paged) and /volumes", async () => {
+  it("serves E2B's /snapshots (the snapshots taken, paged) and /volumes", async () => {
     const simClock = new FakeClock(1_790_000_000_000);
     const sim = await startSimulator({
       flavor: "e2b",
@@ -326,9 +327,9 @@ describe("the simulator's storage lists", () => {
       const running = [...sim.state.sandboxes.values()].filter((s) => s.state === "running");
       for (const s of running.slice(0, 120)) {
         simClock.advance(1_000);
-        await client.pauseSandbox(s.sandboxID);
+        sim.state.snapshots.take(s, {});
       }
-      const paused = [...sim.state.sandboxes.values()].filter((s) => s.state === "paused").length;
+      const taken = [...sim.state.snapshots.all()].length;
       const first = await client.getJsonReply("/snapshots", "/snapshots", { limit: 100 });
       expect(valid("/snapshots")(first.body)).toBe(true);
       expect(first.body).toHaveLength(100);
@@ -343,9 +344,9 @@ describe("the simulator's storage lists", () => {
         poll: { storage: true },
       });
       const s = await tickAndWait(p);
-      expect(s.storage?.snapshots?.count).toBe(paused);
+      expect(s.storage?.snapshots?.count).toBe(taken);
       expect(s.storage?.volumes?.count).toBe(2);
-      expect(sim.counters.get("GET /snapshots")).toBe(1 + Math.ceil(paused / 100));
+      expect(sim.counters.get("GET /snapshots")).toBe(1 + Math.ceil(taken / 100));
     } finally {
       await client.close();
       await sim.close();

@@ -22,6 +22,7 @@ const NOT_IN_DOCUMENT = ["GET /cluster/overview", "GET /events/sandboxes"];
 /** Every operation the client uses on E2B, as the document names them. */
 const OPERATIONS_USED = [
   "DELETE /sandboxes/{sandboxID}",
+  "DELETE /templates/{templateID}",
   "GET /health",
   "GET /nodes",
   "GET /nodes/{nodeID}",
@@ -74,6 +75,8 @@ const METHODS_CALLED = [
   "pauseSandbox",
   "resumeSandbox",
   "deleteSandbox",
+  "snapshotDetail",
+  "deleteSnapshot",
   "createSandbox",
   "sandboxUsage",
   "sandboxUsageHistory",
@@ -316,6 +319,15 @@ async function exercise(client: ControlClient, sim: Simulator, clock: FakeClock)
   const nowS = Math.floor(clock.now() / 1000);
   const history = await client.sandboxUsageHistory(other, nowS - 60, nowS);
   expect(history.length).toBeGreaterThan(0);
+
+  // A snapshot's details by its raw template id, and a named one deleted by its snapshot id.
+  const source = sim.state.sandbox(other)!;
+  const raw = sim.state.snapshots.take(source, {});
+  const detail = await client.snapshotDetail(raw.templateID);
+  expect(detail).toMatchObject({ createdAt: raw.createdAt, lastSpawnedAt: null });
+  sim.state.snapshots.take(source, { alias: "contract" });
+  await client.deleteSnapshot("sim-team/contract:default");
+  expect(sim.state.snapshots.resolve("sim-team/contract")).toBeUndefined();
 
   await client.deleteSandbox(created.id);
   expect(sim.state.sandbox(created.id)).toBeUndefined();

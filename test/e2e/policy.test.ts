@@ -10,6 +10,7 @@ import { Agent, type Dispatcher } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Exporter, startExporter } from "../../src/app.js";
 import { loadConfig } from "../../src/catalog.js";
+import type { SandboxDecision } from "../../src/policy/evaluate.js";
 import type { SandboxInit } from "../../src/simulator/index.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
@@ -844,7 +845,7 @@ describe("resource usage as an idle signal", () => {
       await e.runCycle();
       const done = (e.policy?.lastRun?.outcomes ?? []).filter((o) => o.result === "done");
       perRun.push(done.length);
-      paused.push(...done.map((o) => o.sandboxId));
+      paused.push(...done.map((o) => (o as SandboxDecision).sandboxId));
       p.clock.advance(15_000);
     }
     // A streak started in one run is confirmed in the next: every run after the first pauses 10

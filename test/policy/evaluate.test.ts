@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Sandbox } from "../../src/platform/types.js";
+import type { SandboxDecision } from "../../src/policy/evaluate.js";
 import { EMPTY_MEMORY, evaluatePolicy, type PolicyMemory } from "../../src/policy/evaluate.js";
 import { cheapMatch, idleHolds, isProtected, parseTime } from "../../src/policy/match.js";
 import { type PolicyRule, PolicyRuleSchema, policySpec } from "../../src/policy/policy-settings.js";
@@ -179,14 +180,16 @@ describe("evaluatePolicy", () => {
             memory = e.memory;
             const acts = e.decisions.filter((d) => d.outcome === "act");
             expect(acts.length).toBeLessThanOrEqual(maxActions);
-            expect(new Set(acts.map((d) => d.sandboxId)).size).toBe(acts.length);
+            expect(new Set(acts.map((d) => (d as SandboxDecision).sandboxId)).size).toBe(
+              acts.length,
+            );
             for (const r of rules) {
               const mine = acts.filter((d) => d.rule === r.name);
               expect(mine.length).toBeLessThanOrEqual(r.maxActionsPerCycle ?? Infinity);
               if (e.blastRadius.includes(r.name)) expect(mine).toEqual([]);
             }
             for (const d of acts) {
-              const s = sandboxes.find((x) => x.id === d.sandboxId) as Sandbox;
+              const s = sandboxes.find((x) => x.id === (d as SandboxDecision).sandboxId) as Sandbox;
               const r = rules.find((x) => x.name === d.rule) as PolicyRule;
               expect(isProtected(s.metadata, spec.protectLabel, now)).toBe(false);
               expect(cheapMatch(r, s, states, now)).toBe(true);

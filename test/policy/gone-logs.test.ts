@@ -1,6 +1,8 @@
 // A sandbox killed between the walk and its idle-signal log read (the read answers 404) has gone:
 // no failure, no warning, no decision; any other failed read still warns.
+
 import { afterEach, describe, expect, it } from "vitest";
+import type { SandboxDecision } from "../../src/policy/evaluate.js";
 import { samples, scrape } from "../helpers/exporter.js";
 import { idleRules, type PolicySetup, startPolicy, WARN, watching } from "./policy-exporter.js";
 
@@ -34,7 +36,11 @@ describe("idle-signal log reads", () => {
     expect(s.lines.filter((l) => (l.level as number) >= WARN)).toEqual([]);
     expect(await reads(s)).toEqual({ ok: 3, error: 0, gone: 1 });
     // The three left are decided; the gone one is in no decision and no sample.
-    expect(run?.outcomes.map((o) => o.sandboxId).sort()).toEqual(["sbx-000", "sbx-002", "sbx-003"]);
+    expect(run?.outcomes.map((o) => (o as SandboxDecision).sandboxId).sort()).toEqual([
+      "sbx-000",
+      "sbx-002",
+      "sbx-003",
+    ]);
     expect(run?.estimates.idle).toMatchObject({ sampled: 3, idle: 3 });
   });
 

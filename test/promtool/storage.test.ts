@@ -23,9 +23,27 @@ const snapshots = Array.from({ length: SNAPSHOTS }, (_, k) => ({
   names: [],
 }));
 
-/** /volumes whole, /snapshots paged by `limit` (at most 100) and `nextToken`. */
+/** Details of snapshot k: made k hours after T0 - 60 days; every third never used. */
+function detail(k: number): JsonAnswer {
+  const createdAt = T0 - 60 * 86_400_000 + k * 3_600_000;
+  const lastSpawnedAt = k % 3 === 0 ? null : new Date(createdAt + 60_000).toISOString();
+  return [
+    200,
+    {
+      templateID: `snap-${k}`,
+      createdAt: new Date(createdAt).toISOString(),
+      lastSpawnedAt,
+      spawnCount: k % 3 === 0 ? 0 : 1,
+      builds: [],
+    },
+  ];
+}
+
+/** /volumes whole, /snapshots paged by `limit` (at most 100) and `nextToken`, details by raw id. */
 function route(url: URL): JsonAnswer {
   if (url.pathname === "/volumes") return [200, VOLUMES];
+  const snap = /^\/templates\/snap-(\d+)$/.exec(url.pathname);
+  if (snap) return detail(Number(snap[1]));
   if (url.pathname !== "/snapshots") return [404, { code: 404, message: "no route" }];
   const limit = Math.min(100, Number(url.searchParams.get("limit") ?? 100));
   const from = Number(url.searchParams.get("nextToken") ?? 0);
@@ -50,16 +68,28 @@ describe("promtool check metrics", () => {
       clock,
       intervalMs: INTERVAL,
       collectors: [storageCollector],
-      poll: { storage: true },
+      poll: { storage: true, storagePerSnapshotMetrics: true },
     });
     clock.advance(INTERVAL);
     const s = await tickAndWait(poller);
-    expect(s.collectors.storage).toMatchObject({ success: true, requests: 12 });
+    // 11 pages of snapshots, 1 of volumes, and the details of the 50 newest (the default).
+    expect(s.collectors.storage).toMatchObject({ success: true, requests: 62 });
     const { metrics } = metricsWith();
     metrics.update(s);
     const text = await scrapeText(metrics);
     expect(linesOf(text, "sandbox_storage_snapshots")).toEqual(["sandbox_storage_snapshots 1050"]);
     expect(linesOf(text, "sandbox_storage_volumes")).toEqual(["sandbox_storage_volumes 3"]);
+    // The 50 newest have details (made 16 to 18 days ago, 16 never used); the rest age from now.
+    expect(linesOf(text, "sandbox_storage_snapshots_by_age")).toEqual([
+      'sandbox_storage_snapshots_by_age{age="lt_1d"} 1000',
+      'sandbox_storage_snapshots_by_age{age="1d_to_7d"} 0',
+      'sandbox_storage_snapshots_by_age{age="7d_to_30d"} 50',
+      'sandbox_storage_snapshots_by_age{age="ge_30d"} 0',
+    ]);
+    expect(linesOf(text, "sandbox_storage_snapshots_never_used")).toEqual([
+      "sandbox_storage_snapshots_never_used 16",
+    ]);
+    expect(linesOf(text, "sandbox_snapshot_created_timestamp_seconds")).toHaveLength(50);
     expect(promtool(text).status).toBe(0);
   });
 });

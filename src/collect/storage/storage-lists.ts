@@ -15,9 +15,10 @@ export const MAX_KNOWN_SNAPSHOTS = 100_000;
 /** E2B's largest page of /snapshots (also its default). */
 export const SNAPSHOTS_PAGE_LIMIT = 100;
 
-/** One stored thing, by its id. */
+/** One stored thing, by its id; a snapshot's names too (`team/name`, maybe with a tag). */
 export interface StoredRecord {
   id: string;
+  names: readonly string[];
 }
 
 /** A list of each kind: its endpoint, the field of its id, the resource its drops count under. */
@@ -30,11 +31,11 @@ export type StorageKind = keyof typeof LISTS;
 const page = z.array(z.unknown(), { error: "a list of records" });
 const id = z.string().trim().min(1);
 
-/** What a pass over one list keeps: the records counted, the first ids of the list. */
+/** What a pass over one list keeps: the records counted, the first records of the list. */
 export interface StoredTally {
   count: number;
-  /** Ids of the first MAX_KNOWN_SNAPSHOTS records (the newest: E2B lists newest first). */
-  ids: string[];
+  /** The first MAX_KNOWN_SNAPSHOTS records (the newest: E2B lists newest first). */
+  records: StoredRecord[];
 }
 
 /**
@@ -52,10 +53,12 @@ export function readList(
     list: endpoint,
     bounds,
     previous,
-    start: (from) => (from ? { count: from.count, ids: [...from.ids] } : { count: 0, ids: [] }),
+    start: (from) =>
+      from ? { count: from.count, records: [...from.records] } : { count: 0, records: [] },
     add: (acc, r) => {
       acc.count++;
-      if (acc.ids.length < MAX_KNOWN_SNAPSHOTS) acc.ids.push(r.id);
+      // Volumes are only counted: their records are not kept.
+      if (kind === "snapshots" && acc.records.length < MAX_KNOWN_SNAPSHOTS) acc.records.push(r);
     },
     fetchPage: async (token) => {
       const query = paged
@@ -92,5 +95,10 @@ function record(reader: PlatformReader, kind: StorageKind, raw: unknown): Stored
     invalid.add(resource, "id");
     return [];
   }
-  return [{ id: got.data }];
+  // A bad names field loses the names, not the record: the snapshot still counts and ages.
+  const names = Array.isArray(fields.names)
+    ? fields.names.filter((n): n is string => typeof n === "string" && n !== "")
+    : [];
+  if (fields.names != null && !Array.isArray(fields.names)) invalid.add(resource, "names");
+  return [{ id: got.data, names }];
 }

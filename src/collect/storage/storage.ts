@@ -11,7 +11,21 @@ import {
   type TickCollector,
   type TickContext,
 } from "../collector.js";
-import { type ListPass, type ListRead, type PassRead, tickBounds } from "../paging.js";
+import {
+  type ListPass,
+  type ListRead,
+  type PageBounds,
+  type PassRead,
+  tickBounds,
+} from "../paging.js";
+import { type DetailReadCounts, readDetails } from "./snapshot-details.js";
+import {
+  detailsToRead,
+  factsOf,
+  type SnapshotFact,
+  type SnapshotSummary,
+  summarize,
+} from "./snapshot-facts.js";
 import { storageFamilies } from "./storage-families.js";
 import { readList, type StorageKind, type StoredTally } from "./storage-lists.js";
 import { storageSlice } from "./storage-settings.js";
@@ -36,10 +50,19 @@ export interface StorageInventory {
   volumes?: StorageCount;
   /** A list the platform does not serve: when it is asked again (epoch ms). */
   unserved: Partial<Record<StorageKind, number>>;
-  /** Snapshot ids of the latest complete read of /snapshots; absent before the first. */
-  known?: readonly string[];
+  /**
+   * Each snapshot of the latest complete read of /snapshots (the newest MAX_KNOWN_SNAPSHOTS, newest
+   * first), with what its details said; absent before the first complete read.
+   */
+  facts?: ReadonlyMap<string, SnapshotFact>;
+  /** The facts as the families show them, at this read's time. */
+  summary?: SnapshotSummary;
   /** Snapshots first seen since start, those of the first read of /snapshots aside. */
   firstSeen: number;
+  /** Detail reads so far, by what came of them. */
+  detailReads: DetailReadCounts;
+  /** Per-snapshot series (poll.storagePerSnapshotMetrics), at most this many snapshots; 0: none. */
+  perSnapshotSeries: number;
   /** A pass over a list that goes on next tick (it stopped at its page or time limit). */
   passes?: Partial<Record<StorageKind, ListPass<StoredTally>>>;
 }
@@ -69,13 +92,23 @@ const KINDS = ["snapshots", "volumes"] as const;
 async function readStorage(ctx: TickContext, previous?: StorageInventory) {
   const { reader, clock, poll } = ctx;
   const now = clock.now();
-  const before = previous ?? { unserved: {}, firstSeen: 0 };
+  const before: StorageInventory = previous ?? {
+    unserved: {},
+    firstSeen: 0,
+    detailReads: { ok: 0, not_found: 0, failed: 0 },
+    perSnapshotSeries: 0,
+  };
   const kinds = KINDS.filter((k) => !(now < (before.unserved[k] ?? Number.NEGATIVE_INFINITY)));
   const bounds = tickBounds({ ...ctx, now: () => clock.now() });
   const reads = await Promise.allSettled(
     kinds.map((k) => readList(reader, k, bounds, before.passes?.[k])),
   );
-  const value: StorageInventory = { unserved: {}, firstSeen: before.firstSeen };
+  const value: StorageInventory = {
+    unserved: {},
+    firstSeen: before.firstSeen,
+    detailReads: { ...before.detailReads },
+    perSnapshotSeries: poll.storagePerSnapshotMetrics ? poll.storageMaxSnapshotSeries : 0,
+  };
   const lists: ListRead[] = [];
   let requests = 0;
   let unserved: unknown;
@@ -98,10 +131,11 @@ async function readStorage(ctx: TickContext, previous?: StorageInventory) {
       requests += got.value.report.pages;
       lists.push(got.value.report);
       failed ??= got.value.broken;
-      tally(value, before, kind, got.value);
+      tally(value, before, kind, got.value, now);
     }
   }
-  if (value.known === undefined && before.known !== undefined) value.known = before.known;
+  if (value.facts === undefined && before.facts !== undefined) value.facts = before.facts;
+  requests += await learnDetails(ctx, value, bounds);
   const reading = { value, requests, lists };
   if (failed !== undefined) throw new IncompleteReadError(failed, reading);
   // Neither list served (this tick or before): the platform has no storage to show.
@@ -124,6 +158,7 @@ function tally(
   before: StorageInventory,
   kind: StorageKind,
   got: PassRead<StoredTally>,
+  now: number,
 ): void {
   if (got.pass) value.passes = { ...value.passes, [kind]: got.pass };
   if (!got.complete) {
@@ -133,19 +168,33 @@ function tally(
   }
   value[kind] = { count: got.acc.count, complete: true };
   if (kind === "snapshots") {
-    const { known, fresh } = firstSeen(got.acc.ids, before.known);
-    value.known = known;
-    value.firstSeen += fresh;
+    const facts = factsOf(got.acc.records, before.facts, now);
+    // The first complete read counts none as first seen: they were there before the exporter.
+    if (before.facts !== undefined)
+      for (const id of facts.keys()) if (!before.facts.has(id)) value.firstSeen++;
+    value.facts = facts;
   }
 }
 
-/** The ids to remember, and how many of them the read before did not list (none at the first). */
-function firstSeen(
-  ids: readonly string[],
-  before: readonly string[] | undefined,
-): { known: string[]; fresh: number } {
-  const known = [...new Set(ids)];
-  if (before === undefined) return { known, fresh: 0 };
-  const had = new Set(before);
-  return { known, fresh: known.filter((id) => !had.has(id)).length };
+/**
+ * Reads the details of up to poll.storageDetailsPerTick snapshots (newest unknown first) and
+ * sums the facts up; returns the requests made.
+ */
+async function learnDetails(ctx: TickContext, value: StorageInventory, bounds: PageBounds) {
+  const known = value.facts;
+  if (known === undefined) return 0;
+  const { reader, clock, poll } = ctx;
+  const wanted = detailsToRead(known, poll.storageDetailsPerTick, clock.now());
+  const learned = await readDetails(reader, wanted, bounds, () => clock.now(), value.detailReads);
+  if (learned.length > 0) {
+    const facts = new Map(known);
+    for (const f of learned) facts.set(f.id, f);
+    value.facts = facts;
+  }
+  value.summary = summarize(
+    value.facts as ReadonlyMap<string, SnapshotFact>,
+    clock.now(),
+    poll.storageMaxNames,
+  );
+  return learned.length;
 }

@@ -16,6 +16,7 @@ import {
   normalizeUsageMap,
   type TemplateBuildStatus,
 } from "../normalize/normalize.js";
+import type { SnapshotDetail } from "../normalize/snapshot-detail.js";
 import {
   normalizeTeamMetricMax,
   normalizeTeamMetrics,
@@ -48,6 +49,7 @@ import { createSandbox } from "./create-sandbox.js";
 import type { Caller } from "./limiter.js";
 import { SandboxResumer } from "./resume-sandbox.js";
 import { type ListPageOptions, listSandboxPage } from "./sandbox-list.js";
+import { deleteSnapshot, snapshotDetail } from "./snapshots.js";
 import { type CallQuery, ControlTransport } from "./transport.js";
 
 export type {
@@ -136,7 +138,7 @@ export class ControlClient {
     path: string,
     query?: CallQuery,
     parse?: (body: unknown) => T,
-    opts?: { background?: boolean },
+    opts?: { background?: boolean; notFoundExpected?: boolean },
   ): Promise<JsonReply<T>> {
     const r = await this.core.send({
       method: "GET",
@@ -144,6 +146,7 @@ export class ControlClient {
       endpoint,
       ...(query ? { query } : {}),
       ...(opts?.background ? { background: true } : {}),
+      ...(opts?.notFoundExpected ? { notFoundExpected: true } : {}),
     });
     const body = parse ? this.core.decode(endpoint, "GET", () => parse(r.body)) : (r.body as T);
     return { body, headers: r.headers };
@@ -293,6 +296,16 @@ export class ControlClient {
       ...(opts.expectGone ? { notFoundExpected: true } : {}),
     });
     return this.core.decode(e, "GET", () => normalizeSandbox(this.core.n, r.body));
+  }
+
+  /** GET /templates/{id} of a snapshot, by its raw template id (see snapshots.ts). */
+  snapshotDetail(templateId: string): Promise<SnapshotDetail> {
+    return snapshotDetail(this.core, templateId);
+  }
+
+  /** DELETE /templates/{id} of a snapshot, by its snapshot id: one attempt (see snapshots.ts). */
+  deleteSnapshot(snapshotId: string): Promise<void> {
+    return deleteSnapshot(this.core, snapshotId);
   }
 
   /** DELETE /sandboxes/{id}: one attempt, never retried. */
