@@ -174,7 +174,7 @@ describe("sandbox-exporter CLI", () => {
         probe?: { modules: Array<{ module: string }> };
       };
       expect(status.probe?.modules.map((m) => m.module)).toEqual(["quick", "lifecycle", "http"]);
-      expect(status.policy?.rules.map((r) => r.dryRun)).toEqual([true, true, true]);
+      expect(status.policy?.rules.map((r) => r.dryRun)).toEqual([true, true, true, true, true]);
       child.kill("SIGINT");
       const [code] = await once(child, "exit");
       expect(code).toBe(0);

@@ -64,6 +64,16 @@ export interface PolicyEngineOptions {
   hooks?: PolicyHooks;
 }
 
+/**
+ * Whether an outcome starts its target's cooldown. A snapshot found used since the list cools down
+ * too: its stored details are an hour old at most, and until they are read again it would be found
+ * unused, and read again, every run.
+ */
+function coolsDown(o: PolicyOutcome): boolean {
+  if (o.result === undefined) return false;
+  return COOLS_DOWN.has(o.result) || (o.target === "snapshot" && o.result === "skipped_changed");
+}
+
 /** The policy engine: call `run` after each poll cycle with its snapshot. */
 export class PolicyEngine {
   private spec: PolicySpec;
@@ -266,7 +276,7 @@ export class PolicyEngine {
     this.warnRun(cycle, stats, overBudget, budgetMs);
     // Failed and unverified attempts cool down too: a call that keeps failing is not repeated
     // every cycle, nor does it hold the rule's budget.
-    const acted = outcomes.filter((d) => d.result !== undefined && COOLS_DOWN.has(d.result));
+    const acted = outcomes.filter(coolsDown);
     this.memory = recordActions(evaluation.memory, acted.map(targetOf), now);
     // A reload during the run already set the new rules' gauges.
     if (spec === this.spec)

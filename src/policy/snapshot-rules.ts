@@ -43,8 +43,13 @@ export function evaluateSnapshotRules(snapshots: SnapshotsInput, ctx: RuleContex
     for (const f of matched.get(rule.name) ?? []) {
       const keptBy = kept.get(f.id);
       if (keptBy === undefined) looked++;
-      const why = conditionsHold(rule, f, ctx.input.now);
-      if (why === undefined) continue;
+      const held = conditionsHold(rule, f, ctx.input.now);
+      if (held === undefined) continue;
+      // A snapshot is a template: its deletion takes every build made under its name.
+      const why =
+        rule.action === "delete" && f.names.length > 0
+          ? `${held}; deleting it deletes every build of ${[...new Set(f.names.map(untagged))].join(", ")}`
+          : held;
       if (keptBy !== undefined) decide(f, "skipped_protected", `${why}; ${keptBy}`);
       else if (snapshots.inUse.has(templateIdOf(f.id)))
         decide(f, "skipped_in_use", `${why}; a sandbox of this shard was started from it`);

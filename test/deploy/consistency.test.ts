@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import type { Exporter } from "../../src/app.js";
 import { ConfigSchema } from "../../src/catalog.js";
+import { seedDemoSnapshots } from "../../src/simulator/demo-snapshots.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { startQuiet } from "../helpers/exporter.js";
 import { legendProblems } from "../helpers/legend-labels.js";
@@ -175,7 +176,7 @@ async function e2bScrape(): Promise<Exposition> {
       proxyScheme: "http",
     },
     server: { listen: "127.0.0.1:0" },
-    poll: { events: true, teamMetrics: true, eventsLookbackMs: 3_600_000 },
+    poll: { events: true, teamMetrics: true, storage: true, eventsLookbackMs: 3_600_000 },
     webhooks: { e2bSecretFile: secretFile },
     // Cost is on for e2b: an owner key and a budget, so their series carry labels.
     cost: { attributeBy: ["owner"], budget: { daily: 100 } },
@@ -187,6 +188,8 @@ async function e2bScrape(): Promise<Exposition> {
     },
     log: { level: "silent" },
   });
+  // Snapshots of several ages and names, so every storage family has series.
+  seedDemoSnapshots(e2bSim.state);
   const victim = [...e2bSim.state.sandboxes.keys()][0]!;
   e2bSim.state.removeSandbox(victim, "orphaned");
   e2bExporter = await startQuiet(config);

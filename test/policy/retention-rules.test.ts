@@ -143,6 +143,16 @@ describe("retention rules", () => {
     expect(byOutcome(evaluate([{ ...OLD, olderThan: "1d" }], facts), "act")).toHaveLength(3);
   });
 
+  it("says in the reason that deleting a named snapshot deletes every build of its name", () => {
+    const e = evaluate(
+      [{ ...OLD, olderThan: "1d" }],
+      [snap("team/nightly:v3", 5, { names: ["team/nightly:v3", "team/nightly"] })],
+    );
+    expect(e.decisions[0]?.reason).toBe(
+      "age 120h > 24h; deleting it deletes every build of team/nightly",
+    );
+  });
+
   it("leaves a snapshot a sandbox was started from as skipped_in_use", () => {
     const e = evaluate(
       [{ ...OLD, olderThan: "1d" }],
