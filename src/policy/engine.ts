@@ -193,6 +193,7 @@ export class PolicyEngine {
       },
       (o) => this.audit(o),
     );
+    this.metrics.countDecisions(outcomes);
     this.o.hooks?.onPlan(now, evaluation.decisions.filter(isSandboxDecision));
     return this.recordRun(
       {
@@ -380,10 +381,8 @@ export class PolicyEngine {
     return new Set([...this.memory.lastAction.keys()].map(idOfKey));
   }
 
-  /** Counts every decision; logs the ones that stand alone (actions attempted, notices). */
+  /** Logs the decisions that stand alone (actions attempted, notices) and posts them. */
   private audit(o: PolicyOutcome): void {
-    if (o.result !== undefined)
-      this.metrics.decisions.inc({ rule: o.rule, action: o.action, result: o.result });
     if (!loggedAlone(o)) return;
     const line = { audit: true, ...describe(o) };
     this.webhook?.send({

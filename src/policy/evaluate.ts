@@ -130,7 +130,13 @@ interface Qualifying {
 
 /** Evaluates every rule against the sandboxes; never targets a protected or unmatched sandbox. */
 export function evaluatePolicy(input: EvaluationInput): Evaluation {
-  const cycle: CycleState = { decisions: [], streaks: new Map(), claimed: new Set(), acts: 0 };
+  const cycle: CycleState = {
+    decisions: [],
+    streaks: new Map(),
+    claimed: new Set(),
+    acts: 0,
+    lastActed: lastActedById(input.memory),
+  };
   const ctx: RuleContext = { input, cycle, blastRadius: [], candidates: {} };
   for (const rule of input.spec.rules) {
     const decide = decider(rule, cycle.decisions);
@@ -218,6 +224,21 @@ export interface CycleState {
   claimed: Set<string>;
   /** Actions this cycle, all rules together. */
   acts: number;
+  /** Id -> the latest action on it (done or dry-run), whichever rule took it: the cooldown. */
+  lastActed: ReadonlyMap<string, number>;
+}
+
+/**
+ * The latest action on each id, by any rule. A cooldown leaves the sandbox (or snapshot) alone,
+ * not only the rule: a second rule matching it must not act the run after the first did.
+ */
+function lastActedById(memory: PolicyMemory): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [key, at] of memory.lastAction) {
+    const id = idOfKey(key);
+    if (at > (out.get(id) ?? Number.NEGATIVE_INFINITY)) out.set(id, at);
+  }
+  return out;
 }
 
 type Decide = (s: Sandbox, outcome: DecisionOutcome, reason: string, notice?: boolean) => void;
@@ -299,14 +320,14 @@ function decideInTurn<T>(
   cycle: CycleState,
   decide: DecideCandidate<T>,
 ): void {
-  const { spec, now, memory } = input;
+  const { spec, now } = input;
   items.sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1));
   let ruleActs = 0;
   const ruleLimit = rule.maxActionsPerCycle ?? Number.POSITIVE_INFINITY;
   for (const c of items) {
     const key = pairKey(rule.name, c.id);
     const streak = cycle.streaks.get(key) as { count: number; since: number };
-    const lastAction = memory.lastAction.get(key);
+    const lastAction = cycle.lastActed.get(c.id);
     if (cycle.claimed.has(c.id)) continue;
     if (streak.count < spec.consecutiveCycles) {
       decide(

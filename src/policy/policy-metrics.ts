@@ -3,6 +3,7 @@ import { Counter, Gauge, type Registry } from "prom-client";
 import type { ActivityStats } from "./activity.js";
 import type { PolicyResult } from "./executor.js";
 import { PAUSE_BANDS } from "./pause-clock.js";
+import type { PolicyOutcome } from "./policy-run.js";
 import { allRules, type PolicySpec } from "./policy-settings.js";
 
 /** Results of an attempted action that dashboards and rules read, at 0 for every rule from its load. */
@@ -117,6 +118,22 @@ export class PolicyMetrics {
       for (const result of COUNTED_RESULTS)
         this.decisions.inc({ rule: r.name, action: r.action, result }, 0);
     }
+  }
+
+  /**
+   * Counts a run's decisions, one counter call per (rule, action, result): a retention rule over a
+   * hundred thousand snapshots decides that many times a run.
+   */
+  countDecisions(outcomes: readonly PolicyOutcome[]): void {
+    const counts = new Map<string, { rule: string; action: string; result: string; n: number }>();
+    for (const o of outcomes) {
+      if (o.result === undefined) continue;
+      const key = `${o.rule}\0${o.action}\0${o.result}`;
+      const c = counts.get(key);
+      if (c) c.n++;
+      else counts.set(key, { rule: o.rule, action: o.action, result: o.result, n: 1 });
+    }
+    for (const { n, ...labels } of counts.values()) this.decisions.inc(labels, n);
   }
 
   /** Counts one round of idle-signal reads. */

@@ -30,13 +30,21 @@ interface Snap {
 let clock: FakeClock;
 let snaps: Snap[];
 let detailPaths: string[];
+/** Each /snapshots page moves the clock this much (a slow list, on the injected clock). */
+let pageMs: number;
 let control: Awaited<ReturnType<typeof startJsonApi>>["control"];
 let close: () => Promise<void>;
 
 function route(url: URL): JsonAnswer {
   if (url.pathname === "/volumes") return [200, []];
-  if (url.pathname === "/snapshots")
-    return [200, snaps.map((s) => ({ snapshotID: s.id, names: s.names }))];
+  if (url.pathname === "/snapshots") {
+    clock.advance(pageMs);
+    const limit = Math.min(100, Number(url.searchParams.get("limit") ?? 100));
+    const from = Number(url.searchParams.get("nextToken") ?? 0);
+    const page = snaps.slice(from, from + limit).map((s) => ({ snapshotID: s.id, names: s.names }));
+    const more = from + limit < snaps.length;
+    return [200, page, more ? { "X-Next-Token": String(from + limit) } : {}];
+  }
   const m = /^\/templates\/([^/]+)$/.exec(url.pathname);
   if (!m) return [404, { code: 404, message: "no route" }];
   detailPaths.push(url.pathname);
@@ -63,6 +71,7 @@ beforeAll(async () => {
 beforeEach(() => {
   clock.set(T0);
   detailPaths = [];
+  pageMs = 0;
   // Newest first, as E2B lists them.
   snaps = [
     { id: "team/nightly:default", names: ["team/nightly"], madeDaysAgo: 1 },
@@ -153,6 +162,24 @@ describe("snapshot details", () => {
     expect(linesOf(later, "sandbox_storage_snapshots_by_age")[1]).toBe(
       'sandbox_storage_snapshots_by_age{age="1d_to_7d"} 4',
     );
+  });
+
+  it("reads details while a long list takes the whole tick (beside the list, not after it)", async () => {
+    snaps = Array.from({ length: 300 }, (_, i) => ({
+      id: `s${String(299 - i).padStart(3, "0")}:default`,
+      names: [],
+      madeDaysAgo: 1,
+    }));
+    // listMaxMs 300: three pages of 100 in the first tick (the pass ends), then each page takes
+    // 200 ms of the tick's 300, so the list alone would spend every tick.
+    const p = poller({ storageDetailsPerTick: 5, listMaxMs: 300 });
+    await cycle(p);
+    const first = detailPaths.length;
+    pageMs = 200;
+    await cycle(p);
+    await cycle(p);
+    expect(first).toBe(5);
+    expect(detailPaths).toHaveLength(15);
   });
 
   it("drops the facts of a snapshot that left the list, and keeps the others' details", async () => {

@@ -199,6 +199,22 @@ describe("retention rules", () => {
     expect(byOutcome(e, "skipped_limit")).toEqual(["new:default", "older:default"]);
   });
 
+  it("leaves a snapshot another rule acted on alone for the cooldown, whichever rule asks", () => {
+    const rules = [
+      { ...OLD, name: "first", action: "log", olderThan: "1d" },
+      { ...OLD, name: "second", olderThan: "1d" },
+    ];
+    const memory: PolicyMemory = {
+      streaks: new Map(),
+      lastAction: new Map([["first\0a:default", NOW - 60_000]]),
+    };
+    const e = evaluate(rules, [snap("a:default", 5)], { memory });
+    expect(e.decisions.map((d) => [d.rule, d.outcome])).toEqual([
+      ["first", "skipped_cooldown"],
+      ["second", "skipped_cooldown"],
+    ]);
+  });
+
   it("holds a snapshot pending until the condition held on consecutiveCycles runs", () => {
     const rules = [{ ...OLD, olderThan: "1d" }];
     const first = evaluate(rules, [snap("a:default", 5)], { over: { consecutiveCycles: 2 } });

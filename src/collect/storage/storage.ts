@@ -100,13 +100,17 @@ async function readStorage(ctx: TickContext, previous?: StorageInventory) {
   };
   const kinds = KINDS.filter((k) => !(now < (before.unserved[k] ?? Number.NEGATIVE_INFINITY)));
   const bounds = tickBounds({ ...ctx, now: () => clock.now() });
-  const reads = await Promise.allSettled(
-    kinds.map((k) => readList(reader, k, bounds, before.passes?.[k])),
-  );
+  const detailReads = { ...before.detailReads };
+  // The details are read beside the lists, not after them: a long list takes its whole tick, and
+  // details read only with what it leaves would wait for the pass's last tick.
+  const [reads, learned] = await Promise.all([
+    Promise.allSettled(kinds.map((k) => readList(reader, k, bounds, before.passes?.[k]))),
+    readDetailsOf(ctx, before.facts, bounds, detailReads),
+  ]);
   const value: StorageInventory = {
     unserved: {},
     firstSeen: before.firstSeen,
-    detailReads: { ...before.detailReads },
+    detailReads,
     perSnapshotSeries: poll.storagePerSnapshotMetrics ? poll.storageMaxSnapshotSeries : 0,
   };
   const lists: ListRead[] = [];
@@ -135,7 +139,15 @@ async function readStorage(ctx: TickContext, previous?: StorageInventory) {
     }
   }
   if (value.facts === undefined && before.facts !== undefined) value.facts = before.facts;
-  requests += await learnDetails(ctx, value, bounds);
+  requests += learned.length;
+  learn(value, learned);
+  // Snapshots a pass that ended this tick listed first: the rest of the tick's detail reads.
+  const left = poll.storageDetailsPerTick - learned.length;
+  const more = await readDetailsOf(ctx, value.facts, bounds, detailReads, left);
+  requests += more.length;
+  learn(value, more);
+  if (value.facts !== undefined)
+    value.summary = summarize(value.facts, clock.now(), poll.storageMaxNames);
   const reading = { value, requests, lists };
   if (failed !== undefined) throw new IncompleteReadError(failed, reading);
   // Neither list served (this tick or before): the platform has no storage to show.
@@ -176,25 +188,30 @@ function tally(
   }
 }
 
+/** The details of up to poll.storageDetailsPerTick snapshots (newest unknown first). */
+function readDetailsOf(
+  ctx: TickContext,
+  facts: ReadonlyMap<string, SnapshotFact> | undefined,
+  bounds: PageBounds,
+  counts: DetailReadCounts,
+  max = ctx.poll.storageDetailsPerTick,
+): Promise<SnapshotFact[]> {
+  if (facts === undefined || max <= 0) return Promise.resolve([]);
+  const { reader, clock } = ctx;
+  const wanted = detailsToRead(facts, max, clock.now());
+  return readDetails(reader, wanted, bounds, () => clock.now(), counts);
+}
+
 /**
- * Reads the details of up to poll.storageDetailsPerTick snapshots (newest unknown first) and
- * sums the facts up; returns the requests made.
+ * Puts what the detail reads learned into the facts, of snapshots still listed (a pass that ended
+ * this tick may have dropped some).
  */
-async function learnDetails(ctx: TickContext, value: StorageInventory, bounds: PageBounds) {
+function learn(value: StorageInventory, learned: readonly SnapshotFact[]): void {
   const known = value.facts;
-  if (known === undefined) return 0;
-  const { reader, clock, poll } = ctx;
-  const wanted = detailsToRead(known, poll.storageDetailsPerTick, clock.now());
-  const learned = await readDetails(reader, wanted, bounds, () => clock.now(), value.detailReads);
-  if (learned.length > 0) {
-    const facts = new Map(known);
-    for (const f of learned) facts.set(f.id, f);
-    value.facts = facts;
-  }
-  value.summary = summarize(
-    value.facts as ReadonlyMap<string, SnapshotFact>,
-    clock.now(),
-    poll.storageMaxNames,
-  );
-  return learned.length;
+  if (known === undefined) return;
+  const present = learned.filter((f) => known.has(f.id));
+  if (present.length === 0) return;
+  const facts = new Map(known);
+  for (const f of present) facts.set(f.id, { ...f, names: known.get(f.id)?.names ?? f.names });
+  value.facts = facts;
 }
