@@ -2,8 +2,9 @@
 // Every part runs in its own process: the simulator, the exporter under test, the bare undici
 // loop and the render comparison are children; this parent only drives them and scrapes.
 // `npm run bench -- --1m` adds the cases at 1,000,000 sandboxes (a few minutes more);
-// `npm run bench -- --only policy` (or `--only scale`, the 1,000,000-sandbox cases, or
-// `--only events`, the lifecycle events cases) runs those cases alone (figures to .tmp/bench/).
+// `npm run bench -- --only policy` (or `--only scale`, the 1,000,000-sandbox cases, `--only
+// events`, the lifecycle events cases, or `--only retention`, 100,000 snapshots) runs those cases
+// alone (figures to .tmp/bench/).
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
@@ -25,12 +26,14 @@ import { MOSTLY_IDLE, policyFleet, printFleetRuns } from "./policy-fleet-case.js
 import { probeTiming } from "./probe-case.js";
 import { renderComparison } from "./render-case.js";
 import { printEvents, printMachine, printPolicy, printScale, printTable } from "./report.js";
+import { printRetention, retentionCase } from "./retention.js";
 import { scaleCases } from "./scale-case.js";
 
 const SANDBOXES = Number(process.env.BENCH_SANDBOXES ?? 100_000);
 const PROBE_RUNS = Number(process.env.BENCH_PROBE_RUNS ?? 20);
 const SCRAPES = 100;
 const SCALE_SANDBOXES = Number(process.env.BENCH_SCALE_SANDBOXES ?? 1_000_000);
+const SNAPSHOTS = Number(process.env.BENCH_SNAPSHOTS ?? 100_000);
 const LATENCY_S = Number(process.env.BENCH_LATENCY_SECONDS ?? 30);
 const LATENCY = { scheduleMs: 3_000, forMs: LATENCY_S * 1000, idleMs: (LATENCY_S * 1000) / 3 };
 const POLICY = {
@@ -51,9 +54,9 @@ const EVENTS_MEASURED =
 const withScale = process.argv.includes("--1m");
 const onlyAt = process.argv.indexOf("--only");
 const only = onlyAt < 0 ? undefined : process.argv[onlyAt + 1];
-if (only !== undefined && !["policy", "scale", "events", "cost"].includes(only))
+if (only !== undefined && !["policy", "scale", "events", "cost", "retention"].includes(only))
   throw new Error(
-    `--only takes "policy", "scale", "events" or "cost" (the cases that run alone), not ${only}`,
+    `--only takes "policy", "scale", "events", "cost" or "retention" (the cases that run alone), not ${only}`,
   );
 const t0 = performance.now();
 // Other work on the machine skews every figure: the load before and after goes into the results.
@@ -136,6 +139,23 @@ if (only === "policy") {
   printEvents(events);
   console.log(
     `\nwritten to .tmp/bench/results-events.json; ${results.benchSeconds.events.toFixed(0)} s`,
+  );
+} else if (only === "retention") {
+  const retention = await retentionCase(buildExporterChild(), SNAPSHOTS);
+  const results = {
+    date: new Date().toISOString(),
+    node: process.version,
+    machine: machine(),
+    benchSeconds: { retention: (performance.now() - t0) / 1000 },
+    retention,
+  };
+  mkdirSync(".tmp/bench", { recursive: true });
+  writeFileSync(".tmp/bench/results-retention.json", `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`\nsandbox-exporter bench, retention, ${SNAPSHOTS} snapshots`);
+  printMachine(results.machine);
+  printRetention(retention);
+  console.log(
+    `\nwritten to .tmp/bench/results-retention.json; ${results.benchSeconds.retention.toFixed(0)} s`,
   );
 } else await everything();
 
