@@ -10,7 +10,8 @@ import { loadPolicySpec } from "../src/policy/policy-file.js";
 import { dataPlaneFlags, startSimulator } from "../src/simulator/index.js";
 import { listenerUrl, output, scrapeThenTerminate, waitForOutput } from "./helpers/child.js";
 
-const TSX = ["node_modules/.bin/tsx", "src/cli.ts"];
+// node itself, not the tsx binary: a SIGKILL to tsx would leave its node child running.
+const TSX = [process.execPath, "--import", "tsx", "src/cli.ts"];
 
 const dir = mkdtempSync(join(tmpdir(), "sandbox-exporter-cli-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -30,7 +31,7 @@ const ALIAS_BOMB = Array.from({ length: 9 }, (_, i) => {
 
 /** Runs the CLI to its exit with a platform URL that is never reached. */
 function runCli(args: string[]) {
-  return spawnSync(TSX[0]!, [TSX[1]!, "--listen", "127.0.0.1:0", ...args], {
+  return spawnSync(TSX[0]!, [...TSX.slice(1), "--listen", "127.0.0.1:0", ...args], {
     env: { ...process.env, SANDBOX_API_URL: "http://127.0.0.1:1", SANDBOX_API_KEY: "k" },
     encoding: "utf8",
     timeout: 60_000,
@@ -39,7 +40,7 @@ function runCli(args: string[]) {
 
 describe("sandbox-exporter CLI", () => {
   it("exits 2 with one line per problem naming field and source, never the key", () => {
-    const r = spawnSync(TSX[0]!, [TSX[1]!, "--page-limit", "zero", "--timeout", "soon"], {
+    const r = spawnSync(TSX[0]!, [...TSX.slice(1), "--page-limit", "zero", "--timeout", "soon"], {
       env: {
         ...process.env,
         SANDBOX_API_URL: "http://127.0.0.1:1",
@@ -125,9 +126,13 @@ describe("sandbox-exporter CLI", () => {
 
   it("serves /metrics, never logs the key, and exits 0 on SIGTERM", async () => {
     const sim = await startSimulator({ sandboxes: 20, apiKey: "log-secret-key" });
-    const child = spawn(TSX[0]!, [TSX[1]!, "--listen", "127.0.0.1:0", "--log-level", "debug"], {
-      env: { ...process.env, SANDBOX_API_URL: sim.apiUrl, SANDBOX_API_KEY: "log-secret-key" },
-    });
+    const child = spawn(
+      TSX[0]!,
+      [...TSX.slice(1), "--listen", "127.0.0.1:0", "--log-level", "debug"],
+      {
+        env: { ...process.env, SANDBOX_API_URL: sim.apiUrl, SANDBOX_API_KEY: "log-secret-key" },
+      },
+    );
     const out = output(child);
     try {
       await scrapeThenTerminate(child, out);
@@ -191,7 +196,15 @@ describe("sandbox-exporter CLI", () => {
     );
     const child = spawn(
       TSX[0]!,
-      [TSX[1]!, "--listen", "127.0.0.1:0", "--poll-storage", "--poll-events", "--policy", rules],
+      [
+        ...TSX.slice(1),
+        "--listen",
+        "127.0.0.1:0",
+        "--poll-storage",
+        "--poll-events",
+        "--policy",
+        rules,
+      ],
       { env: { ...process.env, SANDBOX_API_URL: sim.apiUrl } },
     );
     const out = output(child);
