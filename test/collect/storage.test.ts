@@ -167,12 +167,17 @@ describe("storage collector", () => {
       record: control.invalid.get("snapshot", "record"),
       id: control.invalid.get("snapshot", "id"),
       volume: control.invalid.get("volume", "id"),
+      names: control.invalid.get("snapshot", "names"),
     };
-    up.snapshots = [...snaps(0, 3), 42, {}, { snapshotID: "  " }, ...snaps(3, 2)];
+    const badNames = { snapshotID: "snap-names:default", names: "nightly" };
+    up.snapshots = [...snaps(0, 3), 42, {}, { snapshotID: "  " }, badNames, ...snaps(3, 2)];
     up.volumes = [{ volumeID: "v-1", name: "a" }, { name: "no id" }];
     const s = await cycle(poller());
     expect(s.collectors.storage).toMatchObject({ success: true });
-    expect(s.storage?.snapshots?.count).toBe(5);
+    // A names field that is no list loses the names, counted, and keeps the snapshot.
+    expect(s.storage?.snapshots?.count).toBe(6);
+    expect(s.storage?.facts?.get("snap-names:default")?.names).toEqual([]);
+    expect(control.invalid.get("snapshot", "names") - before.names).toBe(1);
     expect(s.storage?.volumes?.count).toBe(1);
     expect(control.invalid.get("snapshot", "record") - before.record).toBe(1);
     expect(control.invalid.get("snapshot", "id") - before.id).toBe(2);

@@ -4,8 +4,10 @@
 // dropped and counted (sandbox_exporter_invalid_values_dropped_total{resource,field}), the rest of
 // its page kept; a body that is no list fails the read, named.
 import { z } from "zod";
+import { RECORD_FIELD } from "../../platform/normalize/invalid-values.js";
+import { deferList, UntrackableRecordError } from "../../platform/normalize/normalize.js";
 import type { PlatformReader } from "../collector.js";
-import { type ListPass, nextTokenOf, type PageBounds, type PassRead, readPass } from "../paging.js";
+import { type ListPass, type PageBounds, type PassRead, readPass } from "../paging.js";
 
 /**
  * Snapshot ids remembered at most (the first of the list, which E2B orders newest first): a
@@ -74,31 +76,40 @@ export function readList(
           background: true,
         },
       );
-      const records = reply.body.flatMap((raw) => record(reader, kind, raw));
-      const nextToken = nextTokenOf(reply.headers);
-      return { size: reply.body.length, items: () => records, ...(nextToken ? { nextToken } : {}) };
+      // The list normalizer's page: a bad record dropped and counted, the rest kept; the cursor
+      // from X-Next-Token.
+      return deferList(reader.normalizer, reply.body, reply.headers, (raw, path) =>
+        record(reader, kind, raw, path),
+      );
     },
   });
 }
 
-/** The record of `raw`, or none (counted) when it is not an object with an id. */
-function record(reader: PlatformReader, kind: StorageKind, raw: unknown): StoredRecord[] {
+/** The record of `raw`; throws (the page drops and counts it) when it is no object with an id. */
+function record(
+  reader: PlatformReader,
+  kind: StorageKind,
+  raw: unknown,
+  path: string,
+): StoredRecord {
   const { id: idField, resource } = LISTS[kind];
-  const invalid = reader.normalizer.invalid;
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    invalid.add(resource, "record");
-    return [];
-  }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    throw new UntrackableRecordError(path, `a ${resource} object`, raw, resource, RECORD_FIELD);
   const fields = raw as Record<string, unknown>;
   const got = id.safeParse(fields[idField]);
-  if (!got.success) {
-    invalid.add(resource, "id");
-    return [];
-  }
-  // A bad names field loses the names, not the record: the snapshot still counts and ages.
+  if (!got.success)
+    throw new UntrackableRecordError(
+      `${path}.${idField}`,
+      "an id",
+      fields[idField],
+      resource,
+      "id",
+    );
+  // A names field that is no list loses the names (counted), not the record: it still counts.
   const names = Array.isArray(fields.names)
     ? fields.names.filter((n): n is string => typeof n === "string" && n !== "")
     : [];
-  if (fields.names != null && !Array.isArray(fields.names)) invalid.add(resource, "names");
-  return [{ id: got.data, names }];
+  if (fields.names != null && !Array.isArray(fields.names))
+    reader.normalizer.invalid.add(resource, "names");
+  return { id: got.data, names };
 }
