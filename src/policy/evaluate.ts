@@ -11,14 +11,18 @@ import {
   type StateSets,
   selectorMatch,
 } from "./match.js";
-import {
-  allRules,
-  type PolicyRule,
-  type PolicySpec,
-  type SettledRule,
-  type SnapshotRule,
-} from "./policy-settings.js";
+import { lastActedById, type PolicyMemory, pruneActions, type Streak } from "./policy-memory.js";
+import type { PolicyRule, PolicySpec, SettledRule, SnapshotRule } from "./policy-settings.js";
 import { evaluateSnapshotRules } from "./snapshot-rules.js";
+
+export {
+  EMPTY_MEMORY,
+  idOfKey,
+  type PolicyMemory,
+  pairKey,
+  recordActions,
+  type Streak,
+} from "./policy-memory.js";
 
 /** What the evaluator says about one (rule, sandbox) pair. */
 export type DecisionOutcome =
@@ -58,16 +62,6 @@ export interface SnapshotDecision extends DecisionBase {
 }
 
 export type PolicyDecision = SandboxDecision | SnapshotDecision;
-
-/** What the evaluator remembers between fresh snapshots. */
-export interface PolicyMemory {
-  /** `rule\0id` -> fresh snapshots in a row on which the condition held, and since when. */
-  readonly streaks: ReadonlyMap<string, { count: number; since: number }>;
-  /** `rule\0id` -> epoch ms of the last action (done or dry-run), for the cooldown. */
-  readonly lastAction: ReadonlyMap<string, number>;
-}
-
-export const EMPTY_MEMORY: PolicyMemory = { streaks: new Map(), lastAction: new Map() };
 
 export interface EvaluationInput {
   /** The sandboxes this instance may act on (own shard). */
@@ -111,16 +105,6 @@ export interface Evaluation {
   memory: PolicyMemory;
 }
 
-/** The key of a (rule, sandbox) pair in the memory. */
-export function pairKey(rule: string, sandboxId: string): string {
-  return `${rule}\0${sandboxId}`;
-}
-
-/** The sandbox id of a pairKey. */
-export function idOfKey(key: string): string {
-  return key.slice(key.indexOf("\0") + 1);
-}
-
 interface Qualifying {
   sandbox: Sandbox;
   /** What the rule's order goes by: the pause (pausedFor), else the last activity. */
@@ -159,7 +143,10 @@ export function evaluatePolicy(input: EvaluationInput): Evaluation {
     decisions: cycle.decisions,
     candidates: ctx.candidates,
     blastRadius: ctx.blastRadius,
-    memory: { streaks: cycle.streaks, lastAction: pruneActions(input) },
+    memory: {
+      streaks: cycle.streaks,
+      lastAction: pruneActions(input.memory, input.spec, input.now),
+    },
   };
 }
 
@@ -200,10 +187,12 @@ export function decideRule<T>(
   decide: DecideCandidate<T>,
 ): void {
   const { input, cycle } = ctx;
+  const before = input.memory.streaks.get(rule.name);
+  const held = new Map<string, Streak>();
+  cycle.streaks.set(rule.name, held);
   for (const c of items) {
-    const key = pairKey(rule.name, c.id);
-    const prev = input.memory.streaks.get(key);
-    cycle.streaks.set(key, { count: (prev?.count ?? 0) + 1, since: prev?.since ?? input.now });
+    const prev = before?.get(c.id);
+    held.set(c.id, { count: (prev?.count ?? 0) + 1, since: prev?.since ?? input.now });
   }
   if (stop !== undefined) {
     ctx.blastRadius.push(rule.name);
@@ -219,26 +208,13 @@ type RuleLimits = Pick<SettledRule, "name" | "maxActionsPerCycle" | "notifyBefor
 /** What the rules of one evaluation share: the decisions, the streaks, the sandboxes acted on. */
 export interface CycleState {
   decisions: PolicyDecision[];
-  streaks: Map<string, { count: number; since: number }>;
+  streaks: Map<string, Map<string, Streak>>;
   /** Sandboxes (and snapshots) an earlier rule acts on this cycle: no later rule takes them. */
   claimed: Set<string>;
   /** Actions this cycle, all rules together. */
   acts: number;
   /** Id -> the latest action on it (done or dry-run), whichever rule took it: the cooldown. */
   lastActed: ReadonlyMap<string, number>;
-}
-
-/**
- * The latest action on each id, by any rule. A cooldown leaves the sandbox (or snapshot) alone,
- * not only the rule: a second rule matching it must not act the run after the first did.
- */
-function lastActedById(memory: PolicyMemory): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const [key, at] of memory.lastAction) {
-    const id = idOfKey(key);
-    if (at > (out.get(id) ?? Number.NEGATIVE_INFINITY)) out.set(id, at);
-  }
-  return out;
 }
 
 type Decide = (s: Sandbox, outcome: DecisionOutcome, reason: string, notice?: boolean) => void;
@@ -324,9 +300,9 @@ function decideInTurn<T>(
   items.sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1));
   let ruleActs = 0;
   const ruleLimit = rule.maxActionsPerCycle ?? Number.POSITIVE_INFINITY;
+  const held = cycle.streaks.get(rule.name);
   for (const c of items) {
-    const key = pairKey(rule.name, c.id);
-    const streak = cycle.streaks.get(key) as { count: number; since: number };
+    const streak = held?.get(c.id) as Streak;
     const lastAction = cycle.lastActed.get(c.id);
     if (cycle.claimed.has(c.id)) continue;
     if (streak.count < spec.consecutiveCycles) {
@@ -355,28 +331,6 @@ function decideInTurn<T>(
       decide(c, "act", c.why);
     }
   }
-}
-
-/** Drops cooldown entries that have run out (or whose rule is gone). */
-function pruneActions(input: EvaluationInput): Map<string, number> {
-  const cooldowns = new Map(allRules(input.spec).map((r) => [r.name, r.cooldown]));
-  const out = new Map<string, number>();
-  for (const [key, at] of input.memory.lastAction) {
-    const cooldown = cooldowns.get(key.slice(0, key.indexOf("\0")));
-    if (cooldown !== undefined && input.now - at < cooldown) out.set(key, at);
-  }
-  return out;
-}
-
-/** Remembers the actions taken (done or dry-run) for the cooldown. */
-export function recordActions(
-  memory: PolicyMemory,
-  acted: readonly { rule: string; id: string }[],
-  now: number,
-): PolicyMemory {
-  const lastAction = new Map(memory.lastAction);
-  for (const a of acted) lastAction.set(pairKey(a.rule, a.id), now);
-  return { streaks: memory.streaks, lastAction };
 }
 
 /** `idle 42m >= 30m; age 3h > 2h`: which conditions held, with the figures. */

@@ -1,7 +1,7 @@
 // The order in which the usage signal checks the sandboxes idle by their logs, in batches.
 import { USAGE_BATCH, USAGE_QUERY_BYTES } from "../collect/usage-collector.js";
 import type { Sandbox } from "../platform/types.js";
-import { idOfKey, type PolicyMemory } from "./evaluate.js";
+import type { PolicyMemory } from "./evaluate.js";
 
 /** Batches of sandboxes to check, taken one at a time; each sandbox is handed out once. */
 export interface UsageQueue {
@@ -16,10 +16,8 @@ export interface UsageQueue {
 /** Sandbox id -> the longest idle streak any rule holds it on. */
 export function heldStreaks(memory: PolicyMemory): Map<string, number> {
   const held = new Map<string, number>();
-  for (const [key, streak] of memory.streaks) {
-    const id = idOfKey(key);
-    held.set(id, Math.max(held.get(id) ?? 0, streak.count));
-  }
+  for (const byId of memory.streaks.values())
+    for (const [id, streak] of byId) held.set(id, Math.max(held.get(id) ?? 0, streak.count));
   return held;
 }
 

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { USAGE_BATCH } from "../../src/collect/usage-collector.js";
 import type { Sandbox } from "../../src/platform/types.js";
-import { pairKey } from "../../src/policy/evaluate.js";
 import { heldStreaks, usageOrder } from "../../src/policy/usage-queue.js";
 
 const NOW = Date.parse("2026-11-23T12:00:00Z");
@@ -78,9 +77,14 @@ describe("the order of the usage checks", () => {
   it("takes the longest streak any rule holds a sandbox on", () => {
     const held = heldStreaks({
       streaks: new Map([
-        [pairKey("a", "sbx-1"), { count: 1, since: NOW }],
-        [pairKey("b", "sbx-1"), { count: 4, since: NOW }],
-        [pairKey("a", "sbx-2"), { count: 2, since: NOW }],
+        [
+          "a",
+          new Map([
+            ["sbx-1", { count: 1, since: NOW }],
+            ["sbx-2", { count: 2, since: NOW }],
+          ]),
+        ],
+        ["b", new Map([["sbx-1", { count: 4, since: NOW }]])],
       ]),
       lastAction: new Map(),
     });
