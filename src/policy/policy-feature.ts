@@ -12,11 +12,11 @@ import { type PolicySpec, policySpec } from "./policy-settings.js";
  * A retention rule reads the snapshot list, which the poll reads from its start only: a reload
  * that adds the first one to an exporter started without it is refused, naming the rule.
  */
-function retentionNeedsStorage(spec: PolicySpec, storage: boolean): void {
+function retentionNeedsStorage(spec: PolicySpec, storage: boolean, file: string): void {
   const rule = spec.snapshotRules[0];
   if (rule === undefined || storage) return;
-  throw new PolicyFileError("policy", [
-    `rules "${rule.name}": target snapshot reads the snapshot list, which this exporter does not read: set poll.storage: true, or add the rule, and restart`,
+  throw new PolicyFileError(file, [
+    `rule "${rule.name}": target snapshot reads the snapshot list, which this exporter started without: set poll.storage: true (or start with the rule) and restart`,
   ]);
 }
 
@@ -99,7 +99,7 @@ export const policyFeature: Feature = {
                 s.logger.warn("policy disabled by reload: no rule runs until it is enabled again");
               };
             const nextSpec = loadPolicySpec(next.policy, s.readFile);
-            retentionNeedsStorage(nextSpec, storage);
+            retentionNeedsStorage(nextSpec, storage, next.policy.file ?? "(policy.rules)");
             return () => policy.setSpec(nextSpec);
           },
           async stop() {
