@@ -7,7 +7,7 @@ import { helpText, loadConfig, TICK_COLLECTORS } from "./catalog.js";
 import { ConfigError, type LoadedConfig, redactConfig } from "./config/load.js";
 import type { Config } from "./config/settings.js";
 import { loadPolicySpec, PolicyFileError } from "./policy/policy-file.js";
-import type { PolicySpec } from "./policy/policy-settings.js";
+import { allRules, type PolicySpec } from "./policy/policy-settings.js";
 import { systemClock } from "./util/clock.js";
 import { createLogger } from "./util/logger.js";
 import { Secrets } from "./util/secrets.js";
@@ -76,7 +76,7 @@ export function startupSummary(config: Config, policy?: PolicySpec): Record<stri
     listen: config.server.listen,
     poll: poll.schedule.text,
     // Scalars only: pretty logs print each on one line.
-    optIn: optInPolls(poll).join(",") || "none",
+    optIn: optInPolls(poll, policy).join(",") || "none",
     perSandboxMetrics: metrics.perSandboxMetrics,
     ...(shard.total > 1 ? { shard: `${shard.index}/${shard.total}` } : {}),
     probe: probe.enabled ? probe.modules.map((m) => m.name).join(",") : "off",
@@ -87,18 +87,23 @@ export function startupSummary(config: Config, policy?: PolicySpec): Record<stri
   };
 }
 
-/** The opt-in reads turned on: the registry's opt-in collectors, then usage (after the walk). */
-function optInPolls(poll: Config["poll"]): string[] {
-  const on = TICK_COLLECTORS.flatMap((c) => (c.optIn && poll[c.optIn] === true ? [c.optIn] : []));
+/**
+ * The opt-in reads turned on: the registry's opt-in collectors, then usage (after the walk). A
+ * retention rule turns the storage inventory on, as poll.storage does.
+ */
+function optInPolls(poll: Config["poll"], policy?: PolicySpec): string[] {
+  const read = { ...poll, storage: poll.storage || (policy?.snapshotRules.length ?? 0) > 0 };
+  const on = TICK_COLLECTORS.flatMap((c) => (c.optIn && read[c.optIn] === true ? [c.optIn] : []));
   return poll.usage ? [...on, "usage"] : on;
 }
 
 /** ` (dry-run)` when no rule acts, ` (acting)` when every one does, else the rules that act. */
 function policyMode(policy: PolicySpec | undefined): string {
   if (policy === undefined) return "";
-  const acting = policy.rules.filter((r) => !r.dryRun).map((r) => r.name);
-  if (acting.length === 0) return policy.dryRun || policy.rules.length > 0 ? " (dry-run)" : "";
-  return acting.length === policy.rules.length ? " (acting)" : ` (acting: ${acting.join(",")})`;
+  const rules = allRules(policy);
+  const acting = rules.filter((r) => !r.dryRun).map((r) => r.name);
+  if (acting.length === 0) return policy.dryRun || rules.length > 0 ? " (dry-run)" : "";
+  return acting.length === rules.length ? " (acting)" : ` (acting: ${acting.join(",")})`;
 }
 
 /** The effective policy rules for the start-up line; an unusable rule file exits 2. */

@@ -245,4 +245,27 @@ describe("sandbox-exporter CLI", () => {
     expect(summary(["--policy-dry-run=false"]).policy).toBe(`${rules} (acting)`);
     expect(summary(["--poll-usage", "--poll-template-builds"]).optIn).toBe("templateBuilds,usage");
   });
+
+  it("counts retention rules in the start-up line: whether they act, and the storage they read", () => {
+    const rules = file(
+      "retention.yaml",
+      [
+        "rules:",
+        "  - {name: planned, match: {states: [running]}, maxAge: 2d, action: log}",
+        "  - {name: reaper, target: snapshot, olderThan: 30d, action: delete, allowDelete: true, dryRun: false}",
+        "",
+      ].join("\n"),
+    );
+    const { config } = loadConfig({
+      argv: ["--api-url", "http://127.0.0.1:1", "--policy", rules],
+      env: {},
+      readFile: (path) => readFileSync(path, "utf8"),
+    });
+    const line = startupSummary(
+      config,
+      loadPolicySpec(config.policy, (p) => readFileSync(p, "utf8")),
+    );
+    expect(line.policy).toBe(`${rules} (acting: reaper)`);
+    expect(line.optIn).toBe("storage");
+  });
 });
