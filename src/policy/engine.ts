@@ -145,13 +145,13 @@ export class PolicyEngine {
     const now = this.o.clock.now();
     const blocked = this.blockReason(snapshot, now, spec);
     this.lastCycle = snapshot.cycle;
-    this.observePauses(snapshot, now);
-    if (blocked) return this.blockedRun(snapshot.cycle, now, blocked);
-    const budgetMs = spec.maxRunTimeMs ?? this.o.defaultRunTimeMs;
-    const until = now + budgetMs;
     // The walk kept only this shard's sandboxes: every one of them is ours to act on.
     const list = snapshot.sandboxes ?? [];
     const own: readonly Sandbox[] = Array.isArray(list) ? list : Array.from(list);
+    this.observePauses(snapshot, own, now);
+    if (blocked) return this.blockedRun(snapshot.cycle, now, blocked);
+    const budgetMs = spec.maxRunTimeMs ?? this.o.defaultRunTimeMs;
+    const until = now + budgetMs;
     const signals = await this.readSignals(spec, own, now, until);
     const { read } = signals;
     // A sandbox gone since the walk (its log read found none) is in no share and no decision.
@@ -305,10 +305,8 @@ export class PolicyEngine {
   }
 
   /** Follows the pauses of a complete walk, and shows them by time paused. */
-  private observePauses(snapshot: Snapshot, now: number): void {
+  private observePauses(snapshot: Snapshot, own: readonly Sandbox[], now: number): void {
     if (!snapshot.sandboxesComplete || !snapshot.collectors.sandboxes.success) return;
-    const list = snapshot.sandboxes ?? [];
-    const own: readonly Sandbox[] = Array.isArray(list) ? list : Array.from(list);
     this.pauses.observe(own, snapshot.collectors.sandboxes.lastAttemptAt, snapshot.finishedAt);
     this.pauses.bands(now).forEach((n, i) => {
       this.metrics.pausedSandboxes.set({ paused_for: PAUSE_BANDS[i]?.label ?? "" }, n);
