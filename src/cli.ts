@@ -7,7 +7,7 @@ import { helpText, loadConfig, TICK_COLLECTORS } from "./catalog.js";
 import { ConfigError, type LoadedConfig, redactConfig } from "./config/load.js";
 import type { Config } from "./config/settings.js";
 import { loadPolicySpec, PolicyFileError } from "./policy/policy-file.js";
-import { allRules, type PolicySpec } from "./policy/policy-settings.js";
+import { allRules, type PolicySpec, readsStorage } from "./policy/policy-settings.js";
 import { systemClock } from "./util/clock.js";
 import { createLogger } from "./util/logger.js";
 import { Secrets } from "./util/secrets.js";
@@ -92,7 +92,7 @@ export function startupSummary(config: Config, policy?: PolicySpec): Record<stri
  * retention rule turns the storage inventory on, as poll.storage does.
  */
 function optInPolls(poll: Config["poll"], policy?: PolicySpec): string[] {
-  const read = { ...poll, storage: poll.storage || (policy?.snapshotRules.length ?? 0) > 0 };
+  const read = { ...poll, storage: readsStorage(poll, policy) };
   const on = TICK_COLLECTORS.flatMap((c) => (c.optIn && read[c.optIn] === true ? [c.optIn] : []));
   return poll.usage ? [...on, "usage"] : on;
 }

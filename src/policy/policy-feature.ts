@@ -6,7 +6,7 @@ import type { Feature, PolicyHooks } from "../feature.js";
 import { PolicyEngine } from "./engine.js";
 import { loadPolicySpec, PolicyFileError } from "./policy-file.js";
 import { PolicyLoop } from "./policy-loop.js";
-import { type PolicySpec, policySpec } from "./policy-settings.js";
+import { type PolicySpec, policySpec, readsStorage } from "./policy-settings.js";
 
 /**
  * A retention rule reads the snapshot list, which the poll reads from its start only: a reload
@@ -33,7 +33,7 @@ export const policyFeature: Feature = {
     if (!config.policy.enabled) return undefined;
     const spec = loadPolicySpec(config.policy, effects.readFile);
     // Retention rules read the snapshot list: the poll reads it for them (poll.storage or not).
-    const storage = config.poll.storage || spec.snapshotRules.length > 0;
+    const storage = readsStorage(config.poll, spec);
     return {
       // The rules read metadata, and health gives every shard the freshness check's start.
       needs: { sandboxMetadata: true, health: true, storage },

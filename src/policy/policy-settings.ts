@@ -322,6 +322,14 @@ export interface PolicySpec {
   snapshotRules: SettledSnapshotRule[];
 }
 
+/**
+ * Whether the poll reads the storage inventory: poll.storage, or a retention rule (which turns it
+ * on). The policy feature's needs and the start-up line both ask this.
+ */
+export function readsStorage(poll: { storage: boolean }, spec: PolicySpec | undefined): boolean {
+  return poll.storage || (spec?.snapshotRules.length ?? 0) > 0;
+}
+
 /** Every rule of the spec, sandbox rules first: what the metrics, the summary and /status list. */
 export function allRules(spec: PolicySpec): (SettledRule | SettledSnapshotRule)[] {
   return [...spec.rules, ...spec.snapshotRules];
