@@ -17,6 +17,8 @@ import type { PolicyEngine } from "./policy/engine.js";
 import type { ProbeService } from "./probe/probe-service.js";
 import { type RunningServer, startListener } from "./server/listen.js";
 import { mergeNeeds, startServices } from "./services.js";
+import { type ExportedTeam, forCluster, startTeams } from "./teams/start-teams.js";
+import { configuredTeams, severalTeams, withOneTeam } from "./teams/teams.js";
 import type { Clock } from "./util/clock.js";
 import { Secrets } from "./util/secrets.js";
 
@@ -49,6 +51,8 @@ export interface Exporter {
   readonly policy: PolicyEngine | undefined;
   /** The lifecycle event ledger (poll.events): the sink of the events collector and the webhook. */
   readonly events: EventLedger | undefined;
+  /** Several teams (platform.teams): each team's poller, families and ledger; empty with one. */
+  readonly teams: readonly ExportedTeam[];
   /** Re-reads the config and policy files; a bad file is rejected and the old one kept. */
   reload(): Promise<{ ok: boolean; error?: string }>;
   /** Runs one poll cycle now (skipped and counted if one is in flight). */
@@ -57,7 +61,8 @@ export interface Exporter {
 }
 
 /** Starts the exporter described by `config`; the first cycle starts at once. */
-export async function startExporter(config: Config, deps: AppDeps): Promise<Exporter> {
+export async function startExporter(given: Config, deps: AppDeps): Promise<Exporter> {
+  const config = withOneTeam(given);
   const effects: Effects = {
     logger: deps.logger,
     clock: deps.clock,
@@ -71,20 +76,33 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
   const on = prepared.filter((p): p is readonly [Feature, Prepared] => p[1] !== undefined);
   const needs = mergeNeeds(on.map(([, p]) => p.needs));
   const rules = on.flatMap(([, p]) => p.rules ?? []);
+  // Several teams (platform.teams): the exporter's own part reads the cluster, each team its own.
+  const teamList = configuredTeams(config);
+  const several = severalTeams(config);
   let poll: Poll | undefined;
   const s = startServices(
     config,
-    effects,
+    forCluster(effects, several),
     deps.secrets ?? new Secrets(),
     () => poll?.poller.latest,
     needs,
+    several ? { first: teamList[0] } : undefined,
   );
+  const all = { needs, rules };
+  const teams = await startTeams(s, effects.collectors, teamList, on, all);
+  const once = teams?.firstTeam(s) ?? s;
   const started = new Map<string, Started>();
-  for (const [f, p] of on) started.set(f.name, await p.start(s, { needs, rules }));
+  for (const [f, p] of on)
+    if (!teams || f.perTeam !== "each") started.set(f.name, await p.start(once, all));
   const features = [...started.values()];
-  const running = startPoll(s, needs, (snapshot) => {
-    for (const f of features) f.onSnapshot?.(snapshot);
-  });
+  // The per-team features as one feature; its /status section is team discovery.
+  if (teams) started.set("teamDiscovery", teams.feature);
+  const everyFeature = [...features, ...(teams ? [teams.feature] : [])];
+  const publish = (snapshot: Snapshot): void => {
+    for (const f of everyFeature) f.onSnapshot?.(snapshot);
+  };
+  const running = startPoll(s, needs, publish, teams?.polls() ?? []);
+  teams?.attach(running);
   poll = running;
   const exposed: Partial<Exposed> = Object.assign({}, ...features.map((f) => f.exposes ?? {}));
   const listener = await startListener(s, {
@@ -93,37 +111,38 @@ export async function startExporter(config: Config, deps: AppDeps): Promise<Expo
     off: prepared.filter(([, p]) => p === undefined).map(([f]) => f),
     reloadConfig: deps.reloadConfig ?? (() => config),
     readSecrets: (next, names) => readSecretFiles(next, names),
+    ...teams?.listenerParts(running.poller),
   });
   running.begin();
-  for (const f of features) await f.begin?.();
-  deps.logger.info(
-    {
-      url: listener.server.url,
-      schedule: running.schedule,
-      // One scalar: pretty logs print it on one line.
-      shard: `${config.shard.index}/${config.shard.total}`,
-    },
-    "sandbox-exporter listening",
-  );
+  for (const f of everyFeature) await f.begin?.();
+  // One scalar each: pretty logs print them on one line.
+  const where = { shard: `${config.shard.index}/${config.shard.total}`, ...teams?.count() };
+  const { url } = listener.server;
+  deps.logger.info({ url, schedule: running.schedule, ...where }, "sandbox-exporter listening");
   return {
     server: listener.server,
     metrics: s.metrics,
     poller: poll.poller,
     events: s.metrics.events,
+    get teams() {
+      return teams?.exported() ?? [];
+    },
     prober: exposed.prober,
     policy: exposed.policy,
     reload: listener.reload,
     runCycle: async () => {
+      await teams?.settled(); // the teams a reload changed, before the cycle reads them
       await running.runCycle();
-      for (const f of features) await f.idle?.();
+      for (const f of everyFeature) await f.idle?.();
       return running.poller.latest;
     },
     async stop() {
-      for (const f of features) await f.halt?.();
+      for (const f of everyFeature) await f.halt?.();
       const drained = await running.stop();
-      for (const f of [...features].reverse()) await f.stop?.();
+      for (const f of [...everyFeature].reverse()) await f.stop?.();
       await listener.server.close();
       await s.control.close(!drained);
+      await teams?.close(!drained);
     },
   };
 }

@@ -158,6 +158,12 @@ export interface ReloadContext {
 /** A feature folder's entry: one line of the list of features. */
 export interface Feature {
   readonly name: string;
+  /**
+   * With several teams (platform.teams): `each` starts it once per team, with that team's services
+   * (its series get the team's label, its section of /status is the team's); default once, with
+   * the exporter's services and the first team's client.
+   */
+  readonly perTeam?: "each";
   /** Reads and checks what it needs before anything starts (a bad file stops the start); undefined: off. */
   prepare(config: Config, effects: Effects): Prepared | undefined;
   /**

@@ -31,7 +31,7 @@ const LAYERS: ReadonlyArray<{ name: string; paths: readonly RegExp[] }> = [
     paths: [/^collect\/poll-feature\.ts$/, /^cost\//, /^policy\//, /^probe\//, /^server\//],
   },
   { name: "catalog", paths: [/^catalog\.ts$/] },
-  { name: "composition root", paths: [/^app\.ts$/, /^cli\.ts$/, /^services\.ts$/] },
+  { name: "composition root", paths: [/^app\.ts$/, /^cli\.ts$/, /^services\.ts$/, /^teams\//] },
 ];
 
 /** Relative specifiers of `import ... from`, `export ... from`, `import(...)`, `declare module`. */

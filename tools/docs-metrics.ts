@@ -10,7 +10,12 @@ import { pino } from "pino";
 import { startExporter } from "../src/app.js";
 import { ConfigSchema, SETTINGS } from "../src/catalog.js";
 import { Family } from "../src/metrics/exposition/text.js";
-import { DEFAULT_TEAM_ID, type Simulator, startSimulator } from "../src/simulator/index.js";
+import {
+  DEFAULT_TEAM_ID,
+  type SimTeamOptions,
+  type Simulator,
+  startSimulator,
+} from "../src/simulator/index.js";
 import { systemClock } from "../src/util/clock.js";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -37,7 +42,15 @@ export interface Scenario {
   flavors?: readonly Flavor[];
   /** Something that must happen on the platform for a family to have series. */
   prepare?: (sim: Simulator) => void;
+  /** The simulator's teams (several teams); default its one team. */
+  simTeams?: readonly SimTeamOptions[];
 }
+
+/** Two teams read with the admin token: every team-scoped family gains `team`. */
+const DOC_TEAMS: readonly SimTeamOptions[] = [
+  { id: "11111111-1111-4111-8111-111111111111", apiKey: "docs-key-a", name: "alpha", sandboxes: 5 },
+  { id: "22222222-2222-4222-8222-222222222222", apiKey: "docs-key-b", sandboxes: 5 },
+];
 
 /** What the reference says of one family. */
 export interface FamilyDoc {
@@ -94,6 +107,15 @@ export function scenarios(files: Files = { admin: "", secret: "" }): Scenario[] 
     },
     { setting: "`webhooks.e2bSecretFile`", settings: { "webhooks.e2bSecretFile": files.secret } },
     { setting: "`shard.total` above 1", settings: { "shard.total": 2 } },
+    {
+      setting: "`platform.teams` (two or more)",
+      settings: {
+        "platform.teamId": undefined,
+        "platform.teams": DOC_TEAMS.map((t) => ({ id: t.id, ...(t.name ? { name: t.name } : {}) })),
+      },
+      flavors: ["e2b"],
+      simTeams: DOC_TEAMS,
+    },
   ];
 }
 
@@ -204,6 +226,7 @@ async function run(sc: Scenario, flavor: Flavor, files: Files): Promise<Seen[] |
     nodes: 2,
     seed: 1,
     ...(flavor === "e2b" ? { adminToken: "docs-admin-token" } : {}),
+    ...(sc.simTeams ? { teams: [...sc.simTeams] } : {}),
   });
   const built = new Map<string, Seen>();
   // Hand-written families print nothing without a sample: note each one the exporter builds.

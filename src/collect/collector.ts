@@ -176,6 +176,11 @@ export interface TickCollector<
   readonly optIn?: OptInSetting;
   /** Its settings (fields under `poll`, with their defaults and env/flag rows), if it has any. */
   readonly settings?: S;
+  /**
+   * `cluster`: it reads the whole platform (health, overview, nodes), once however many teams are
+   * watched; absent: it reads the team of the key, once per team.
+   */
+  readonly scope?: "cluster";
   /** Whether this instance reads it (its opt-in aside): cluster-wide data comes from shard 0 only. */
   runs(where: { clusterWide: boolean; readHealth: boolean }): boolean;
   /** `previous`: its latest good data, which a collector may reuse instead of asking again. */

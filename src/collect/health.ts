@@ -4,6 +4,7 @@ import type { TickCollector } from "./collector.js";
 
 export const healthCollector: TickCollector<"health"> = {
   name: "health",
+  scope: "cluster",
   optional: true,
   runs: (where) => where.clusterWide || where.readHealth,
   read: async ({ reader }) => ({ value: await reader.health(), requests: 1 }),

@@ -5,6 +5,7 @@ import { oneRequest, withDetails } from "./details.js";
 
 export const nodesCollector: TickCollector<"nodes"> = {
   name: "nodes",
+  scope: "cluster",
   optional: true,
   runs: (where) => where.clusterWide,
   read: ({ reader, poll }) =>

@@ -4,6 +4,7 @@ import type { TickCollector } from "./collector.js";
 
 export const overviewCollector: TickCollector<"overview"> = {
   name: "overview",
+  scope: "cluster",
   optional: true,
   runs: (where) => where.clusterWide,
   read: async ({ reader }) => ({ value: await reader.clusterOverview(), requests: 1 }),

@@ -18,10 +18,17 @@ const STOP_READS_GRACE_MS = 1_000;
 
 /** The running poll. */
 export interface Poll {
+  /** The exporter's poller: the whole poll, or with several teams the cluster's reads. */
   readonly poller: Poller;
+  /** Several teams: each team's poller now, in the order they were added; empty with one team. */
+  teams(): ReadonlyArray<{ readonly id: string; readonly poller: Poller }>;
+  /** Several teams: a team added while running (a reload); its first tick is the next one. */
+  addTeam(team: TeamPoll): Poller;
+  /** Several teams: a team no longer read; waits a short grace for its reads in flight. */
+  removeTeam(id: string): Promise<void>;
   /** The schedule as configured (an interval or a cron expression), for the start-up line. */
   readonly schedule: string;
-  /** Runs one cycle now and waits for its walk (skipped and counted if one is in flight). */
+  /** Runs one cycle now and waits for its walks (skipped and counted if one is in flight). */
   runCycle(): Promise<void>;
   /** Starts the schedule's first cycle (not when manual). */
   begin(): void;
@@ -29,50 +36,118 @@ export interface Poll {
   stop(): Promise<boolean>;
 }
 
-/** Starts the poll; `publish` gets each snapshot after the exporter's own families have it. */
-export function startPoll(s: Services, needs: Needs, publish: (snapshot: Snapshot) => void): Poll {
-  const { config, metrics } = s;
-  // Each reader owns its normalizer: what one's records teach the field tables is its own.
-  const reader = s.control.withOwnNormalizer("poll");
-  // One child logger per component: every line says where it came from.
+/** One team's part of the poll (several teams): its services and where its snapshots go. */
+export interface TeamPoll {
+  readonly id: string;
+  readonly services: Services;
+  /** Gets each of the team's snapshots after the team's own families have it. */
+  readonly publish: (snapshot: Snapshot) => void;
+}
+
+/** A poller and what a tick that finds its walk still running tells. */
+interface Ticking {
+  readonly poller: Poller;
+  readonly onSkip: () => void;
+}
+
+/**
+ * Starts the poll; `publish` gets each snapshot after the exporter's own families have it. With
+ * `teams` (several), the exporter's poller reads the cluster alone (no walk) and each team's
+ * poller reads its team, all on the one schedule.
+ */
+export function startPoll(
+  s: Services,
+  needs: Needs,
+  publish: (snapshot: Snapshot) => void,
+  teams: readonly TeamPoll[] = [],
+): Poll {
+  const { config } = s;
   const log = s.logger.child({ component: "poll" });
-  // What the poll's reads left out (values that did not parse, records without an id).
-  registerInvalidValueMetrics(metrics.registry, config.metrics.namespace, () =>
-    reader.invalid.entries(),
-  );
   const onError = (err: unknown): void => log.error({ err }, "poll cycle failed");
-  const poller = new Poller({
-    ...pollerOptions(s, needs, log),
-    reader,
-    onSnapshot: publisher(s, log, publish),
-    onError,
+  const root = ticking(s, needs, publish, log, teams.length === 0);
+  const part = (t: TeamPoll) => ({
+    id: t.id,
+    ...ticking(t.services, needs, t.publish, t.services.logger.child({ component: "poll" }), true),
   });
+  // The teams now: a reload adds and removes them between ticks.
+  let parts = teams.map(part);
+  const all = (): readonly Ticking[] => [root, ...parts];
   const onSkip = (): void => {
-    metrics.skippedTick();
-    log.warn("sandbox walk still running at this tick; the other collectors were refreshed");
+    for (const p of all()) p.onSkip();
   };
   // The first cycle runs at start (begin): the schedule's first tick comes an interval later, not
   // at the next whole second while that cycle still walks. croner keeps the system's time.
   const schedule: Schedule = startSchedule(
     s.manual ? undefined : config.poll.schedule,
     async () => {
-      if ((await poller.tick()).walkBusy) onSkip();
+      await Promise.all(
+        all().map(async (p) => {
+          if ((await p.poller.tick()).walkBusy) p.onSkip();
+        }),
+      );
     },
     onSkip,
     onError,
     { firstTickAt: systemClock.now() + s.pollIntervalMs - 500 },
   );
+  const pollers = (): Poller[] => all().map((p) => p.poller);
   return {
-    poller,
+    poller: root.poller,
+    teams: () => parts.map((p) => ({ id: p.id, poller: p.poller })),
+    addTeam(t) {
+      const added = part(t);
+      parts = [...parts, added];
+      return added.poller;
+    },
+    async removeTeam(id) {
+      const gone = parts.filter((p) => p.id === id);
+      parts = parts.filter((p) => p.id !== id);
+      await drained(gone.map((p) => p.poller));
+    },
     schedule: config.poll.schedule.text,
     async runCycle() {
       await schedule.trigger();
-      await poller.walkDone();
+      await Promise.all(pollers().map((p) => p.walkDone()));
     },
     begin() {
       if (!s.manual) void schedule.trigger();
     },
-    stop: () => stopPoll(schedule, poller),
+    async stop() {
+      await schedule.stop();
+      return drained(pollers());
+    },
+  };
+}
+
+/** One poller of `s` (the exporter's, or a team's) and what its skipped tick tells. */
+function ticking(
+  s: Services,
+  needs: Needs,
+  publish: (snapshot: Snapshot) => void,
+  log: Logger,
+  walk: boolean,
+): Ticking {
+  const { config, metrics } = s;
+  // Each reader owns its normalizer: what one's records teach the field tables is its own.
+  const reader = s.control.withOwnNormalizer("poll");
+  // What the poll's reads left out (values that did not parse, records without an id).
+  registerInvalidValueMetrics(metrics.registry, config.metrics.namespace, () =>
+    reader.invalid.entries(),
+  );
+  const poller = new Poller({
+    ...pollerOptions(s, needs, log),
+    ...(walk ? {} : { walk: false }),
+    reader,
+    onSnapshot: publisher(s, log, publish),
+    onError: (err) => log.error({ err }, "poll cycle failed"),
+  });
+  return {
+    poller,
+    onSkip: () => {
+      if (!walk) return;
+      metrics.skippedTick();
+      log.warn("sandbox walk still running at this tick; the other collectors were refreshed");
+    },
   };
 }
 
@@ -156,15 +231,13 @@ function publisher(
   };
 }
 
-/** Stops the schedule and waits a short grace for reads; false: reads were still in flight. */
-async function stopPoll(schedule: Schedule, poller: Poller): Promise<boolean> {
-  await schedule.stop();
-  // Reads still in flight get a short grace, then the dispatcher cuts them.
+/** Waits a short grace for the pollers' reads; false: reads were still in flight (then cut). */
+async function drained(pollers: readonly Poller[]): Promise<boolean> {
   const grace = new AbortController();
-  const drained = await Promise.race([
-    poller.walkDone().then(() => true),
+  const done = await Promise.race([
+    Promise.all(pollers.map((p) => p.walkDone())).then(() => true),
     sleep(STOP_READS_GRACE_MS, false, { signal: grace.signal }).catch(() => false),
   ]);
   grace.abort();
-  return drained;
+  return done;
 }

@@ -47,6 +47,8 @@ export interface PollerOptions extends Omit<SandboxWalkOptions, "reader" | "cloc
   flavor?: TickContext["flavor"];
   /** Whether cluster-wide collectors run (only shard 0 exports them). */
   clusterWide: boolean;
+  /** Whether it walks the sandbox list (default true; not the cluster's poller of several teams). */
+  walk?: boolean;
   /** Read /health even when not cluster-wide (the policy engine acts only while it is up). */
   readHealth?: boolean;
   /** Time between two ticks; data older than two of them is stale, whatever the reason. */
@@ -171,7 +173,8 @@ export class Poller {
     const walkBusy = this.walks.inFlight !== undefined;
     this.ticking = true;
     try {
-      if (!walkBusy && clock.now() >= this.walkBackoffUntil) this.walks.start(this.last?.sandboxes);
+      if (this.options.walk !== false && !walkBusy && clock.now() >= this.walkBackoffUntil)
+        this.walks.start(this.last?.sandboxes);
       // Every collector at once, except that one naming another in `after` waits for its read of
       // this tick (until it ends or reaches its deadline).
       const started = new Map<TickName, Promise<void>>();
@@ -277,10 +280,10 @@ export class Poller {
     return name === "sandboxes" ? this.walks.outcome : this.reads.outcome(name);
   }
 
-  /** Whether this instance runs collector `name` (the walk always does). */
+  /** Whether this instance runs collector `name` (the walk unless `walk` is false). */
   private collectorRuns(name: CollectorName): boolean {
     const c = this.tickCollectors.find((t) => t.name === name);
-    return c === undefined ? name === "sandboxes" : this.runs(c);
+    return c === undefined ? name === "sandboxes" && this.options.walk !== false : this.runs(c);
   }
 }
 

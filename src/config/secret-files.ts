@@ -65,3 +65,19 @@ export function readSecretFiles(
 export function secretList(values: SecretValues): string[] {
   return Object.values(values).filter((v): v is string => typeof v === "string" && v !== "");
 }
+
+/**
+ * The API keys of platform.teams, by team id, from each entry's apiKeyFile (several teams); a team
+ * without one is read with the admin token. A bad file throws a ConfigError naming its entry.
+ */
+export function readTeamKeys(
+  config: Config,
+  read: (path: string) => string = (path) => readFileSync(path, "utf8"),
+): Map<string, string> {
+  const out = new Map<string, string>();
+  config.platform.teams.forEach((team, i) => {
+    if (team.apiKeyFile)
+      out.set(team.id, readSecretFile(read, team.apiKeyFile, `platform.teams[${i}].apiKeyFile`));
+  });
+  return out;
+}

@@ -6,6 +6,8 @@ import { enabledChanged } from "./cost-reload.js";
 
 export const costFeature: Feature = {
   name: "cost",
+  // Spend, savings and the budget are the team's: each team is metered on its own.
+  perTeam: "each",
   prepare(config) {
     if (!config.cost.enabled) return undefined;
     return {

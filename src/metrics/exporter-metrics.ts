@@ -2,7 +2,7 @@
 // byte-identical in both formats; the few counters are rendered per format on first request),
 // followed at scrape time by the prom-client registry's live metrics.
 import { setImmediate } from "node:timers/promises";
-import { createGzip, gzipSync } from "node:zlib";
+import { gzipSync } from "node:zlib";
 import type { Registry } from "prom-client";
 import type { TickCollector } from "../collect/collector.js";
 import type { Snapshot } from "../collect/snapshot.js";
@@ -24,15 +24,14 @@ import { EventLedger } from "./lifecycle-events.js";
 import { PerSandboxSeries } from "./per-sandbox.js";
 import { runSteps, runStepsYielding, type Steps } from "./render-steps.js";
 import { SandboxAggregates } from "./sandbox-aggregates.js";
+import { GZIP_LEVEL, gzipChunks, OPENMETRICS_TYPE, PROMETHEUS_TYPE } from "./scrape-format.js";
 import { type RequestObservation, SelfMetrics } from "./self-metrics.js";
 import { TickCollectorFamilies } from "./tick-collector-families.js";
 
 export type { Format } from "./exposition/text.js";
+export { negotiateFormat, OPENMETRICS_TYPE, PROMETHEUS_TYPE } from "./scrape-format.js";
 
-const PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
-const OPENMETRICS_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-/** Speed over ratio: the big snapshot part is compressed once per snapshot, off the event loop. */
-const GZIP_LEVEL = 1;
+const EOF = Buffer.from("# EOF\n", "utf8");
 /**
  * Sandboxes rendered between two turns of the event loop in updateAsync: on the 2-core bench
  * machine a slice takes a few ms to render afresh, about 1 ms to copy unchanged.
@@ -71,6 +70,8 @@ export interface MetricsOptions {
   logger?: { warn(obj: object, msg: string): void };
   /** Register prom-client's process_* metrics (default true; tests turn them off for exact bodies). */
   processMetrics?: boolean;
+  /** A team's part of several (src/teams/): the process's own families are left to the exporter's. */
+  teamPart?: boolean;
   /** Sandboxes updateAsync renders between two turns of the event loop (default RENDER_SLICE). */
   renderSlice?: number;
   /** How updateAsync gives the event loop a turn (default setImmediate; tests hold it to look in). */
@@ -82,22 +83,6 @@ export interface Rendered {
   body: Buffer[];
   contentType: string;
   contentEncoding?: "gzip";
-}
-
-/** Picks OpenMetrics when the Accept header prefers it at least as much as the text format. */
-export function negotiateFormat(accept: string | undefined): Format {
-  if (!accept) return "prometheus";
-  let openMetrics = 0;
-  let text = 0;
-  for (const range of accept.split(",")) {
-    const [type = "", ...params] = range.split(";").map((p) => p.trim().toLowerCase());
-    const qParam = params.find((p) => p.startsWith("q="));
-    const q = qParam === undefined ? 1 : Number(qParam.slice(2));
-    if (!Number.isFinite(q)) continue;
-    if (type === "application/openmetrics-text") openMetrics = Math.max(openMetrics, q);
-    else if (type === "text/plain" || type === "*/*" || type === "text/*") text = Math.max(text, q);
-  }
-  return openMetrics > 0 && openMetrics >= text ? "openmetrics" : "prometheus";
 }
 
 /** Everything rendered from one snapshot. */
@@ -140,6 +125,7 @@ export class ExporterMetrics {
       clock: o.clock,
       version: o.version,
       processMetrics: o.processMetrics ?? true,
+      ...(o.teamPart ? { teamPart: true } : {}),
       latest: () => this.snapshot,
     });
     this.registry = this.self.registry;
@@ -318,18 +304,32 @@ export class ExporterMetrics {
     this.self.skippedTick();
   }
 
-  /** The full scrape body: cached snapshot families, then the registry's live metrics. */
-  async render(format: Format, gzip: boolean): Promise<Rendered> {
+  /**
+   * The body's two parts: the cached snapshot families (`gauges`, the same Buffers until the next
+   * snapshot) and the counters and the registry's live metrics (`tail`, made now; OpenMetrics'
+   * `# EOF` left to the caller). Several teams merge these parts (src/teams/).
+   */
+  async parts(format: Format): Promise<{ gauges: readonly Buffer[]; tail: Buffer }> {
     const cache = this.cache;
     const live =
       format === "openmetrics"
-        ? `${await registryAsOpenMetrics(this.registry, this.drops)}# EOF\n`
+        ? await registryAsOpenMetrics(this.registry, this.drops)
         : await registryAsText(this.registry, this.drops);
     cache.countersText[format] ??= Buffer.from(
       cache.counters.map((f) => f.render(format)).join(""),
       "utf8",
     );
-    const tail = Buffer.concat([cache.countersText[format], Buffer.from(live, "utf8")]);
+    return {
+      gauges: cache.gauges,
+      tail: Buffer.concat([cache.countersText[format], Buffer.from(live, "utf8")]),
+    };
+  }
+
+  /** The full scrape body: cached snapshot families, then the registry's live metrics. */
+  async render(format: Format, gzip: boolean): Promise<Rendered> {
+    const cache = this.cache;
+    const { tail: part } = await this.parts(format);
+    const tail = format === "openmetrics" ? Buffer.concat([part, EOF]) : part;
     const contentType = format === "openmetrics" ? OPENMETRICS_TYPE : PROMETHEUS_TYPE;
     if (!gzip) return { body: [...cache.gauges, tail], contentType };
     this.gzipWanted = true;
@@ -382,17 +382,4 @@ function droppedFamily(ns: string, dropped: number): Family {
     "gauge",
     "Sandboxes of this shard left without per-sandbox series by maxSandboxSeries.",
   ).add("", dropped);
-}
-
-/** One gzip member of several Buffers, compressed on the zlib thread pool. */
-function gzipChunks(chunks: readonly Buffer[]): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const z = createGzip({ level: GZIP_LEVEL });
-    const out: Buffer[] = [];
-    z.on("data", (c: Buffer) => out.push(c));
-    z.on("end", () => resolve(Buffer.concat(out)));
-    z.on("error", reject);
-    for (const c of chunks) z.write(c);
-    z.end();
-  });
 }

@@ -39,6 +39,11 @@ export interface SelfMetricsOptions {
   clock: Clock;
   version: string;
   processMetrics: boolean;
+  /**
+   * A team's part of several (default false): the families of the process (build info, reloads,
+   * process_*) are the exporter's, written once, not per team.
+   */
+  teamPart?: boolean;
   /** The latest snapshot, read when scraped for data age. */
   latest(): Snapshot | undefined;
 }
@@ -112,17 +117,18 @@ export class SelfMetrics {
   private readonly skipped: Counter;
   private readonly drops: Counter<"result">;
   private readonly abandoned: Counter;
-  private readonly reloadOk: Gauge;
-  private readonly reloadAt: Gauge;
+  private readonly reloadOk: Gauge | undefined;
+  private readonly reloadAt: Gauge | undefined;
 
   constructor(o: SelfMetricsOptions) {
     const { ns } = o;
     const registers = [this.registry];
+    const once = o.teamPart === true ? [] : registers;
     new Gauge({
       name: `${ns}_exporter_build_info`,
       help: "Version of the exporter and of Node.js, value 1.",
       labelNames: ["version", "node_version"],
-      registers,
+      registers: once,
     })
       .labels(o.version, process.version)
       .set(1);
@@ -178,20 +184,26 @@ export class SelfMetrics {
       "1 when the collector's series are the last good data of an earlier cycle (its latest attempt failed, or its last success is older than two poll intervals), else 0; computed at scrape time.",
       (c, now) => (c.skipped || c.unsupported ? undefined : staleAt(c, now) ? 1 : 0),
     );
-    this.reloadOk = new Gauge({
-      name: `${ns}_exporter_config_last_reload_successful`,
-      help: "1 when the last configuration reload (SIGHUP, POST /-/reload) succeeded, else 0.",
-      registers,
-    });
-    this.reloadAt = new Gauge({
-      name: `${ns}_exporter_config_last_reload_success_timestamp_seconds`,
-      help: "When the configuration was last loaded successfully (start or reload), epoch seconds.",
-      registers,
-    });
+    this.reloadOk =
+      o.teamPart === true
+        ? undefined
+        : new Gauge({
+            name: `${ns}_exporter_config_last_reload_successful`,
+            help: "1 when the last configuration reload (SIGHUP, POST /-/reload) succeeded, else 0.",
+            registers,
+          });
+    this.reloadAt =
+      o.teamPart === true
+        ? undefined
+        : new Gauge({
+            name: `${ns}_exporter_config_last_reload_success_timestamp_seconds`,
+            help: "When the configuration was last loaded successfully (start or reload), epoch seconds.",
+            registers,
+          });
     this.clock = o.clock;
     // Built from a configuration that loaded: the start counts as a successful load.
     this.reloaded(true);
-    if (o.processMetrics) registerProcessMetrics(this.registry);
+    if (o.processMetrics && o.teamPart !== true) registerProcessMetrics(this.registry);
   }
 
   /** Records one request attempt; `code` is the HTTP status, or the error reason without one. */
@@ -226,8 +238,8 @@ export class SelfMetrics {
 
   /** Records a configuration reload (the start counts as one that succeeded). */
   reloaded(ok: boolean): void {
-    this.reloadOk.set(ok ? 1 : 0);
-    if (ok) this.reloadAt.set(this.clock.now() / 1000);
+    this.reloadOk?.set(ok ? 1 : 0);
+    if (ok) this.reloadAt?.set(this.clock.now() / 1000);
   }
 
   /** Counts a walk that fell by more than the confirm ratio. */

@@ -2,7 +2,7 @@
 // and the request budget every part of the daemon shares.
 import { isIP } from "node:net";
 import { z } from "zod";
-import { duration, int, oneOf, text } from "../config/fields.js";
+import { bool, duration, int, oneOf, text } from "../config/fields.js";
 import { controlCharacterAt } from "../config/secret-file.js";
 import type { SectionOf } from "../config/slice.js";
 import { defineSlice, ENV_PREFIX } from "../config/slice.js";
@@ -40,6 +40,20 @@ const hostOrIp = text.refine((s) => s === "" || isIP(s) !== 0 || HOSTNAME.test(s
 
 /** An HTTP header name (RFC 9110 token). */
 const headerName = text.regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { error: "an HTTP header name" });
+
+/** One team of `platform.teams`: its id, a name for the info series, and its key's file (cloud). */
+const TeamEntry = z.strictObject(
+  {
+    id: text.min(1, { error: "a team id" }).refine((s) => controlCharacterAt(s) < 0, {
+      error: "a team id without line breaks or control characters",
+    }),
+    /** Shown in sandbox_team_info{team,team_name}; the id alone labels the series. */
+    name: text.min(1, { error: "a team name" }).optional(),
+    /** File holding the team's API key (E2B's cloud); without it, the admin token reads the team. */
+    apiKeyFile: text.min(1, { error: "a file path" }).optional(),
+  },
+  { error: "a team: {id, name?, apiKeyFile?}" },
+);
 
 /** A key that can go into an HTTP header: no line breaks or other control characters. */
 const apiKey = text.refine((s) => controlCharacterAt(s) < 0, {
@@ -89,6 +103,18 @@ export const platformSlice = defineSlice({
     teamId: text.min(1, { error: "a team id" }).optional(),
     /** Concurrent sandboxes the team may run, when known (E2B's API does not serve it). */
     teamConcurrencyLimit: int(1).optional(),
+    /**
+     * Several teams watched by one exporter (config file only): two or more give every team-scoped
+     * series a `team` label. One entry, or none, is the single team of apiKey as before.
+     */
+    teams: z.array(TeamEntry, { error: "a list of teams" }).default([]),
+    /**
+     * Also watch the teams GET /admin/sandboxes/running-counts names (self-hosted, with the admin
+     * token): each is read with the admin token and X-Team-ID, as a listed team without a key.
+     */
+    discoverTeams: bool.default(false),
+    /** A discovered team with no running sandbox for this long is no longer watched. */
+    discoveredTeamIdleMs: duration().default(3_600_000),
     /**
      * Derived, not a setting: the loader sets it when HTTP_PROXY or HTTPS_PROXY (either case) is set,
      * and refuses it in a config file. The control channel then goes through undici's
@@ -248,6 +274,21 @@ export const platformSlice = defineSlice({
       doc: "the API key's team; unset, it is learned from the lifecycle events' `sandboxTeamId` (`poll.events` or the webhook), and until then the team collector fails with `ERR_TEAM_ID_UNKNOWN`",
     },
     {
+      path: "platform.discoverTeams",
+      env: `${X}DISCOVER_TEAMS`,
+      flag: "discover-teams",
+      kind: "bool",
+      help: "also watch every team with running sandboxes (GET /admin/sandboxes/running-counts; needs the admin token)",
+      doc: "also watch every team `GET /admin/sandboxes/running-counts` names, read with the admin token and `X-Team-ID` (self-hosted E2B; needs `platform.adminTokenFile`); a team found stays watched until it has had no running sandbox for `platform.discoveredTeamIdleMs` (see [Several teams](teams.md))",
+    },
+    {
+      path: "platform.discoveredTeamIdleMs",
+      env: `${X}DISCOVERED_TEAM_IDLE`,
+      flag: "discovered-team-idle",
+      kind: "duration",
+      help: "how long a discovered team with no running sandbox stays watched",
+    },
+    {
       path: "platform.teamConcurrencyLimit",
       env: `${X}TEAM_CONCURRENCY_LIMIT`,
       flag: "team-concurrency-limit",
@@ -256,7 +297,35 @@ export const platformSlice = defineSlice({
       doc: 'concurrent sandboxes the team may run (E2B\'s API does not serve the number; a 429 naming it is learned too): `sandbox_team_concurrent_sandboxes_limit{source="config"}`',
     },
   ],
+  check(section, ctx) {
+    if (section.discoverTeams && !section.adminTokenFile)
+      ctx.addIssue({
+        code: "custom",
+        path: ["discoverTeams"],
+        message:
+          "platform.adminTokenFile set as well: only the admin token reads GET /admin/sandboxes/running-counts",
+      });
+    const seen = new Set<string>();
+    section.teams.forEach((team, i) => {
+      if (seen.has(team.id))
+        ctx.addIssue({
+          code: "custom",
+          path: ["teams", i, "id"],
+          message: `a team id listed once (${team.id} is listed twice)`,
+        });
+      seen.add(team.id);
+      if (section.teams.length > 1 && !team.apiKeyFile && !section.adminTokenFile)
+        ctx.addIssue({
+          code: "custom",
+          path: ["teams", i, "apiKeyFile"],
+          message: `the file of team ${team.id}'s API key (E2B's cloud), or platform.adminTokenFile set to read every team with the admin token (self-hosted)`,
+        });
+    });
+  },
 });
+
+/** One team of platform.teams. */
+export type TeamSetting = z.output<typeof TeamEntry>;
 
 declare module "../config/settings.js" {
   interface Settings {

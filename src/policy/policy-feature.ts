@@ -6,7 +6,7 @@ import type { Feature, PolicyHooks } from "../feature.js";
 import { PolicyEngine } from "./engine.js";
 import { loadPolicySpec, PolicyFileError } from "./policy-file.js";
 import { PolicyLoop } from "./policy-loop.js";
-import { type PolicySpec, policySpec, readsStorage } from "./policy-settings.js";
+import { forTeam, type PolicySpec, policySpec, readsStorage } from "./policy-settings.js";
 
 /**
  * A retention rule reads the snapshot list, which the poll reads from its start only: a reload
@@ -29,6 +29,8 @@ declare module "../feature.js" {
 
 export const policyFeature: Feature = {
   name: "policy",
+  // Several teams: an engine per team, its caps, share limit and audit the team's own.
+  perTeam: "each",
   prepare(config, effects) {
     if (!config.policy.enabled) return undefined;
     const spec = loadPolicySpec(config.policy, effects.readFile);
@@ -51,8 +53,10 @@ export const policyFeature: Feature = {
             for (const h of s.policyHooks) h.onPlan(at, decisions);
           },
         };
+        // A rule naming teams (match.teams) runs in those teams only.
+        const team = s.facts.teamId();
         const policy = new PolicyEngine({
-          spec,
+          spec: forTeam(spec, team),
           platform: s.control.withOwnNormalizer("policy"),
           clock: s.clock,
           logger: s.logger,
@@ -100,7 +104,7 @@ export const policyFeature: Feature = {
               };
             const nextSpec = loadPolicySpec(next.policy, s.readFile);
             retentionNeedsStorage(nextSpec, storage, next.policy.file ?? "(policy.rules)");
-            return () => policy.setSpec(nextSpec);
+            return () => policy.setSpec(forTeam(nextSpec, team));
           },
           async stop() {
             await loop.idle();

@@ -58,6 +58,8 @@ const MatchSchema = z.strictObject({
   templates: list.optional(),
   /** Every selector must hold. */
   metadata: z.array(selector, { error: "a list of selectors" }).optional(),
+  /** Team ids (several teams, platform.teams): the rule runs in those teams only; any when absent. */
+  teams: list.optional(),
 });
 
 /** What every rule has, whatever it acts on. */
@@ -133,6 +135,8 @@ const nameGlob = text.min(1, { error: "a non-empty name pattern" });
 const SnapshotMatchSchema = z.strictObject({
   /** Globs over the snapshot's names, with or without the tag and the team prefix; any when absent. */
   names: z.array(nameGlob, { error: "a list of name patterns" }).optional(),
+  /** Team ids (several teams, platform.teams): the rule runs in those teams only; any when absent. */
+  teams: list.optional(),
 });
 
 /** A retention rule: deletes (or logs) snapshots by age, by last use, keeping the newest few. */
@@ -368,4 +372,19 @@ declare module "../config/settings.js" {
   interface Settings {
     policy: z.output<typeof PolicySectionSchema>;
   }
+}
+
+/**
+ * The rules of `spec` that run in team `team`: those whose `match.teams` is absent or names it.
+ * An exporter that does not know its team (one team, platform.teamId unset) runs every rule.
+ */
+export function forTeam(spec: PolicySpec, team: string | undefined): PolicySpec {
+  if (team === undefined) return spec;
+  const runs = (r: { match: { teams?: readonly string[] | undefined } }): boolean =>
+    r.match.teams === undefined || r.match.teams.includes(team);
+  return {
+    ...spec,
+    rules: spec.rules.filter(runs),
+    snapshotRules: spec.snapshotRules.filter(runs),
+  };
 }

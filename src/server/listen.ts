@@ -4,7 +4,7 @@ import type { Poller } from "../collect/poller.js";
 import type { SecretName, SecretValues } from "../config/secret-files.js";
 import type { Config } from "../config/settings.js";
 import type { Feature, ReloadContext, Services, Started } from "../feature.js";
-import { negotiateFormat } from "../metrics/exporter-metrics.js";
+import { type Format, negotiateFormat, type Rendered } from "../metrics/exporter-metrics.js";
 import { errorMessage } from "../util/errors.js";
 import { asksForCredentials, type ListenerSecurity, reloadedWebConfig } from "./listener.js";
 import { hasGoodData } from "./readiness.js";
@@ -27,7 +27,15 @@ export interface ListenerParts {
   reloadConfig: () => Config;
   /** Reads secret files of a configuration (config/secret-files.ts). */
   readSecrets: (config: Config, names: readonly SecretName[]) => SecretValues;
+  /** Several teams: the merged body, default the exporter's metrics. */
+  render?: RenderBody;
+  /** Several teams: /status's `teams` section at `now`. */
+  teams?: (now: number) => unknown;
+  /** Several teams: readiness over every part, default the poller's data. */
+  ready?: () => boolean;
 }
+
+type RenderBody = (format: Format, gzip: boolean) => Promise<Rendered>;
 
 /** The running listener and the exporter's reload. */
 export interface Listener {
@@ -72,7 +80,7 @@ export async function startListener(s: ListenerServices, parts: ListenerParts): 
     return out;
   };
   const server = await startServer(config.server.listen, {
-    render: (format, gzip) => metrics.render(format, gzip),
+    render: parts.render ?? ((format, gzip) => metrics.render(format, gzip)),
     negotiate: negotiateFormat,
     // The whole document passes the one scrubber on its way out, whatever section a text came from.
     status: () =>
@@ -82,6 +90,7 @@ export async function startListener(s: ListenerServices, parts: ListenerParts): 
             statusReport(parts.poller.latest, s.clock.now(), {
               shard: config.shard,
               ...sections(),
+              ...(parts.teams ? { teams: parts.teams(s.clock.now()) } : {}),
             }),
           ),
         ),
@@ -89,7 +98,7 @@ export async function startListener(s: ListenerServices, parts: ListenerParts): 
     reload,
     enableLifecycle: config.server.enableLifecycle,
     routes: features.flatMap((f) => f.routes ?? []),
-    ready: () => hasGoodData(parts.poller.latest),
+    ready: parts.ready ?? (() => hasGoodData(parts.poller.latest)),
     logger: logger.child({ component: "server" }),
     clock: s.clock,
     ...s.security,

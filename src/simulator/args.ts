@@ -3,6 +3,7 @@
 // --no-expiry.
 import { parseArgs } from "node:util";
 import type { SimulatorOptions } from "./simulator.js";
+import { derivedAdminToken, derivedTeams } from "./teams.js";
 
 export const USAGE = `usage: npm run simulator -- [--sandboxes N] [--api-port P] [--data-port P] [--seed S]
   [--templates N] [--nodes N] [--host 127.0.0.1|::1] [--domain D] [--api-key K] [--token-style header|body]
@@ -10,10 +11,15 @@ export const USAGE = `usage: npm run simulator -- [--sandboxes N] [--api-port P]
   [--no-expiry]   (e2b: keep sandboxes past their timeout; by default each is killed, or paused when
                   created with auto-pause, at its timeout as E2B does)
   [--team-id UUID] [--team-concurrency-limit N] [--team-metrics-empty] [--webhook-payload api|snake]
-  [--churn-ms MS] [--churn-orphaned-one-in N]   (every MS one sandbox killed, every Nth as orphaned, one created)`;
+  [--churn-ms MS] [--churn-orphaned-one-in N]   (every MS one sandbox killed, every Nth as orphaned, one created)
+  [--teams N]     (e2b, the default with it: N teams, each with its own API key and a share of the
+                  sandboxes; the admin token, derived unless --admin-token, reads any with X-Team-ID)`;
 
 /** What the command line asks for: the simulator's options, or the usage text. */
 export type SimulatorArgs = { help: true } | { help: false; options: SimulatorOptions };
+
+/** Teams `--teams` takes at most: enough for any test of the exporter's lanes. */
+const MAX_TEAMS = 100;
 
 function int(name: string, raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
@@ -46,6 +52,7 @@ export function simulatorArgs(args: readonly string[]): SimulatorArgs {
       "webhook-payload": { type: "string" },
       "churn-ms": { type: "string" },
       "churn-orphaned-one-in": { type: "string" },
+      teams: { type: "string" },
       help: { type: "boolean" },
     },
   });
@@ -54,7 +61,8 @@ export function simulatorArgs(args: readonly string[]): SimulatorArgs {
   if (tokenStyle !== undefined && tokenStyle !== "header" && tokenStyle !== "body") {
     throw new Error("--token-style must be header or body");
   }
-  const flavor = values.flavor;
+  const teams = teamsOptions(values);
+  const flavor = values.flavor ?? (teams ? "e2b" : undefined);
   if (flavor !== undefined && flavor !== "sandboxapi" && flavor !== "e2b") {
     throw new Error("--flavor must be sandboxapi or e2b");
   }
@@ -89,6 +97,24 @@ export function simulatorArgs(args: readonly string[]): SimulatorArgs {
       ...(churnMs !== undefined && {
         churn: { everyMs: churnMs, ...(orphanedOneIn !== undefined && { orphanedOneIn }) },
       }),
+      ...teams,
     },
   };
+}
+
+/**
+ * `--teams N`: N teams whose ids and keys follow from the seed, and an admin token (derived
+ * unless `--admin-token`), so that a restart with the same flags serves the same credentials.
+ */
+function teamsOptions(
+  values: Record<string, string | boolean | undefined>,
+): Pick<SimulatorOptions, "teams" | "adminToken"> | undefined {
+  const count = int("teams", values.teams as string | undefined);
+  if (count === undefined) return undefined;
+  if (count < 1 || count > MAX_TEAMS) throw new Error(`--teams must be in 1..${MAX_TEAMS}`);
+  for (const flag of ["api-key", "team-id", "team-concurrency-limit"])
+    if (values[flag] !== undefined) throw new Error(`--${flag} is per team: not with --teams`);
+  const seed = int("seed", values.seed as string | undefined) ?? 1;
+  const adminToken = (values["admin-token"] as string | undefined) ?? derivedAdminToken(seed);
+  return { teams: derivedTeams(count, seed), adminToken };
 }

@@ -48,6 +48,11 @@ export interface SimContext {
   /** Registered lifecycle webhooks and their sender. */
   readonly webhooks: SimWebhooks;
   readonly team: SimTeam;
+  /**
+   * Every team's context on this cluster (the nodes they share, the admin's running counts), the
+   * first team's first; a simulator of one team: this context alone.
+   */
+  readonly cluster: readonly SimContext[];
   /** Next process id handed out by process.Process/Start. */
   nextPid: number;
 }

@@ -146,7 +146,18 @@ async function dispatch(ctx: SimContext, req: IncomingMessage, res: ServerRespon
   await handler(ctx, sandbox, envdRules(sandbox.envdVersion), req, res, url, arrival);
 }
 
-/** Creates (does not listen) the data-plane proxy server. */
+/**
+ * The context of the team whose sandbox the request names: one proxy serves every team's
+ * sandboxes, as E2B's does. A sandbox no team has gets the first team's "not found".
+ */
+function owner(ctx: SimContext, req: IncomingMessage): SimContext {
+  if (ctx.cluster.length < 2) return ctx;
+  const target = proxyTarget(req, ctx.domain);
+  if ("refused" in target) return ctx;
+  return ctx.cluster.find((c) => c.state.sandboxes.has(target.sandboxId)) ?? ctx;
+}
+
+/** Creates (does not listen) the data-plane proxy server of `ctx` and the teams of its cluster. */
 export function createDataPlaneServer(ctx: SimContext): Server {
-  return createSimServer((req, res) => dispatch(ctx, req, res));
+  return createSimServer((req, res) => dispatch(owner(ctx, req), req, res));
 }

@@ -3,9 +3,10 @@
 import type { ApiHandler, SimContext } from "./context.js";
 import { pagedTemplates } from "./cursor-pages.js";
 import { eventRoutes } from "./events.js";
+import { expireSandboxes } from "./expiry.js";
 import { sendError, sendJson } from "./http-io.js";
 import { E2B_STATES, listSandboxes } from "./list-sandboxes.js";
-import { NO_USAGE, nodeUsage } from "./render.js";
+import { NO_USAGE, type NodeUsage, nodeUsage } from "./render.js";
 import {
   renderE2bNode,
   renderE2bSnapshotTemplate,
@@ -23,16 +24,34 @@ import { webhookRoutes } from "./webhooks.js";
 
 /** Routes (counter keys) E2B serves without the API key. */
 export const E2B_OPEN_ROUTES: ReadonlySet<string> = new Set(["GET /health"]);
-/** Routes E2B serves only with the X-Admin-Token header (and without the API key). */
-export const E2B_ADMIN_ROUTES: ReadonlySet<string> = new Set(["GET /nodes", "GET /nodes/{id}"]);
+/** The admin's count of running sandboxes by team (E2B's GetAdminSandboxesRunningCounts). */
+export const RUNNING_COUNTS_PATH = "/admin/sandboxes/running-counts";
+/**
+ * Routes E2B serves only with the X-Admin-Token header (and without the API key), each with the
+ * status of a request without the right token: 401 as E2B answers (adminValidationFunction), but
+ * the nodes' 403, which the simulator has answered from the start and tests pin.
+ */
+export const E2B_ADMIN_ROUTES: ReadonlyMap<string, number> = new Map([
+  ["GET /nodes", 403],
+  ["GET /nodes/{id}", 403],
+  [`GET ${RUNNING_COUNTS_PATH}`, 401],
+]);
 
 const health: ApiHandler = (ctx, _req, res) => {
   if (ctx.faults.healthDown) return sendError(res, 503, "management plane is down");
   res.writeHead(204).end();
 };
 
+/** Usage of the cluster's nodes: every team's sandboxes on them. */
+function clusterUsage(ctx: SimContext): Map<string, NodeUsage> {
+  return nodeUsage(
+    ctx.state,
+    ctx.cluster.filter((c) => c !== ctx).map((c) => c.state),
+  );
+}
+
 const listNodes: ApiHandler = (ctx, _req, res) => {
-  const usage = nodeUsage(ctx.state);
+  const usage = clusterUsage(ctx);
   sendJson(
     res,
     200,
@@ -43,7 +62,22 @@ const listNodes: ApiHandler = (ctx, _req, res) => {
 const getNode: ApiHandler = (ctx, _req, res, [id]) => {
   const node = ctx.state.node(id ?? "");
   if (!node) return sendError(res, 404, `node '${id}' not found`);
-  sendJson(res, 200, renderE2bNode(node, nodeUsage(ctx.state).get(node.nodeID) ?? NO_USAGE, true));
+  sendJson(res, 200, renderE2bNode(node, clusterUsage(ctx).get(node.nodeID) ?? NO_USAGE, true));
+};
+
+/**
+ * Running sandboxes by team id, a team without any left out (E2B's AdminTeamRunningSandboxCounts:
+ * `minimum: 1`). E2B serves a snapshot up to 5 s old; the simulator counts now.
+ */
+const runningCounts: ApiHandler = (ctx, _req, res) => {
+  const out: Record<string, number> = {};
+  for (const team of ctx.cluster) {
+    expireSandboxes(team);
+    let running = 0;
+    for (const s of team.state.sandboxes.values()) if (s.state === "running") running++;
+    if (running > 0) out[team.team.teamId] = running;
+  }
+  sendJson(res, 200, out);
 };
 
 /** Start time (epoch ms) of each template's newest sandbox. */
@@ -106,6 +140,7 @@ export const e2bRoutes: RouteDef<ApiHandler>[] = [
   { method: "GET", template: "/health", handler: health },
   { method: "GET", template: "/nodes", handler: listNodes },
   { method: "GET", template: "/nodes/{id}", handler: getNode },
+  { method: "GET", template: RUNNING_COUNTS_PATH, handler: runningCounts },
   { method: "GET", template: "/templates", handler: listTemplates },
   { method: "GET", template: "/v2/templates", handler: pagedTemplates(e2bTemplates) },
   { method: "GET", template: "/templates/{id}", handler: getTemplate },

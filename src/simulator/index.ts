@@ -3,6 +3,7 @@
 export { Churn, type FleetChurn } from "./churn.js";
 export type { SimFlavor } from "./context.js";
 export { SimCounters } from "./counters.js";
+export { RUNNING_COUNTS_PATH } from "./e2b-routes.js";
 export {
   CURRENT_ENVD_VERSION,
   compareVersions,
@@ -34,6 +35,7 @@ export {
   ENVD_PORT,
   type Simulator,
   type SimulatorOptions,
+  type SimulatorTeam,
   startSimulator,
 } from "./simulator.js";
 export {
@@ -44,4 +46,5 @@ export {
   SnapshotStore,
 } from "./snapshot-store.js";
 export { type SimLifecycleEvent, SimState } from "./state.js";
+export { derivedAdminToken, derivedTeams, type SimTeamOptions } from "./teams.js";
 export { type SimWebhook, SimWebhooks, type WebhookAttempt, webhookSignature } from "./webhooks.js";

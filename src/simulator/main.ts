@@ -1,5 +1,6 @@
 // `npm run simulator`: run the fake platform standalone (demo, manual testing). Flags only, no env.
 import { simulatorArgs, USAGE } from "./args.js";
+import { banner } from "./banner.js";
 import { startSimulator } from "./simulator.js";
 
 async function main(): Promise<void> {
@@ -10,20 +11,7 @@ async function main(): Promise<void> {
   }
   const { options } = args;
   const sim = await startSimulator(options);
-  const e2b = options.flavor === "e2b";
-  process.stdout.write(
-    [
-      `management API  ${sim.managementUrl}  (base_url ${sim.apiUrl}${e2b ? ", E2B's API" : ""})`,
-      `data plane      ${sim.dataUrl}  (Host: <port>-<sandboxId>.${sim.domain})`,
-      `sandboxes       ${sim.state.sandboxes.size}${options.apiKey ? "  (API key required)" : ""}`,
-      ...(e2b
-        ? [
-            `timeouts        ${options.expireSandboxes ? "enforced: killed, or paused with auto-pause (--no-expiry: kept)" : "not enforced (--no-expiry)"}`,
-          ]
-        : []),
-      "",
-    ].join("\n"),
-  );
+  process.stdout.write(banner(sim, options));
   const stop = () => {
     sim.close().then(
       () => process.exit(0),

@@ -33,22 +33,34 @@ function route(ctx: SimContext, method: string, pathname: string): RouteMatch<Ap
   return matchRoute(ROUTES, method, path, !prefixed);
 }
 
+/** Whether the request carries the admin token (E2B mode; never when none is set). */
+export function isAdmin(ctx: SimContext, req: IncomingMessage): boolean {
+  return ctx.adminToken !== undefined && req.headers["x-admin-token"] === ctx.adminToken;
+}
+
 /** Why the request may not have the route (status and message), or undefined when it may. */
 function refusal(ctx: SimContext, req: IncomingMessage, key: string): [number, string] | undefined {
   if (ctx.flavor === "e2b") {
     if (E2B_OPEN_ROUTES.has(key)) return undefined;
-    if (E2B_ADMIN_ROUTES.has(key)) {
-      const ok = ctx.adminToken !== undefined && req.headers["x-admin-token"] === ctx.adminToken;
-      return ok ? undefined : [403, "missing or invalid X-Admin-Token"];
-    }
+    const denied = E2B_ADMIN_ROUTES.get(key);
+    if (denied !== undefined)
+      return isAdmin(ctx, req) ? undefined : [denied, "missing or invalid X-Admin-Token"];
   }
   if (ctx.apiKey !== undefined && !hasApiKey(req, ctx.apiKey))
     return [401, "missing or invalid API key"];
   return undefined;
 }
 
-/** Counts, applies faults and auth, then runs the route's handler. */
-async function dispatch(ctx: SimContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/**
+ * Counts, applies faults and auth, then runs the route's handler; `authorized`: a front that
+ * served several teams already authenticated the request for this team (teams-server.ts).
+ */
+export async function dispatch(
+  ctx: SimContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  authorized = false,
+): Promise<void> {
   const url = new URL(req.url ?? "/", "http://simulator");
   const method = req.method ?? "GET";
   // Test-only, in both flavors: no fault, count or expiry touches the truth's read.
@@ -61,7 +73,7 @@ async function dispatch(ctx: SimContext, req: IncomingMessage, res: ServerRespon
   const fault = ctx.faults.decide(match.key);
   if (fault.latencyMs > 0 && !(await ctx.timers.sleep(fault.latencyMs))) return;
   if (fault.status !== undefined) return sendError(res, fault.status, "injected fault");
-  const refused = refusal(ctx, req, match.key);
+  const refused = authorized ? undefined : refusal(ctx, req, match.key);
   if (refused) return sendError(res, ...refused);
   if (match.wrongMethod) return sendError(res, 405, `method ${method} not allowed`);
   if (!match.route) return sendError(res, 404, `no route for ${method} ${url.pathname}`);

@@ -80,10 +80,22 @@ export const NO_USAGE: Readonly<NodeUsage> = {
   usedDiskBytes: 0,
 };
 
-/** Usage of every node, in one pass over the fleet. */
-export function nodeUsage(state: SimState): Map<string, NodeUsage> {
+/**
+ * Usage of every node of `state`, in one pass over the fleet; with `others`, the states of the
+ * other teams sharing those nodes, their sandboxes count too.
+ */
+export function nodeUsage(
+  state: SimState,
+  others: readonly SimState[] = [],
+): Map<string, NodeUsage> {
   const out = new Map<string, NodeUsage>();
   for (const n of state.nodes) out.set(n.nodeID, { ...NO_USAGE });
+  for (const fleet of [state, ...others]) addUsage(out, fleet);
+  return out;
+}
+
+/** Adds the sandboxes of `state` to the usage of the nodes they live on. */
+function addUsage(out: Map<string, NodeUsage>, state: SimState): void {
   for (const s of state.sandboxes.values()) {
     const u = out.get(s.nodeID);
     if (!u) continue;
@@ -100,7 +112,6 @@ export function nodeUsage(state: SimState): Map<string, NodeUsage> {
     u.allocatedCPU += s.cpuCount;
     u.allocatedMemoryBytes += s.memoryMB * MIB;
   }
-  return out;
 }
 
 /** A node as the list (detail=false) or detail endpoint sends it. */

@@ -2,21 +2,21 @@
 
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Clock, systemClock } from "../util/clock.js";
+import type { Clock } from "../util/clock.js";
 import { type FleetChurn, startChurn } from "./churn.js";
-import type { SimContext, SimFlavor } from "./context.js";
-import { SimCounters } from "./counters.js";
+import type { SimFlavor } from "./context.js";
+import type { SimCounters } from "./counters.js";
 import { createDataPlaneServer } from "./data-plane-server.js";
 import { SimulatorError } from "./errors.js";
-import { DEFAULT_TEAM_ID, SimEventLog } from "./events.js";
-import { SimFaults } from "./faults.js";
-import { Timers } from "./http-io.js";
+import type { SimEventLog } from "./events.js";
+import type { SimFaults } from "./faults.js";
 import type { ListOrder } from "./list-sandboxes.js";
 import { API_PREFIX, createManagementServer } from "./management-server.js";
-import { deriveSeed, Prng } from "./prng.js";
-import { SimState } from "./state.js";
-import { TeamHistory } from "./team-routes.js";
-import { SimWebhooks, type WebhookPayloadStyle } from "./webhooks.js";
+import type { SimState } from "./state.js";
+import { singleRun, type TeamRun, teamOf, teamRuns } from "./team-contexts.js";
+import { type SimTeamOptions, teamSpecs } from "./teams.js";
+import { createTeamsManagementServer } from "./teams-server.js";
+import type { SimWebhooks, WebhookPayloadStyle } from "./webhooks.js";
 
 /** Port of the in-sandbox agent, as used in `{port}-{id}.{domain}` host names. */
 export const ENVD_PORT = 49983;
@@ -54,7 +54,10 @@ export interface SimulatorOptions {
    * E2B's record shapes, a limit above `pageSizeCap` refused, pages newest first).
    */
   flavor?: SimFlavor;
-  /** E2B mode: the X-Admin-Token the node endpoints require; unset, they always answer 403. */
+  /**
+   * E2B mode: the X-Admin-Token the node endpoints (unset: always 403) and the running counts
+   * (unset: always 401) require; with `teams`, it also reads any team named by X-Team-ID.
+   */
   adminToken?: string;
   /** Initial sandbox count (default 300), generated deterministically from `seed`. */
   sandboxes?: number;
@@ -106,6 +109,28 @@ export interface SimulatorOptions {
    * Off by default here, where tests drive the clock; `npm run simulator` turns it on in E2B mode.
    */
   expireSandboxes?: boolean;
+  /**
+   * E2B mode with several teams (issue #39): a fleet, event log, webhooks, counters and faults of
+   * its own per team, behind one management API and one data plane, on shared nodes. A request
+   * goes to the team of its API key, or, with `adminToken`, to the one its X-Team-ID names.
+   * `apiKey`, `teamId`, `teamSlug` and `teamConcurrencyLimit` are then set per team instead.
+   */
+  teams?: readonly SimTeamOptions[];
+}
+
+/** One team a simulator serves: who it is and what is its own. */
+export interface SimulatorTeam {
+  readonly id: string;
+  /** Undefined for the single team of a simulator started without a key. */
+  readonly apiKey: string | undefined;
+  readonly name: string;
+  /** The namespace of its snapshot names. */
+  readonly slug: string;
+  readonly state: SimState;
+  readonly faults: SimFaults;
+  readonly counters: SimCounters;
+  readonly events: SimEventLog;
+  readonly webhooks: SimWebhooks;
 }
 
 export interface Simulator {
@@ -120,6 +145,11 @@ export interface Simulator {
   /** `http://host:dataPort`, for dialling the data plane directly. */
   readonly dataUrl: string;
   readonly domain: string;
+  /** Every team served, the first first: one unless started with `teams`. */
+  readonly teams: readonly SimulatorTeam[];
+  /** The team of id `id`; throws for an id no team has. */
+  team(id: string): SimulatorTeam;
+  /** The first team's counters, faults, state, events and webhooks, as `teams[0]` has them. */
   readonly counters: SimCounters;
   readonly faults: SimFaults;
   readonly state: SimState;
@@ -135,12 +165,6 @@ export interface Simulator {
 function checkLoopback(host: string): void {
   if (host === "::1" || host === "localhost" || /^127\.\d+\.\d+\.\d+$/.test(host)) return;
   throw new SimulatorError(`simulator listens on loopback only, not '${host}'`);
-}
-
-function checkVersions(versions: readonly string[]): readonly string[] {
-  if (versions.length === 0 || versions.some((v) => !/^\d+\.\d+\.\d+$/.test(v)))
-    throw new SimulatorError("envdVersions must be a non-empty list of x.y.z versions");
-  return versions;
 }
 
 function listen(server: Server, port: number, host: string): Promise<number> {
@@ -165,10 +189,15 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const host = options.host ?? "127.0.0.1";
   const { sandboxes, flavor } = checkOptions(options, host);
   const seed = options.seed ?? 1;
-  const ctx = simContext(options, { seed, sandboxes, flavor });
-  if (options.expireSandboxes) ctx.faults.lifecycle.expireSandboxes = true;
-  const { state, events, webhooks, domain } = ctx;
-  const api = createManagementServer(ctx);
+  const runs = options.teams
+    ? teamRuns(options, teamSpecs(options.teams, sandboxes, seed), flavor)
+    : [singleRun(options, seed, sandboxes, flavor)];
+  const ctx = (runs[0] as TeamRun).ctx;
+  if (options.expireSandboxes) for (const r of runs) r.ctx.faults.lifecycle.expireSandboxes = true;
+  const { domain } = ctx;
+  const api = options.teams
+    ? createTeamsManagementServer(runs.map((r) => r.ctx))
+    : createManagementServer(ctx);
   const data = createDataPlaneServer(ctx);
   const urlHost = host.includes(":") ? `[${host}]` : host;
   let apiPort: number;
@@ -181,7 +210,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     throw err;
   }
   const apiUrl = `http://${urlHost}:${apiPort}`;
-  const stopChurn = options.churn ? startChurn(state, options.churn, seed) : () => {};
+  const churn = options.churn;
+  const stopChurns = churn ? runs.map((r) => startChurn(r.ctx.state, churn, r.seed)) : [];
+  const teams = runs.map(teamOf);
   return {
     apiUrl,
     managementUrl: flavor === "e2b" ? apiUrl : `${apiUrl}${API_PREFIX}`,
@@ -189,16 +220,22 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     dataPort,
     dataUrl: `http://${urlHost}:${dataPort}`,
     domain,
+    teams,
+    team(id) {
+      const team = teams.find((t) => t.id === id);
+      if (!team) throw new SimulatorError(`the simulator serves no team '${id}'`);
+      return team;
+    },
     counters: ctx.counters,
     faults: ctx.faults,
-    state,
-    events,
-    webhooks,
+    state: ctx.state,
+    events: ctx.events,
+    webhooks: ctx.webhooks,
     sandboxHost: (sandboxId, port = ENVD_PORT) => `${port}-${sandboxId}.${domain}`,
     async close() {
-      stopChurn();
-      ctx.timers.cancelAll();
-      await Promise.all([shut(api), shut(data), webhooks.close()]);
+      for (const stop of stopChurns) stop();
+      for (const r of runs) r.ctx.timers.cancelAll();
+      await Promise.all([shut(api), shut(data), ...runs.map((r) => r.ctx.webhooks.close())]);
     },
   };
 }
@@ -213,81 +250,22 @@ function checkOptions(
   if (!Number.isInteger(sandboxes) || sandboxes < 0 || sandboxes > MAX_SANDBOXES) {
     throw new SimulatorError(`sandboxes must be an integer in 0..${MAX_SANDBOXES}`);
   }
-  const flavor = options.flavor ?? "sandboxapi";
+  const flavor = options.flavor ?? (options.teams ? "e2b" : "sandboxapi");
   if (flavor !== "sandboxapi" && flavor !== "e2b")
     throw new SimulatorError(`flavor must be sandboxapi or e2b, not '${String(flavor)}'`);
   if (flavor === "e2b" && options.tokenStyle === "body")
     throw new SimulatorError("E2B sends the next token in a header: tokenStyle body is not E2B's");
   if (options.churn && !(options.churn.everyMs > 0))
     throw new SimulatorError("churn.everyMs must be positive");
+  if (options.teams) checkTeamsOptions(options, flavor);
   return { sandboxes, flavor };
 }
 
-/** The state, event log, webhooks and team history both servers share. */
-function simContext(
-  options: SimulatorOptions,
-  o: { seed: number; sandboxes: number; flavor: SimFlavor },
-): SimContext {
-  const { seed, flavor } = o;
-  const clock = options.clock ?? systemClock;
-  const state = new SimState({
-    seed,
-    sandboxes: o.sandboxes,
-    templates: options.templates ?? 5,
-    nodes: options.nodes ?? 3,
-    ...(options.envdVersions && { envdVersions: checkVersions(options.envdVersions) }),
-    ...(options.teamSlug !== undefined && { teamSlug: options.teamSlug }),
-    logLinesPerSandbox: options.logLinesPerSandbox ?? 5,
-    clock,
-  });
-  const timers = new Timers();
-  const teamId = options.teamId ?? DEFAULT_TEAM_ID;
-  const events = new SimEventLog({
-    state,
-    clock,
-    seed,
-    teamId,
-    ...(options.eventRetentionMs !== undefined && { retentionMs: options.eventRetentionMs }),
-    ...(options.maxEvents !== undefined && { maxEvents: options.maxEvents }),
-  });
-  const webhooks = new SimWebhooks({
-    teamId,
-    seed,
-    timers,
-    now: () => clock.now(),
-    ...(options.webhookMaxAttempts !== undefined && { maxAttempts: options.webhookMaxAttempts }),
-    ...(options.webhookRetryDelayMs !== undefined && { retryDelayMs: options.webhookRetryDelayMs }),
-    ...(options.webhookMaxInFlight !== undefined && { maxInFlight: options.webhookMaxInFlight }),
-    ...(options.webhookPayload !== undefined && { payload: options.webhookPayload }),
-  });
-  const history = new TeamHistory(state, () => clock.now());
-  events.onEvent((e) => {
-    history.record(e, Date.parse(e.timestamp));
-    // Deliveries run on their own promises: the request that caused the event never waits.
-    webhooks.deliver(e);
-  });
-  return {
-    state,
-    faults: new SimFaults(seed),
-    counters: new SimCounters(),
-    clock,
-    timers,
-    events,
-    webhooks,
-    team: {
-      teamId,
-      concurrencyLimit: options.teamConcurrencyLimit,
-      emptyMetrics: options.teamMetricsEmpty ?? false,
-      history,
-    },
-    domain: options.domain ?? "sandbox.test",
-    apiKey: options.apiKey,
-    flavor,
-    adminToken: options.adminToken,
-    pageSizeCap: options.pageSizeCap ?? 100,
-    tokenStyle: options.tokenStyle ?? "header",
-    listOrder: options.listOrder ?? (flavor === "e2b" ? "started" : "id"),
-    createRng: new Prng(deriveSeed(seed, "create")),
-    nextPid: 1000,
-  };
+/** Several teams are E2B's, and each sets its own key, id, slug and limit. */
+function checkTeamsOptions(options: SimulatorOptions, flavor: SimFlavor): void {
+  if (flavor !== "e2b") throw new SimulatorError("teams are served in E2B mode only");
+  const perTeam = ["apiKey", "teamId", "teamSlug", "teamConcurrencyLimit"] as const;
+  const set = perTeam.filter((k) => options[k] !== undefined);
+  if (set.length > 0)
+    throw new SimulatorError(`with teams, set ${set.join(", ")} on each team instead`);
 }

@@ -27,6 +27,8 @@ export interface SimStateOptions {
   envdVersions?: readonly string[];
   /** The team's slug, which namespaces snapshot names; default DEFAULT_TEAM_SLUG. */
   teamSlug?: string;
+  /** Nodes shared with other teams' states (one cluster); default: `nodes` generated from the seed. */
+  sharedNodes?: SimNode[];
 }
 
 /** Index of the first element of sorted `ids` greater than `id` (or >= when `inclusive`). */
@@ -98,12 +100,14 @@ export class SimState {
       now,
       options.envdVersions,
     );
-    this.nodes = generateNodes(
-      new Prng(deriveSeed(this.seed, "nodes")),
-      options.nodes,
-      options.sandboxes,
-      now,
-    );
+    this.nodes =
+      options.sharedNodes ??
+      generateNodes(
+        new Prng(deriveSeed(this.seed, "nodes")),
+        options.nodes,
+        options.sandboxes,
+        now,
+      );
     this.fleetRng = new Prng(deriveSeed(this.seed, "fleet"));
     this.addRng = new Prng(deriveSeed(this.seed, "add"));
     this.buildRng = new Prng(deriveSeed(this.seed, "builds"));

@@ -142,6 +142,8 @@ let sim: Simulator | undefined;
 let exporter: Exporter | undefined;
 let e2bSim: Simulator | undefined;
 let e2bExporter: Exporter | undefined;
+let teamsSim: Simulator | undefined;
+let teamsExporter: Exporter | undefined;
 let scrape: Exposition = { families: new Set(), labels: new Map() };
 const secretDir = mkdtempSync(join(tmpdir(), "consistency-"));
 
@@ -200,6 +202,32 @@ async function e2bScrape(): Promise<Exposition> {
   return parseExposition(await (await fetch(`${e2bExporter.server.url}/metrics`)).text());
 }
 
+/** Two teams in one exporter (platform.teams, the admin token): every team-scoped series has team. */
+async function teamsScrape(): Promise<Exposition> {
+  const teams = [
+    { id: "11111111-1111-4111-8111-111111111111", apiKey: "consistency-a", sandboxes: 6 },
+    { id: "22222222-2222-4222-8222-222222222222", apiKey: "consistency-b", sandboxes: 4 },
+  ];
+  teamsSim = await startSimulator({ teams, adminToken: "consistency-admin" });
+  const adminFile = join(secretDir, "admin-token");
+  writeFileSync(adminFile, "consistency-admin");
+  const config = ConfigSchema.parse({
+    platform: {
+      apiUrl: teamsSim.apiUrl,
+      flavor: "e2b",
+      retries: 0,
+      adminTokenFile: adminFile,
+      teams: teams.map((t) => ({ id: t.id })),
+    },
+    server: { listen: "127.0.0.1:0" },
+    cost: { budget: { daily: 100 } },
+    log: { level: "silent" },
+  });
+  teamsExporter = await startQuiet(config);
+  await teamsExporter.runCycle();
+  return parseExposition(await (await fetch(`${teamsExporter.server.url}/metrics`)).text());
+}
+
 beforeAll(async () => {
   sim = await startSimulator({ sandboxes: 40, templates: 3, nodes: 3 });
   const config = ConfigSchema.parse({
@@ -233,8 +261,11 @@ beforeAll(async () => {
   expect((await exporter.prober!.runOnce())?.success).toBe(true);
   await exporter.runCycle();
   scrape = merge(
-    parseExposition(await (await fetch(`${exporter.server.url}/metrics`)).text()),
-    await e2bScrape(),
+    merge(
+      parseExposition(await (await fetch(`${exporter.server.url}/metrics`)).text()),
+      await e2bScrape(),
+    ),
+    await teamsScrape(),
   );
 });
 
@@ -243,6 +274,8 @@ afterAll(async () => {
   await sim?.close();
   await e2bExporter?.stop();
   await e2bSim?.close();
+  await teamsExporter?.stop();
+  await teamsSim?.close();
   rmSync(secretDir, { recursive: true, force: true });
 });
 

@@ -138,12 +138,13 @@ export class ControlClient {
     path: string,
     query?: CallQuery,
     parse?: (body: unknown) => T,
-    opts?: { background?: boolean; notFoundExpected?: boolean },
+    opts?: { background?: boolean; notFoundExpected?: boolean; admin?: boolean },
   ): Promise<JsonReply<T>> {
     const r = await this.core.send({
       method: "GET",
       path,
       endpoint,
+      ...(opts?.admin ? { admin: true } : {}),
       ...(query ? { query } : {}),
       ...(opts?.background ? { background: true } : {}),
       ...(opts?.notFoundExpected ? { notFoundExpected: true } : {}),

@@ -62,12 +62,18 @@ export interface Ask {
   background?: boolean;
 }
 
+/** What a transport asks of a request budget: the shared limiter, or a team's lane of it. */
+export interface RequestBudget {
+  acquire(caller: Caller, ask?: Ask): Promise<void>;
+  holdOff(ms: number, endpoint?: string): void;
+}
+
 interface Waiter {
   grant: () => void;
 }
 
 /** Token bucket with a queue per caller, weighted shares and per-endpoint holds; see the file comment. */
-export class RequestLimiter {
+export class RequestLimiter implements RequestBudget {
   private tokens: number;
   private refilledAt: number;
   private reserveTokens = RESERVE_BURST;

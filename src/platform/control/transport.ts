@@ -20,7 +20,7 @@ import {
   readCapped,
 } from "../http-errors.js";
 import type { FieldMap } from "../normalize/normalize.js";
-import type { Caller, RequestLimiter } from "./limiter.js";
+import type { Caller, RequestBudget } from "./limiter.js";
 import { backoffDelay, isRetryable, parseRetryAfter } from "./retry.js";
 
 /** Management paths live below this prefix of the base URL. */
@@ -71,8 +71,13 @@ export interface ControlOptions {
   flavor?: "sandboxapi" | "e2b";
   /** X-Admin-Token for the node endpoints (a secret: scrubbed like the API key). */
   adminToken?: string;
+  /**
+   * The team every call reads as (several teams): sent as X-Team-ID; with `viaAdminToken` every
+   * call carries the admin token instead of an API key (a self-hosted cluster, infra#2934).
+   */
+  team?: { id: string; viaAdminToken: boolean };
   /** The daemon's one request budget (see RequestLimiter); none: no limit. */
-  limiter?: RequestLimiter;
+  limiter?: RequestBudget;
   /** Cap of an honoured Retry-After; default: the retry backoff's cap (2 s). */
   maxRetryAfterMs?: number;
   /** A 2xx answer whose body was not of the expected shape (counted as a bad_body error). */
@@ -124,6 +129,17 @@ export interface Reply {
   body: unknown;
 }
 
+/** The headers that say who asks: the API key, or the admin token and the team (several teams). */
+function authHeaders(o: ControlOptions): Record<string, string> {
+  // A key names its own team: X-Team-ID goes only with the admin token.
+  if (o.team?.viaAdminToken && o.adminToken)
+    return { "x-admin-token": o.adminToken, "x-team-id": o.team.id };
+  if (!o.apiKey) return {};
+  return o.authStyle === "bearer"
+    ? { authorization: `Bearer ${o.apiKey}` }
+    : { [o.authHeader.toLowerCase()]: o.apiKey };
+}
+
 /** Dispatcher, auth, retries and error typing of the control channel, shared by its clients. */
 export class ControlTransport {
   readonly secrets: Secrets;
@@ -141,11 +157,7 @@ export class ControlTransport {
     this.secrets = o.secrets ?? new Secrets();
     this.secrets.add(o.apiKey);
     this.secrets.add(o.adminToken);
-    this.authHeaders = !o.apiKey
-      ? {}
-      : o.authStyle === "bearer"
-        ? { authorization: `Bearer ${o.apiKey}` }
-        : { [o.authHeader.toLowerCase()]: o.apiKey };
+    this.authHeaders = authHeaders(o);
   }
 
   /**

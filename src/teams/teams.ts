@@ -1,0 +1,146 @@
+// Several teams watched by one exporter (platform.teams, two or more): each team is a part of its
+// own, with the services a single-team exporter has (its client, reading as the team; its registry
+// and poll families; its facts and event ledger), sharing the exporter's request budget, dispatcher
+// and scrubber. Health, overview and nodes are the cluster's: read once, by the exporter's part.
+import { Agent, type Dispatcher } from "undici";
+import type { TickCollector } from "../collect/collector.js";
+import type { Snapshot } from "../collect/snapshot.js";
+import { readTeamKeys } from "../config/secret-files.js";
+import type { Config } from "../config/settings.js";
+import type { Effects, Needs, Services } from "../feature.js";
+import { TeamLimitMetrics } from "../metrics/team-limit-metrics.js";
+import type { RequestLimiter } from "../platform/control/limiter.js";
+import { TeamLane } from "../platform/control/team-lane.js";
+import { PlatformFacts } from "../platform/facts.js";
+import { asTeam, controlClient, exporterMetrics } from "../services.js";
+
+/** One watched team, its key read. */
+export interface Team {
+  readonly id: string;
+  /** For sandbox_team_info and /status; the id alone labels the series. */
+  readonly name?: string;
+  /** Its API key (E2B's cloud); absent: read with the admin token and X-Team-ID. */
+  readonly apiKey?: string;
+}
+
+/** Whether `config` watches several teams: two or more listed, or teams discovered. */
+export function severalTeams(config: Config): boolean {
+  return config.platform.teams.length >= 2 || config.platform.discoverTeams;
+}
+
+/**
+ * The teams `config` lists when it watches several (each key read from its file); `[]` for one or
+ * none without discovery, which is the single team of platform.apiKey as before.
+ */
+export function configuredTeams(config: Config, read?: (path: string) => string): Team[] {
+  if (!severalTeams(config)) return [];
+  const keys = readTeamKeys(config, read);
+  return config.platform.teams.map((t) => ({
+    id: t.id,
+    ...(t.name ? { name: t.name } : {}),
+    ...(keys.has(t.id) ? { apiKey: keys.get(t.id) as string } : {}),
+  }));
+}
+
+/**
+ * `config` with its one team, if platform.teams lists exactly one, as the single team it is: its
+ * id is platform.teamId and its key file gives platform.apiKey, where those are unset.
+ */
+export function withOneTeam(config: Config, read?: (path: string) => string): Config {
+  const [only, ...more] = config.platform.teams;
+  if (only === undefined || more.length > 0 || config.platform.discoverTeams) return config;
+  const key = readTeamKeys(config, read).get(only.id);
+  return {
+    ...config,
+    platform: {
+      ...config.platform,
+      teamId: config.platform.teamId ?? only.id,
+      apiKey: config.platform.apiKey || (key ?? ""),
+    },
+  };
+}
+
+/** The collectors a team reads (every one but the cluster's), and those the cluster's part reads. */
+export function splitCollectors(all: readonly TickCollector[]): {
+  team: readonly TickCollector[];
+  cluster: readonly TickCollector[];
+} {
+  return {
+    team: all.filter((c) => c.scope !== "cluster"),
+    cluster: all.filter((c) => c.scope === "cluster"),
+  };
+}
+
+/** What every team's part shares. */
+export interface Shared {
+  readonly limiter: RequestLimiter;
+  readonly dispatcher: Dispatcher;
+  readonly needs: Needs;
+  /** Every tick collector of the catalog: a team reads those not of the cluster. */
+  readonly collectors: readonly TickCollector[];
+}
+
+/** The dispatcher the teams share: the injected one, else one the caller closes at stop. */
+export function sharedDispatcher(effects: Effects): { dispatcher: Dispatcher; owned: boolean } {
+  return effects.dispatcher
+    ? { dispatcher: effects.dispatcher, owned: false }
+    : { dispatcher: new Agent(), owned: true };
+}
+
+/**
+ * The services of `team`, made from the exporter's (`root`): its own client reading as the team
+ * through its lane of the shared budget, its registry and families, its facts (its id is known).
+ */
+export function teamServices(
+  root: Services,
+  team: Team,
+  shared: Shared,
+  latest: () => Snapshot | undefined,
+): Services {
+  const { config, secrets } = root;
+  const effects: Effects = {
+    ...root,
+    logger: root.logger.child({ team: team.id }),
+    collectors: splitCollectors(shared.collectors).team,
+  };
+  secrets.add(team.apiKey);
+  const facts = new PlatformFacts({
+    teamId: team.id,
+    teamConcurrencyLimit: config.platform.teamConcurrencyLimit,
+  });
+  const metrics = exporterMetrics(config, effects, secrets, facts, shared.needs, {
+    collectors: effects.collectors,
+    teamPart: true,
+  });
+  const teamLimits = new TeamLimitMetrics({
+    registry: metrics.registry,
+    ns: config.metrics.namespace,
+    facts,
+    logger: effects.logger.child({ component: "metrics" }),
+  });
+  const lane = new TeamLane({ shared: shared.limiter, now: () => performance.now() });
+  const admin = root.secretValues.adminToken;
+  const control = controlClient(config, effects, {
+    secrets,
+    metrics,
+    limiter: lane,
+    teamLimits,
+    ...(admin ? { adminToken: admin } : {}),
+    team: asTeam(team),
+    dispatcher: shared.dispatcher,
+  });
+  return {
+    ...effects,
+    config,
+    secrets,
+    secretValues: root.secretValues,
+    metrics,
+    control,
+    facts,
+    pollIntervalMs: root.pollIntervalMs,
+    ledger: metrics.events,
+    policyHooks: [],
+    listener: root.listener,
+    latest,
+  };
+}
