@@ -1,7 +1,9 @@
 // `npm run demo`: the simulator plus the exporter against it, on 127.0.0.1:9464.
 // `npm run demo -- --flavor e2b`: the simulator as E2B's hosted API, the exporter in E2B mode.
-// The demo's own flags: `--faults` (a platform with faults, so alerts pend) and
-// `--prometheus[=HOST:PORT]` (a real Prometheus with the shipped rules, when installed). Every
+// `npm run demo -- --teams N`: the simulator as E2B with N teams, the exporter watching them all.
+// The demo's own flags: `--faults` (a platform with faults, so alerts pend),
+// `--prometheus[=HOST:PORT]` (a real Prometheus with the shipped rules, when installed) and
+// `--teams N` (or `--teams=N`: 2 to 10 teams, each with its own key, one exporter for all). Every
 // other argument goes on to the exporter, after the demo's own: `--listen 127.0.0.1:9500` moves
 // the port, `--log-format json` the log. src/simulator/demo-setup.ts holds what it runs.
 // package.json runs it as `exec node --import tsx`: without `exec`, Ctrl-C's SIGINT kills npm's
@@ -17,9 +19,13 @@ import {
   startDemoPrometheus,
 } from "./simulator/demo-prometheus.js";
 import {
+  DEMO_MAX_TEAMS,
   demoEnv,
   demoExporterArgs,
+  demoRuns,
+  demoTeamsBanner,
   registerDemoWebhook,
+  servesTeams,
   startDemoSimulator,
 } from "./simulator/demo-setup.js";
 
@@ -33,27 +39,51 @@ function wantsE2b(args: readonly string[]): boolean {
 function demoFlags(argv: readonly string[]): {
   faults: boolean;
   prometheus: string | undefined;
+  /** `--teams N`; 0 without it. */
+  teams: number;
   rest: string[];
 } {
   let faults = false;
   let prometheus: string | undefined;
+  let teams = 0;
   const rest: string[] = [];
-  for (const arg of argv) {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
     if (arg === "--faults") faults = true;
     else if (arg === "--prometheus") prometheus = DEMO_PROMETHEUS_LISTEN;
     else if (arg.startsWith("--prometheus=")) prometheus = arg.slice("--prometheus=".length);
+    else if (arg === "--teams") teams = teamCount(argv[++i]);
+    else if (arg.startsWith("--teams=")) teams = teamCount(arg.slice("--teams=".length));
     else rest.push(arg);
   }
-  return { faults, prometheus, rest };
+  return { faults, prometheus, teams, rest };
+}
+
+/** The number `--teams` is given; one out of 2..DEMO_MAX_TEAMS ends the demo, saying so. */
+function teamCount(raw: string | undefined): number {
+  const n = Number(raw);
+  if (raw !== undefined && /^\d+$/.test(raw) && n >= 2 && n <= DEMO_MAX_TEAMS) return n;
+  return refuse(
+    `--teams takes 2 to ${DEMO_MAX_TEAMS} teams, e.g. npm run demo -- --teams 3 (one team: npm run demo -- --flavor e2b)`,
+  );
+}
+
+/** Ends the demo before it starts anything, with `message` and exit code 2 (a usage error). */
+function refuse(message: string): never {
+  process.stderr.write(`demo: ${message}\n`);
+  process.exit(2);
 }
 
 /** The demo's files (config, admin token, Prometheus' data), removed when it exits. */
 const demoDir = mkdtempSync(join(tmpdir(), "sandbox-exporter-demo-"));
 process.on("exit", () => rmSync(demoDir, { recursive: true, force: true }));
 
-const { faults, prometheus: promListen, rest: args } = demoFlags(process.argv.slice(2));
-const e2b = wantsE2b(args);
-const sim = await startDemoSimulator(e2b, faults);
+const { faults, prometheus: promListen, teams, rest: args } = demoFlags(process.argv.slice(2));
+// Teams are E2B's: --teams needs no --flavor, and refuses another.
+if (teams > 0 && args.some((a) => a.startsWith("--flavor")) && !wantsE2b(args))
+  refuse("--teams runs E2B's API: leave out --flavor, or give --flavor e2b");
+const e2b = wantsE2b(args) || teams > 0;
+const sim = await startDemoSimulator(e2b, faults, teams);
 // The simulator's own settings win over any SANDBOX_* variables of the shell running the demo.
 const env = { ...process.env, ...demoEnv(sim) };
 let prom: DemoPrometheus | undefined;
@@ -79,7 +109,7 @@ try {
 }
 // --help and --version start nothing: the simulator must not keep the process alive.
 if (!exporter) await sim.close();
-if (exporter && e2b) registerDemoWebhook(sim, exporter.server.url);
+if (exporter && e2b && demoRuns(sim, "e2bWebhook")) registerDemoWebhook(sim, exporter.server.url);
 if (exporter && promListen !== undefined) {
   try {
     prom = await startDemoPrometheus(new URL(exporter.server.url).host, promListen, demoDir);
@@ -89,12 +119,22 @@ if (exporter && promListen !== undefined) {
 }
 if (exporter) {
   const url = exporter.server.url;
+  const several = servesTeams(sim);
+  const api = several
+    ? ` (E2B's API, ${sim.teams.length} teams, each with its own API key)`
+    : e2b
+      ? " (E2B's API)"
+      : "";
+  const sections = several
+    ? ['each team under "teams", its policy\'s dry-run plan under "teams.<id>.policy"']
+    : [`the policy's dry-run plan under "policy"`];
   process.stdout.write(
     [
       "",
-      `simulator:  ${sim.managementUrl}${e2b ? " (E2B's API)" : ""} (data plane on port ${sim.dataPort})`,
-      `metrics:    ${url}/metrics`,
-      `status:     ${url}/status   (the policy's dry-run plan under "policy")`,
+      `simulator:  ${sim.managementUrl}${api} (data plane on port ${sim.dataPort})`,
+      ...demoTeamsBanner(sim),
+      `metrics:    ${url}/metrics${several ? '   (every team\'s series carry team="<id>")' : ""}`,
+      `status:     ${url}/status   (${sections.join("; ")})`,
       `index:      ${url}/`,
       ...(prom ? [`prometheus: ${prom.url}/alerts   (the shipped rules; ${prom.url}/rules)`] : []),
       `The exporter listens on ${new URL(url).host} (--listen moves it). ${

@@ -13,7 +13,6 @@ import { ControlClient } from "./platform/control/control.js";
 import { type RequestBudget, RequestLimiter } from "./platform/control/limiter.js";
 import { PlatformFacts } from "./platform/facts.js";
 import { asksForCredentials, type ListenerSecurity, listenerSecurity } from "./server/listener.js";
-import type { Team } from "./teams/teams.js";
 import { tickInterval } from "./util/schedule.js";
 import type { Secrets } from "./util/secrets.js";
 import { VERSION } from "./version.js";
@@ -170,6 +169,15 @@ export function exporterMetrics(
         }
       : {}),
   });
+}
+
+/** One watched team, its key read. */
+export interface Team {
+  readonly id: string;
+  /** For sandbox_team_info and /status; the id alone labels the series. */
+  readonly name?: string;
+  /** Its API key (E2B's cloud); absent: read with the admin token and X-Team-ID. */
+  readonly apiKey?: string;
 }
 
 /** How a control client reads as `team`: its key, or the admin token and X-Team-ID. */

@@ -47,7 +47,7 @@ export interface PollerOptions extends Omit<SandboxWalkOptions, "reader" | "cloc
   flavor?: TickContext["flavor"];
   /** Whether cluster-wide collectors run (only shard 0 exports them). */
   clusterWide: boolean;
-  /** Whether it walks the sandbox list (default true; not the cluster's poller of several teams). */
+  /** Whether it walks the sandbox list (default true; the cluster's, of several teams, does not). */
   walk?: boolean;
   /** Read /health even when not cluster-wide (the policy engine acts only while it is up). */
   readHealth?: boolean;
@@ -109,7 +109,9 @@ export class Poller {
       ...(options.onSupport ? { onSupport: options.onSupport } : {}),
     });
     this.walk = new SandboxWalk(options);
-    const { maxBackoffMs, usage, usageIntervalMs } = options.poll;
+    const { maxBackoffMs, usageIntervalMs } = options.poll;
+    // Usage follows a walk: a poller that walks nothing (the cluster's, of several teams) has none.
+    const usage = options.poll.usage && options.walk !== false;
     this.walks = new WalkRuns({
       walk: this.walk,
       clock,

@@ -5,6 +5,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { seedDemoSnapshots } from "./demo-snapshots.js";
+import { SimulatorError } from "./errors.js";
 import { DEFAULT_TEAM_ID } from "./events.js";
 import { type ActivityMix, applyActivityMix } from "./generate.js";
 import {
@@ -14,6 +15,7 @@ import {
   startSimulator,
 } from "./simulator.js";
 import type { SimState } from "./state.js";
+import { derivedTeams, type SimTeamOptions } from "./teams.js";
 
 export const DEMO_KEY = "demo-key";
 const DEMO_ADMIN_TOKEN = "demo-admin-token";
@@ -43,6 +45,23 @@ export const DEMO_ACTIVITY_MIX: ActivityMix = {
 
 /** How often the demo's active sandboxes log a line: well within the idle rule's 30 minutes. */
 const WORK_EVERY_MS = MIN;
+/** `--teams N` takes two to this many teams: each team's walk is requests of its own every 5 s. */
+export const DEMO_MAX_TEAMS = 10;
+/** The seed of `--teams N`'s ids and keys: the simulator's default, so every run serves the same. */
+const DEMO_TEAMS_SEED = 1;
+
+/**
+ * What the exporter refuses with several teams for now (the configuration says so at load): the
+ * teams demo leaves it out, and its banner says what is missing. Deleting a line here puts that
+ * part back into the teams demo.
+ */
+const NOT_WITH_TEAMS: Partial<Record<"policy" | "e2bWebhook", string>> = {
+  e2bWebhook: "E2B's webhook (each team's events are polled instead)",
+};
+
+/** Sandboxes of each team of `--teams N`, as many as the single demo's fleet. */
+const DEMO_TEAM_SANDBOXES = 300;
+
 /** With `--faults`: the share of node-list reads that fail (over SandboxExporterApiErrorRatioHigh's 10 %). */
 const FAULT_NODES_ERROR_RATE = 0.2;
 /** With `--faults` on E2B: one churn kill in this many is `orphaned` (SandboxesKilledUnexpectedly). */
@@ -52,21 +71,51 @@ const FAULT_ORPHANED_ONE_IN = 10;
  * The demo's platform: 300 sandboxes over 5 templates and 4 nodes; as E2B (`e2b`), also a team
  * limit and churn (one sandbox of the fleet killed on request and one created every 2 s). A
  * healthy platform unless `faults`: then 20 % of node-list reads answer 503 and, on E2B, one churn
- * kill in 10 is `orphaned`, so alerts pend.
+ * kill in 10 is `orphaned`, so alerts pend. With `teams` (two or more, `--teams N`): E2B, that many
+ * teams of 300 sandboxes each, each with its own key, limit and churn, on the same 4 nodes.
  */
-export function demoSimulatorOptions(e2b: boolean, faults = false): SimulatorOptions {
+export function demoSimulatorOptions(e2b: boolean, faults = false, teams = 0): SimulatorOptions {
+  const churn = { everyMs: 2_000, ...(faults && { orphanedOneIn: FAULT_ORPHANED_ONE_IN }) };
+  const fleet = { sandboxes: 300, templates: 5, nodes: 4 };
+  if (teams > 0)
+    return {
+      ...fleet,
+      flavor: "e2b",
+      seed: DEMO_TEAMS_SEED,
+      adminToken: DEMO_ADMIN_TOKEN,
+      teams: demoTeams(teams),
+      churn,
+    };
   return {
-    sandboxes: 300,
-    templates: 5,
-    nodes: 4,
+    ...fleet,
     apiKey: DEMO_KEY,
     ...(e2b && {
       flavor: "e2b",
       adminToken: DEMO_ADMIN_TOKEN,
       teamConcurrencyLimit: DEMO_TEAM_LIMIT,
-      churn: { everyMs: 2_000, ...(faults && { orphanedOneIn: FAULT_ORPHANED_ONE_IN }) },
+      churn,
     }),
   };
+}
+
+/** The teams of `--teams N`: ids and keys from the seed, each named and with the demo's limit. */
+function demoTeams(count: number): SimTeamOptions[] {
+  if (!Number.isInteger(count) || count < 2 || count > DEMO_MAX_TEAMS)
+    throw new SimulatorError(
+      `--teams takes 2..${DEMO_MAX_TEAMS} (one team is the E2B demo: npm run demo -- --flavor e2b)`,
+    );
+  // Each team the single demo's fleet: the example policy's share limit sees as many sandboxes.
+  return derivedTeams(count, DEMO_TEAMS_SEED).map((t, i) => ({
+    ...t,
+    name: `Team ${i + 1}`,
+    sandboxes: DEMO_TEAM_SANDBOXES,
+    concurrencyLimit: DEMO_TEAM_LIMIT,
+  }));
+}
+
+/** Whether `sim` serves several teams (`--teams N`): the exporter then watches them all. */
+export function servesTeams(sim: Simulator): boolean {
+  return sim.teams.length > 1;
 }
 
 /**
@@ -74,10 +123,16 @@ export function demoSimulatorOptions(e2b: boolean, faults = false): SimulatorOpt
  * those the churn creates, log a line every minute, so the idle share the example policy finds
  * stays what the mix made it.
  */
-export async function startDemoSimulator(e2b: boolean, faults = false): Promise<Simulator> {
-  const sim = await startSimulator(demoSimulatorOptions(e2b, faults));
-  const quiet = shapeDemoFleet(sim, e2b, faults);
-  const work = setInterval(() => logWork(sim.state, quiet, sim.state.clock.now()), WORK_EVERY_MS);
+export async function startDemoSimulator(
+  e2b: boolean,
+  faults = false,
+  teams = 0,
+): Promise<Simulator> {
+  const sim = await startSimulator(demoSimulatorOptions(e2b, faults, teams));
+  const quiet = shapeDemoFleet(sim, e2b || teams > 0, faults);
+  const work = setInterval(() => {
+    for (const t of sim.teams) logWork(t.state, quiet, t.state.clock.now());
+  }, WORK_EVERY_MS);
   work.unref();
   return {
     ...sim,
@@ -89,26 +144,30 @@ export async function startDemoSimulator(e2b: boolean, faults = false): Promise<
 }
 
 /**
- * Gives a started simulator the demo's fleet: the activity mix above, sandboxes ended at their
- * timeout and snapshot templates of several ages (demo-snapshots.ts) on E2B, and the node list's
- * 503s with `faults`. Returns the quiet running sandboxes (idle or silent-but-busy), the ones
- * logWork leaves alone.
+ * Gives a started simulator the demo's fleet, in each of its teams: the activity mix above,
+ * sandboxes ended at their timeout and snapshot templates of several ages (demo-snapshots.ts) on
+ * E2B; and the node list's 503s with `faults` (the cluster's routes are the first team's). Returns
+ * the quiet running sandboxes (idle or silent-but-busy), the ones logWork leaves alone.
  */
 export function shapeDemoFleet(sim: Simulator, e2b: boolean, faults: boolean): Set<string> {
-  // Before anything reads a log: the mix moves quiet sandboxes' starts back.
-  const kinds = applyActivityMix(
-    sim.state.sandboxes.values(),
-    new Set(["running"]),
-    DEMO_ACTIVITY_MIX,
-    sim.state.clock.now(),
-  );
-  if (e2b) {
-    // E2B ends a sandbox at its timeout: killed, or paused when created with auto-pause.
-    sim.faults.lifecycle.expireSandboxes = true;
-    seedDemoSnapshots(sim.state);
+  const quiet = new Set<string>();
+  for (const team of sim.teams) {
+    // Before anything reads a log: the mix moves quiet sandboxes' starts back.
+    const kinds = applyActivityMix(
+      team.state.sandboxes.values(),
+      new Set(["running"]),
+      DEMO_ACTIVITY_MIX,
+      team.state.clock.now(),
+    );
+    for (const [id, kind] of kinds) if (kind !== "active") quiet.add(id);
+    if (e2b) {
+      // E2B ends a sandbox at its timeout: killed, or paused when created with auto-pause.
+      team.faults.lifecycle.expireSandboxes = true;
+      seedDemoSnapshots(team.state);
+    }
   }
   if (faults) sim.faults.route("GET /nodes", { errorRate: FAULT_NODES_ERROR_RATE, status: 503 });
-  return new Set([...kinds].filter(([, kind]) => kind !== "active").map(([id]) => id));
+  return quiet;
 }
 
 /** One line of work, at `now`, in the log of every running sandbox that is not one of `quiet`. */
@@ -118,9 +177,16 @@ export function logWork(state: SimState, quiet: ReadonlySet<string>, now: number
       s.logs.push({ timestamp: now, line: "work", level: "info" });
 }
 
-/** The environment the demo's exporter reads the simulator from. */
+/**
+ * The environment the demo's exporter reads the simulator from; with several teams, each team's
+ * key is in the config file instead (demoExporterArgs).
+ */
 export function demoEnv(sim: Simulator): Record<string, string> {
-  return { SANDBOX_API_URL: sim.apiUrl, SANDBOX_API_KEY: DEMO_KEY, SANDBOX_DOMAIN: sim.domain };
+  return {
+    SANDBOX_API_URL: sim.apiUrl,
+    ...(servesTeams(sim) ? {} : { SANDBOX_API_KEY: DEMO_KEY }),
+    SANDBOX_DOMAIN: sim.domain,
+  };
 }
 
 /**
@@ -128,18 +194,21 @@ export function demoEnv(sim: Simulator): Record<string, string> {
  * API with `e2b`, polls
  * every 5 s, per-sandbox series and resource usage, the probe modules, the example policy in
  * dry-run, pretty logs; on E2B also events, team capacity, template builds and the webhook secret.
+ * When `sim` serves several teams: E2B, every team in the config file with its key, and what the
+ * exporter does not run with several teams yet left out (NOT_WITH_TEAMS).
  * Flags given after these win (`--listen`, `--log-format json`).
  */
 export function demoExporterArgs(sim: Simulator, e2b: boolean, dir: string): string[] {
+  const onE2b = e2b || servesTeams(sim);
   return [
-    ...(e2b ? ["--flavor", "e2b"] : []),
+    ...(onE2b ? ["--flavor", "e2b"] : []),
     ...["--listen", DEMO_LISTEN, "--poll-schedule", "5s", "--per-sandbox-metrics"],
     // Resource usage after each complete walk, at most once every 15 s: the usage panels fill.
     ...["--poll-usage", "--poll-usage-interval", "15s"],
-    ...probeModulesFlags(e2b, dir),
+    ...configFileFlags(sim, onE2b, dir),
     ...dataPlaneFlags(sim.dataPort),
     // The example rules, in dry-run: the plan is on /status, the audit in the log.
-    ...["--policy", EXAMPLE_POLICY_FILE],
+    ...(demoRuns(sim, "policy") ? ["--policy", EXAMPLE_POLICY_FILE] : []),
     // Spend at E2B's published rates (E2B's defaults; given here so the self-hosted flavor meters
     // too), by the fleet's team and owner metadata, against a daily budget: the Spend dashboard fills.
     ...["--cost", "--cost-vcpu-second", "0.000014", "--cost-memory-gib-second", "0.0000045"],
@@ -152,35 +221,62 @@ export function demoExporterArgs(sim: Simulator, e2b: boolean, dir: string): str
       "2000",
     ],
     ...["--log-format", "pretty"],
-    ...(e2b ? [...adminTokenFlags(dir), ...platformTruthFlags(dir)] : []),
+    ...(onE2b ? [...adminTokenFlags(dir), ...platformTruthFlags(sim, dir)] : []),
   ];
 }
 
-/** As an operator registers the exporter with E2B: every lifecycle event, signed. */
+/**
+ * Whether the demo against `sim` runs `part`: always with one team; with several, unless the
+ * exporter refuses it there for now (NOT_WITH_TEAMS).
+ */
+export function demoRuns(sim: Simulator, part: keyof typeof NOT_WITH_TEAMS): boolean {
+  return !servesTeams(sim) || NOT_WITH_TEAMS[part] === undefined;
+}
+
+/**
+ * The banner's lines about the teams of `--teams N`, none with one team: each team's id (its
+ * series' `team` label) and name, where the probes run, and what is left out for now.
+ */
+export function demoTeamsBanner(sim: Simulator): string[] {
+  if (!servesTeams(sim)) return [];
+  const missing = Object.values(NOT_WITH_TEAMS);
+  return [
+    ...sim.teams.map(
+      (t, i) =>
+        `${`team ${i + 1}:`.padEnd(12)}${t.id}  ${t.name}${i === 0 ? "  (the probes run in this team)" : ""}`,
+    ),
+    ...(missing.length > 0 ? [`not yet with several teams: ${missing.join("; ")}`] : []),
+  ];
+}
+
+/** As an operator registers the exporter with E2B, in each team: every lifecycle event, signed. */
 export function registerDemoWebhook(sim: Simulator, exporterUrl: string): void {
-  sim.webhooks.register({
-    name: "sandbox-exporter demo",
-    url: `${exporterUrl}/webhooks/e2b`,
-    enabled: true,
-    events: [
-      "sandbox.lifecycle.created",
-      "sandbox.lifecycle.killed",
-      "sandbox.lifecycle.paused",
-      "sandbox.lifecycle.resumed",
-      "sandbox.lifecycle.updated",
-    ],
-    signatureSecret: DEMO_WEBHOOK_SECRET,
-  });
+  for (const team of sim.teams)
+    team.webhooks.register({
+      name: "sandbox-exporter demo",
+      url: `${exporterUrl}/webhooks/e2b`,
+      enabled: true,
+      events: [
+        "sandbox.lifecycle.created",
+        "sandbox.lifecycle.killed",
+        "sandbox.lifecycle.paused",
+        "sandbox.lifecycle.resumed",
+        "sandbox.lifecycle.updated",
+      ],
+      signatureSecret: DEMO_WEBHOOK_SECRET,
+    });
 }
 
 /**
  * What E2B's hosted API serves beyond the sandbox list, all read by the E2B demo: lifecycle events
  * (polled, and pushed to POST /webhooks/e2b, signed with the secret in a file), team capacity
  * against a configured limit, template build states, the team's storage (snapshots, volumes).
+ * With several teams, each team's id is in the config file, and the webhook as demoRuns says.
  */
-function platformTruthFlags(dir: string): string[] {
+function platformTruthFlags(sim: Simulator, dir: string): string[] {
   const file = join(dir, "e2b-webhook-secret");
-  writeFileSync(file, DEMO_WEBHOOK_SECRET, { mode: 0o600 });
+  const webhook = demoRuns(sim, "e2bWebhook");
+  if (webhook) writeFileSync(file, DEMO_WEBHOOK_SECRET, { mode: 0o600 });
   return [
     "--poll-events",
     "--poll-team-metrics",
@@ -190,10 +286,9 @@ function platformTruthFlags(dir: string): string[] {
     String(DEMO_TEAM_LIMIT),
     // The key's team, as an operator sets it: learning it from the events would leave the first
     // tick's team read (before any event arrived) failed, a warning a newcomer cannot act on.
-    "--team-id",
-    DEFAULT_TEAM_ID,
-    "--e2b-webhook-secret-file",
-    file,
+    // Several teams: each id is in platform.teams.
+    ...(servesTeams(sim) ? [] : ["--team-id", DEFAULT_TEAM_ID]),
+    ...(webhook ? ["--e2b-webhook-secret-file", file] : []),
   ];
 }
 
@@ -208,16 +303,43 @@ function adminTokenFlags(dir: string): string[] {
 }
 
 /**
- * Probe modules, as a config file (modules have no flags): the quick one every 15 s, one that also
- * pauses and resumes its sandbox twice, every 30 s, one that serves a file on a sandbox port
- * through the proxy (`http`), every 30 s; on E2B also one that waits for the platform to pause
- * its sandbox at a 5 s timeout (auto-pause) and one that wakes a paused sandbox by a request to
- * its port (`autoresume`), every minute each. The sandboxapi flavor has neither auto-pause nor
- * auto-resume.
+ * The demo's config file: its probe modules (modules have no flags) and, when `sim` serves several
+ * teams, platform.teams: each team's id, name and key file.
  */
-function probeModulesFlags(e2b: boolean, dir: string): string[] {
-  const file = join(dir, "probes.yaml");
-  const yaml = [
+function configFileFlags(sim: Simulator, e2b: boolean, dir: string): string[] {
+  const teams = servesTeams(sim);
+  const file = join(dir, teams ? "demo.yaml" : "probes.yaml");
+  writeFileSync(
+    file,
+    [...probeModulesYaml(e2b), ...(teams ? teamsYaml(sim, dir) : []), ""].join("\n"),
+  );
+  return ["--config", file];
+}
+
+/** platform.teams for every team of `sim`, each key in a file of its own in `dir`. */
+function teamsYaml(sim: Simulator, dir: string): string[] {
+  return [
+    "platform:",
+    "  teams:",
+    ...sim.teams.map((t, i) => {
+      const keyFile = join(dir, `team-${i + 1}.key`);
+      writeFileSync(keyFile, t.apiKey ?? "", { mode: 0o600 });
+      // JSON strings are YAML's double-quoted scalars: a temp dir's path needs no more care.
+      return `    - {id: ${t.id}, name: ${JSON.stringify(t.name)}, apiKeyFile: ${JSON.stringify(keyFile)}}`;
+    }),
+  ];
+}
+
+/**
+ * Probe modules: the quick one every 15 s, one that also pauses and resumes its sandbox twice,
+ * every 30 s, one that serves a file on a sandbox port through the proxy (`http`), every 30 s; on
+ * E2B also one that waits for the platform to pause its sandbox at a 5 s timeout (auto-pause) and
+ * one that wakes a paused sandbox by a request to its port (`autoresume`), every minute each. The
+ * sandboxapi flavor has neither auto-pause nor auto-resume. With several teams, the probes run in
+ * the first team.
+ */
+function probeModulesYaml(e2b: boolean): string[] {
+  return [
     "probe:",
     "  enabled: true",
     "  template: base",
@@ -241,8 +363,5 @@ function probeModulesFlags(e2b: boolean, dir: string): string[] {
     "      schedule: 30s",
     "      steps: [http]",
     ...(e2b ? ["    - name: autoresume", "      schedule: 60s", "      steps: [autoresume]"] : []),
-    "",
-  ].join("\n");
-  writeFileSync(file, yaml);
-  return ["--config", file];
+  ];
 }

@@ -12,16 +12,9 @@ import { TeamLimitMetrics } from "../metrics/team-limit-metrics.js";
 import type { RequestLimiter } from "../platform/control/limiter.js";
 import { TeamLane } from "../platform/control/team-lane.js";
 import { PlatformFacts } from "../platform/facts.js";
-import { asTeam, controlClient, exporterMetrics } from "../services.js";
+import { asTeam, controlClient, exporterMetrics, type Team } from "../services.js";
 
-/** One watched team, its key read. */
-export interface Team {
-  readonly id: string;
-  /** For sandbox_team_info and /status; the id alone labels the series. */
-  readonly name?: string;
-  /** Its API key (E2B's cloud); absent: read with the admin token and X-Team-ID. */
-  readonly apiKey?: string;
-}
+export type { Team } from "../services.js";
 
 /** Whether `config` watches several teams: two or more listed, or teams discovered. */
 export function severalTeams(config: Config): boolean {

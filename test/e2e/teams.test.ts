@@ -52,6 +52,12 @@ afterAll(async () => {
 
 type Config = ReturnType<typeof loadConfig>["config"];
 
+/** The configuration of the config file `file` alone. */
+function fromFile(file: string): Config {
+  return loadConfig({ argv: ["--config", file], env: {}, readFile: (p) => readFileSync(p, "utf8") })
+    .config;
+}
+
 /**
  * An exporter watching both teams, with keys (cloud) or the admin token (self-hosted); a reload
  * reads `reloads.next` when a test sets it.
@@ -88,11 +94,7 @@ policy:
 `;
   const file = join(dir, `${mode}.yaml`);
   writeFileSync(file, yaml);
-  const { config } = loadConfig({
-    argv: ["--config", file],
-    env: {},
-    readFile: (p) => readFileSync(p, "utf8"),
-  });
+  const config = fromFile(file);
   return startExporter(config, {
     logger: pino({ level: "silent" }),
     clock: systemClock,
@@ -195,12 +197,7 @@ cost:
   enabled: false
 `,
     );
-    const { config } = loadConfig({
-      argv: ["--config", file],
-      env: {},
-      readFile: (p) => readFileSync(p, "utf8"),
-    });
-    const e = await startExporter(config, {
+    const e = await startExporter(fromFile(file), {
       logger: pino({ level: "silent" }),
       clock: systemClock,
       manual: true,
@@ -306,11 +303,7 @@ describe("one team's failure", () => {
     const e = await exporter("keys", reloads);
     try {
       await e.runCycle();
-      const { config } = loadConfig({
-        argv: ["--config", join(dir, "keys.yaml")],
-        env: {},
-        readFile: (p) => readFileSync(p, "utf8"),
-      });
+      const config = fromFile(join(dir, "keys.yaml"));
       const [a] = config.platform.teams;
       const c = { id: C.id, name: "Gamma", apiKeyFile: join(dir, "c.key") };
       reloads.next = { ...config, platform: { ...config.platform, teams: [a!, c] } };
