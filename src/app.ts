@@ -17,7 +17,7 @@ import type { PolicyEngine } from "./policy/engine.js";
 import type { ProbeService } from "./probe/probe-service.js";
 import { type RunningServer, startListener } from "./server/listen.js";
 import { mergeNeeds, startServices } from "./services.js";
-import { type ExportedTeam, forCluster, startTeams } from "./teams/start-teams.js";
+import { type ExportedTeam, forCluster, ONE_TEAM, startTeams } from "./teams/start-teams.js";
 import { configuredTeams, severalTeams, withOneTeam } from "./teams/teams.js";
 import type { Clock } from "./util/clock.js";
 import { Secrets } from "./util/secrets.js";
@@ -96,7 +96,7 @@ export async function startExporter(given: Config, deps: AppDeps): Promise<Expor
     if (!teams || f.perTeam !== "each") started.set(f.name, await p.start(once, all));
   const features = [...started.values()];
   // The per-team features as one feature; its /status section is team discovery.
-  if (teams) started.set("teamDiscovery", teams.feature);
+  started.set("teamDiscovery", teams?.feature ?? ONE_TEAM);
   const everyFeature = [...features, ...(teams ? [teams.feature] : [])];
   const publish = (snapshot: Snapshot): void => {
     for (const f of everyFeature) f.onSnapshot?.(snapshot);

@@ -55,6 +55,14 @@ export function forCluster(effects: Effects, several: boolean): Effects {
     : { ...effects, collectors: splitCollectors(effects.collectors).cluster };
 }
 
+/** A single team's part of a reload: a reload to several teams is refused (it takes a restart). */
+export const ONE_TEAM: Started = {
+  reload(next) {
+    if (severalTeams(next)) throw new TeamsModeChangedError(true);
+    return undefined;
+  },
+};
+
 /** Discovery of `set`'s teams when platform.discoverTeams is on. */
 function discovery(root: RootServices, set: TeamSet): TeamDiscovery | undefined {
   const p = root.config.platform;
@@ -248,7 +256,7 @@ export class TeamSet {
    * start, between ticks. Going to one team or none is refused (it takes a restart).
    */
   private reload(next: Config, ctx: ReloadContext): () => void {
-    if (!severalTeams(next)) throw new TeamsModeChangedError(next.platform.teams.length);
+    if (!severalTeams(next)) throw new TeamsModeChangedError(false);
     const wanted = configuredTeams(next);
     for (const t of wanted) this.root.secrets.add(t.apiKey);
     const same = (a: Team, b: Team) => a.id === b.id && a.name === b.name && a.apiKey === b.apiKey;

@@ -69,12 +69,14 @@ export function teamInfo(ns: string, teams: readonly Team[]): string {
   return family.render("prometheus");
 }
 
-/** A reload from several teams to one or none: refused (it takes a restart), the teams kept. */
+/** A reload between one team and several: refused (it takes a restart), the teams kept. */
 export class TeamsModeChangedError extends ExporterError {
-  constructor(teams: number) {
+  constructor(toSeveral: boolean) {
     super(
       "ERR_TEAMS_MODE_CHANGED",
-      `platform.teams lists ${teams} team${teams === 1 ? "" : "s"}: going from several teams to one takes a restart; the running teams are kept`,
+      toSeveral
+        ? "platform.teams: going from one team to several takes a restart; the running team is kept"
+        : "platform.teams: going from several teams to one takes a restart; the running teams are kept",
     );
   }
 }

@@ -66,6 +66,17 @@ async function exporter(
   mode: "keys" | "admin",
   reloads: { next?: Config } = {},
 ): Promise<Exporter> {
+  const config = fromFile(configFile(mode));
+  return startExporter(config, {
+    logger: pino({ level: "silent" }),
+    clock: systemClock,
+    manual: true,
+    reloadConfig: () => reloads.next ?? config,
+  });
+}
+
+/** The config file of both teams, with keys (cloud) or the admin token (self-hosted): its path. */
+function configFile(mode: "keys" | "admin"): string {
   const teams =
     mode === "keys"
       ? `    - {id: ${A.id}, name: Alpha, apiKeyFile: ${join(dir, "a.key")}}
@@ -94,13 +105,7 @@ policy:
 `;
   const file = join(dir, `${mode}.yaml`);
   writeFileSync(file, yaml);
-  const config = fromFile(file);
-  return startExporter(config, {
-    logger: pino({ level: "silent" }),
-    clock: systemClock,
-    manual: true,
-    reloadConfig: () => reloads.next ?? config,
-  });
+  return file;
 }
 
 /** The value of `name` for exactly these labels (in the body's order), or undefined. */
@@ -175,6 +180,47 @@ describe.each(["keys", "admin"] as const)("several teams read with %s", (mode) =
     expect(status.teams[A.id]?.sandboxes).toBe(sim.team(A.id).state.sandboxes.size);
     expect(status.teams[A.id]?.name).toBe("Alpha");
     expect(status.teams[B.id]?.collectors.sandboxes?.state).toBe("ok");
+  });
+});
+
+describe("one team listed", () => {
+  it("is the single team of before: no team label; a reload to several is refused", async () => {
+    const file = join(dir, "one.yaml");
+    writeFileSync(
+      file,
+      `platform:
+  flavor: e2b
+  apiUrl: ${sim.apiUrl}
+  retries: 0
+  teams:
+    - {id: ${A.id}, apiKeyFile: ${join(dir, "a.key")}}
+server:
+  listen: 127.0.0.1:0
+`,
+    );
+    const reloads: { next?: Config } = {};
+    const e = await startExporter(fromFile(file), {
+      logger: pino({ level: "silent" }),
+      clock: systemClock,
+      manual: true,
+      reloadConfig: () => reloads.next ?? fromFile(file),
+    });
+    try {
+      await e.runCycle();
+      const body = await scrape(e);
+      expect(body).not.toContain("team=");
+      const sandboxes = [...samples(body)]
+        .filter(([k]) => k.startsWith("sandbox_sandboxes{"))
+        .reduce((sum, [, v]) => sum + v, 0);
+      expect(sandboxes).toBe(sim.team(A.id).state.sandboxes.size);
+      expect(e.teams).toEqual([]);
+      reloads.next = fromFile(configFile("keys"));
+      const refused = await e.reload();
+      expect(refused.ok).toBe(false);
+      expect(refused.error).toContain("going from one team to several takes a restart");
+    } finally {
+      await e.stop();
+    }
   });
 });
 
@@ -303,7 +349,7 @@ describe("one team's failure", () => {
     const e = await exporter("keys", reloads);
     try {
       await e.runCycle();
-      const config = fromFile(join(dir, "keys.yaml"));
+      const config = fromFile(configFile("keys"));
       const [a] = config.platform.teams;
       const c = { id: C.id, name: "Gamma", apiKeyFile: join(dir, "c.key") };
       reloads.next = { ...config, platform: { ...config.platform, teams: [a!, c] } };
