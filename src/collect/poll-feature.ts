@@ -44,11 +44,15 @@ export interface TeamPoll {
   readonly publish: (snapshot: Snapshot) => void;
 }
 
-/** A poller and what a tick that finds its walk still running tells. */
+/** A poller, and what a tick that finds its walk still running counts and logs. */
 interface Ticking {
   readonly poller: Poller;
-  readonly onSkip: () => void;
+  /** Counts the skipped tick (a poller that walks nothing counts none). */
+  readonly skipped: () => boolean;
+  readonly log: Logger;
 }
+
+const SKIPPED = "sandbox walk still running at this tick; the other collectors were refreshed";
 
 /**
  * Starts the poll; `publish` gets each snapshot after the exporter's own families have it. With
@@ -72,8 +76,9 @@ export function startPoll(
   // The teams now: a reload adds and removes them between ticks.
   let parts = teams.map(part);
   const all = (): readonly Ticking[] => [root, ...parts];
+  // A tick the schedule skipped (the last one still running) is every part's: one line says so.
   const onSkip = (): void => {
-    for (const p of all()) p.onSkip();
+    if (all().filter((p) => p.skipped()).length > 0) log.warn(SKIPPED);
   };
   // The first cycle runs at start (begin): the schedule's first tick comes an interval later, not
   // at the next whole second while that cycle still walks. croner keeps the system's time.
@@ -82,7 +87,7 @@ export function startPoll(
     async () => {
       await Promise.all(
         all().map(async (p) => {
-          if ((await p.poller.tick()).walkBusy) p.onSkip();
+          if ((await p.poller.tick()).walkBusy && p.skipped()) p.log.warn(SKIPPED);
         }),
       );
     },
@@ -143,10 +148,10 @@ function ticking(
   });
   return {
     poller,
-    onSkip: () => {
-      if (!walk) return;
-      metrics.skippedTick();
-      log.warn("sandbox walk still running at this tick; the other collectors were refreshed");
+    log,
+    skipped: () => {
+      if (walk) metrics.skippedTick();
+      return walk;
     },
   };
 }
