@@ -3,8 +3,8 @@
 // loop and the render comparison are children; this parent only drives them and scrapes.
 // `npm run bench -- --1m` adds the cases at 1,000,000 sandboxes (a few minutes more);
 // `npm run bench -- --only policy` (or `--only scale`, the 1,000,000-sandbox cases, `--only
-// events`, the lifecycle events cases, or `--only retention`, 100,000 snapshots) runs those cases
-// alone (figures to .tmp/bench/).
+// events`, the lifecycle events cases, `--only retention`, 100,000 snapshots, or `--only teams`,
+// 100,000 sandboxes over 1, 10 and 1,000 teams) runs those cases alone (figures to .tmp/bench/).
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
@@ -28,6 +28,7 @@ import { renderComparison } from "./render-case.js";
 import { printEvents, printMachine, printPolicy, printScale, printTable } from "./report.js";
 import { printRetention, retentionCase } from "./retention.js";
 import { scaleCases } from "./scale-case.js";
+import { printTeams, teamsCase } from "./teams-case.js";
 
 const SANDBOXES = Number(process.env.BENCH_SANDBOXES ?? 100_000);
 const PROBE_RUNS = Number(process.env.BENCH_PROBE_RUNS ?? 20);
@@ -54,9 +55,12 @@ const EVENTS_MEASURED =
 const withScale = process.argv.includes("--1m");
 const onlyAt = process.argv.indexOf("--only");
 const only = onlyAt < 0 ? undefined : process.argv[onlyAt + 1];
-if (only !== undefined && !["policy", "scale", "events", "cost", "retention"].includes(only))
+if (
+  only !== undefined &&
+  !["policy", "scale", "events", "cost", "retention", "teams"].includes(only)
+)
   throw new Error(
-    `--only takes "policy", "scale", "events", "cost" or "retention" (the cases that run alone), not ${only}`,
+    `--only takes "policy", "scale", "events", "cost", "retention" or "teams" (the cases that run alone), not ${only}`,
   );
 const t0 = performance.now();
 // Other work on the machine skews every figure: the load before and after goes into the results.
@@ -156,6 +160,23 @@ if (only === "policy") {
   printRetention(retention);
   console.log(
     `\nwritten to .tmp/bench/results-retention.json; ${results.benchSeconds.retention.toFixed(0)} s`,
+  );
+} else if (only === "teams") {
+  const teams = await teamsCase(buildExporterChild(), SANDBOXES);
+  const results = {
+    date: new Date().toISOString(),
+    node: process.version,
+    machine: machine(),
+    benchSeconds: { teams: (performance.now() - t0) / 1000 },
+    teams,
+  };
+  mkdirSync(".tmp/bench", { recursive: true });
+  writeFileSync(".tmp/bench/results-teams.json", `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`\nsandbox-exporter bench, several teams, ${SANDBOXES} sandboxes`);
+  printMachine(results.machine);
+  printTeams(teams);
+  console.log(
+    `\nwritten to .tmp/bench/results-teams.json; ${results.benchSeconds.teams.toFixed(0)} s`,
   );
 } else await everything();
 

@@ -192,6 +192,7 @@ export function asTeam(team: Team): NonNullable<ControlParts["team"]> {
 /** What a control client reports to and draws from. */
 export interface ControlParts {
   secrets: Secrets;
+  /** Where its requests are counted (the request histogram and errors). */
   metrics: ExporterMetrics;
   limiter: RequestBudget;
   /** Where a refused create's limit goes; absent: nowhere (the cluster's reads create nothing). */

@@ -31,7 +31,6 @@ import { TickCollectorFamilies } from "./tick-collector-families.js";
 export type { Format } from "./exposition/text.js";
 export { negotiateFormat, OPENMETRICS_TYPE, PROMETHEUS_TYPE } from "./scrape-format.js";
 
-const EOF = Buffer.from("# EOF\n", "utf8");
 /**
  * Sandboxes rendered between two turns of the event loop in updateAsync: on the 2-core bench
  * machine a slice takes a few ms to render afresh, about 1 ms to copy unchanged.
@@ -305,11 +304,13 @@ export class ExporterMetrics {
   }
 
   /**
-   * The body's two parts: the cached snapshot families (`gauges`, the same Buffers until the next
-   * snapshot) and the counters and the registry's live metrics (`tail`, made now; OpenMetrics'
-   * `# EOF` left to the caller). Several teams merge these parts (src/teams/).
+   * The body's parts: the cached snapshot families (`gauges`, and `counters` in this format: the
+   * same Buffers until the next snapshot) and the registry's live metrics (`live`, made now;
+   * OpenMetrics' `# EOF` left to the caller). Several teams merge these parts (src/teams/).
    */
-  async parts(format: Format): Promise<{ gauges: readonly Buffer[]; tail: Buffer }> {
+  async parts(
+    format: Format,
+  ): Promise<{ gauges: readonly Buffer[]; counters: Buffer; live: string }> {
     const cache = this.cache;
     const live =
       format === "openmetrics"
@@ -319,17 +320,15 @@ export class ExporterMetrics {
       cache.counters.map((f) => f.render(format)).join(""),
       "utf8",
     );
-    return {
-      gauges: cache.gauges,
-      tail: Buffer.concat([cache.countersText[format], Buffer.from(live, "utf8")]),
-    };
+    return { gauges: cache.gauges, counters: cache.countersText[format], live };
   }
 
   /** The full scrape body: cached snapshot families, then the registry's live metrics. */
   async render(format: Format, gzip: boolean): Promise<Rendered> {
     const cache = this.cache;
-    const { tail: part } = await this.parts(format);
-    const tail = format === "openmetrics" ? Buffer.concat([part, EOF]) : part;
+    const { counters, live } = await this.parts(format);
+    const end = format === "openmetrics" ? `${live}# EOF\n` : live;
+    const tail = Buffer.concat([counters, Buffer.from(end, "utf8")]);
     const contentType = format === "openmetrics" ? OPENMETRICS_TYPE : PROMETHEUS_TYPE;
     if (!gzip) return { body: [...cache.gauges, tail], contentType };
     this.gzipWanted = true;

@@ -2,22 +2,21 @@
 // team label) and each team's part with `team="<id>"` on every sample, each family written once.
 // A team's snapshot families are split and labelled once per snapshot; the merged body is made
 // again only when a part's snapshot changed. The live registries are merged at every scrape.
-import { gzipSync } from "node:zlib";
 import type { ExporterMetrics, Format, Rendered } from "../metrics/exporter-metrics.js";
 import { type FamilyText, mergeFamilies, splitFamilies } from "../metrics/exposition/merge.js";
 import { escapeLabel } from "../metrics/exposition/text.js";
-import {
-  GZIP_LEVEL,
-  gzipChunks,
-  OPENMETRICS_TYPE,
-  PROMETHEUS_TYPE,
-} from "../metrics/scrape-format.js";
+import { gzipChunks, OPENMETRICS_TYPE, PROMETHEUS_TYPE } from "../metrics/scrape-format.js";
 
 /** One part of the body: a team's metrics with its label, or the exporter's (no label). */
 export interface ExpositionPart {
   readonly metrics: ExporterMetrics;
   /** The team id; undefined for the exporter's part. */
   readonly team?: string;
+}
+
+interface SplitCounters {
+  readonly counters: Buffer;
+  readonly families: FamilyText[];
 }
 
 interface SplitGauges {
@@ -28,6 +27,8 @@ interface SplitGauges {
 /** The merged body of every part, cached per snapshot of each. */
 export class TeamsExposition {
   private readonly split = new Map<ExporterMetrics, SplitGauges>();
+  /** Each part's snapshot counters, split and labelled once per snapshot and format. */
+  private readonly counters = new Map<ExporterMetrics, Map<Format, SplitCounters>>();
   private merged: { key: readonly (readonly Buffer[])[]; body: Buffer; gzip?: Promise<Buffer> } = {
     key: [],
     body: Buffer.alloc(0),
@@ -50,18 +51,21 @@ export class TeamsExposition {
       parts,
       read.map((r) => r.gauges),
     );
+    // The counters are the snapshot's (split once); only the registries' live part is made now.
     const tail = mergeFamilies(
-      read.map((r, i) => splitFamilies(r.tail.toString("utf8"), teamLabel(parts[i]?.team))),
+      read.map((r, i) => {
+        const part = parts[i] as ExpositionPart;
+        const live = splitFamilies(r.live, teamLabel(part.team));
+        return [...this.countersOf(part, format, r.counters), ...live];
+      }),
     );
     const end = Buffer.from(format === "openmetrics" ? `${tail}# EOF\n` : tail, "utf8");
     const contentType = format === "openmetrics" ? OPENMETRICS_TYPE : PROMETHEUS_TYPE;
     if (!gzip) return { body: [gauges.body, end], contentType };
     gauges.gzip ??= gzipChunks([gauges.body]);
-    return {
-      body: [await gauges.gzip, gzipSync(end, { level: GZIP_LEVEL })],
-      contentType,
-      contentEncoding: "gzip",
-    };
+    // Both members on the zlib thread pool: a body of many teams runs to tens of MB.
+    const [head, rest] = await Promise.all([gauges.gzip, gzipChunks([end])]);
+    return { body: [head, rest], contentType, contentEncoding: "gzip" };
   }
 
   /**
@@ -76,8 +80,8 @@ export class TeamsExposition {
       key.length === this.merged.key.length && key.every((g, i) => g === this.merged.key[i]);
     if (same) return this.merged;
     // A team removed leaves nothing behind.
-    for (const m of this.split.keys())
-      if (!parts.some((p) => p.metrics === m)) this.split.delete(m);
+    for (const cache of [this.split, this.counters])
+      for (const m of cache.keys()) if (!parts.some((p) => p.metrics === m)) cache.delete(m);
     const families = parts.map((p, i) => this.familiesOf(p, key[i] ?? []));
     const info = splitFamilies(this.info());
     const body = Buffer.from(
@@ -86,6 +90,16 @@ export class TeamsExposition {
     );
     this.merged = { key, body };
     return this.merged;
+  }
+
+  private countersOf(part: ExpositionPart, format: Format, counters: Buffer): FamilyText[] {
+    const byFormat = this.counters.get(part.metrics) ?? new Map<Format, SplitCounters>();
+    this.counters.set(part.metrics, byFormat);
+    const known = byFormat.get(format);
+    if (known?.counters === counters) return known.families;
+    const families = splitFamilies(counters.toString("utf8"), teamLabel(part.team));
+    byFormat.set(format, { counters, families });
+    return families;
   }
 
   private familiesOf(part: ExpositionPart, gauges: readonly Buffer[]): FamilyText[] {
