@@ -217,7 +217,8 @@ async function teamsScrape(): Promise<Exposition> {
       flavor: "e2b",
       retries: 0,
       adminTokenFile: adminFile,
-      teams: teams.map((t) => ({ id: t.id })),
+      // Named, so sandbox_team_info carries team_name for the dashboards' joins.
+      teams: teams.map((t, i) => ({ id: t.id, name: `team-${i + 1}` })),
     },
     server: { listen: "127.0.0.1:0" },
     cost: { budget: { daily: 100 } },
