@@ -178,6 +178,8 @@ export interface Team {
   readonly name?: string;
   /** Its API key (E2B's cloud); absent: read with the admin token and X-Team-ID. */
   readonly apiKey?: string;
+  /** Its daily spend budget; absent: cost.budget.daily. */
+  readonly dailyBudget?: number;
 }
 
 /** How a control client reads as `team`: its key, or the admin token and X-Team-ID. */

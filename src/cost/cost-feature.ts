@@ -15,7 +15,8 @@ export const costFeature: Feature = {
       needs: { sandboxMetadata: config.cost.attributeBy.length > 0 },
       start(s, all) {
         const cost = startCost({
-          settings: config.cost,
+          // The services' own: several teams give each its budget (platform.teams[].dailyBudget).
+          settings: s.config.cost,
           registry: s.metrics.registry,
           namespace: config.metrics.namespace,
           clock: s.clock,

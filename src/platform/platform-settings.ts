@@ -51,8 +51,13 @@ const TeamEntry = z.strictObject(
     name: text.min(1, { error: "a team name" }).optional(),
     /** File holding the team's API key (E2B's cloud); without it, the admin token reads the team. */
     apiKeyFile: text.min(1, { error: "a file path" }).optional(),
+    /** The team's daily spend budget (cost.currency); default cost.budget.daily. */
+    dailyBudget: z
+      .number({ error: "a budget: a finite number >= 0" })
+      .refine((n) => Number.isFinite(n) && n >= 0, { error: "a budget: a finite number >= 0" })
+      .optional(),
   },
-  { error: "a team: {id, name?, apiKeyFile?}" },
+  { error: "a team: {id, name?, apiKeyFile?, dailyBudget?}" },
 );
 
 /** A key that can go into an HTTP header: no line breaks or other control characters. */
@@ -112,6 +117,8 @@ export const platformSlice = defineSlice({
      * Also watch the teams GET /admin/sandboxes/running-counts names (self-hosted, with the admin
      * token): each is read with the admin token and X-Team-ID, as a listed team without a key.
      */
+    /** Several teams: the team the probes run in (listed in teams); default the first listed. */
+    probeTeam: text.min(1, { error: "a team id" }).optional(),
     discoverTeams: bool.default(false),
     /** A discovered team with no running sandbox for this long is no longer watched. */
     discoveredTeamIdleMs: duration().default(3_600_000),
@@ -274,6 +281,14 @@ export const platformSlice = defineSlice({
       doc: "the API key's team; unset, it is learned from the lifecycle events' `sandboxTeamId` (`poll.events` or the webhook), and until then the team collector fails with `ERR_TEAM_ID_UNKNOWN`",
     },
     {
+      path: "platform.probeTeam",
+      env: `${X}PROBE_TEAM`,
+      flag: "probe-team",
+      kind: "string",
+      help: "with several teams, the team the probes run in",
+      shownDefault: "the first of platform.teams",
+    },
+    {
       path: "platform.discoverTeams",
       env: `${X}DISCOVER_TEAMS`,
       flag: "discover-teams",
@@ -304,6 +319,12 @@ export const platformSlice = defineSlice({
         path: ["discoverTeams"],
         message:
           "platform.adminTokenFile set as well: only the admin token reads GET /admin/sandboxes/running-counts",
+      });
+    if (section.probeTeam !== undefined && !section.teams.some((t) => t.id === section.probeTeam))
+      ctx.addIssue({
+        code: "custom",
+        path: ["probeTeam"],
+        message: `the id of a team of platform.teams (${section.probeTeam} is not listed)`,
       });
     const seen = new Set<string>();
     section.teams.forEach((team, i) => {

@@ -29,6 +29,7 @@ import {
 } from "./team-parts.js";
 import {
   configuredTeams,
+  forTeamConfig,
   type Shared,
   severalTeams,
   sharedDispatcher,
@@ -163,10 +164,14 @@ export class TeamSet {
     };
   }
 
-  /** The exporter's services for a feature that runs once (the probe): it acts in the first team. */
+  /**
+   * The exporter's services for a feature that runs once (the probe): it acts in
+   * platform.probeTeam, else the first team listed.
+   */
   firstTeam(s: Services): Services {
-    const first = this.runs[0];
-    return first ? { ...s, control: first.services.control } : s;
+    const id = s.config.platform.probeTeam;
+    const run = id === undefined ? this.runs[0] : this.runs.find((r) => r.team.id === id);
+    return run ? { ...s, control: run.services.control } : s;
   }
 
   /** Each team's part of the poll, for the poll's start. */
@@ -263,12 +268,16 @@ export class TeamSet {
     const kept = this.runs.filter((r) => wanted.some((w) => same(w, r.team)));
     const gone = this.runs.filter((r) => !kept.includes(r)).map((r) => r.team.id);
     const added = wanted.filter((w) => !kept.some((r) => same(w, r.team)));
-    const apply = kept.flatMap((r) => [...r.started.values()].map((f) => f.reload?.(next, ctx)));
+    // Each team's features read the next configuration as the team has it (its own budget).
+    const apply = kept.flatMap((r) => {
+      const as = forTeamConfig(next, wanted.find((w) => same(w, r.team)) ?? r.team);
+      return [...r.started.values()].map((f) => f.reload?.(as, ctx));
+    });
     return () => {
       for (const a of apply) a?.();
       this.queue(async () => {
         for (const id of gone) await this.remove(id);
-        for (const t of added) await this.add(t, { next, ctx });
+        for (const t of added) await this.add(t, { next: forTeamConfig(next, t), ctx });
         if (gone.length + added.length > 0)
           this.root.logger.info(
             { added: added.map((t) => t.id), removed: gone },

@@ -32,7 +32,14 @@ export function configuredTeams(config: Config, read?: (path: string) => string)
     id: t.id,
     ...(t.name ? { name: t.name } : {}),
     ...(keys.has(t.id) ? { apiKey: keys.get(t.id) as string } : {}),
+    ...(t.dailyBudget !== undefined ? { dailyBudget: t.dailyBudget } : {}),
   }));
+}
+
+/** `config` as `team`'s features read it: its own daily budget, where it has one. */
+export function forTeamConfig(config: Config, team: Team): Config {
+  if (team.dailyBudget === undefined) return config;
+  return { ...config, cost: { ...config.cost, budget: { daily: team.dailyBudget } } };
 }
 
 /**
@@ -100,7 +107,8 @@ export function teamServices(
   shared: Shared,
   latest: () => Snapshot | undefined,
 ): Services {
-  const { config, secrets } = root;
+  const { secrets } = root;
+  const config = forTeamConfig(root.config, team);
   const effects: Effects = {
     ...root,
     logger: root.logger.child({ team: team.id }),

@@ -80,7 +80,7 @@ function configFile(mode: "keys" | "admin"): string {
   const teams =
     mode === "keys"
       ? `    - {id: ${A.id}, name: Alpha, apiKeyFile: ${join(dir, "a.key")}}
-    - {id: ${B.id}, apiKeyFile: ${join(dir, "b.key")}}`
+    - {id: ${B.id}, apiKeyFile: ${join(dir, "b.key")}, dailyBudget: 5}`
       : `    - {id: ${A.id}, name: Alpha}
     - {id: ${B.id}}`;
   const yaml = `platform:
@@ -94,6 +94,8 @@ server:
   listen: 127.0.0.1:0
 poll:
   events: true
+cost:
+  budget: { daily: 100 }
 policy:
   enabled: true
   consecutiveCycles: 1
@@ -310,6 +312,58 @@ describe("the policy per team", () => {
       expect(decisions.some((k) => k.includes(`team="${B.id}"`) && k.includes("old-in-a"))).toBe(
         false,
       );
+    } finally {
+      await e.stop();
+    }
+  });
+});
+
+describe("each team's budget and the probe's team", () => {
+  it("gives a team its own daily budget, the others cost.budget.daily", async () => {
+    const e = await exporter("keys");
+    try {
+      await e.runCycle();
+      const body = await scrape(e);
+      const budget = (team: string) =>
+        [...samples(body)].find(
+          ([k]) => k.startsWith("sandbox_cost_budget{") && k.includes(`team="${team}"`),
+        )?.[1];
+      expect(budget(A.id)).toBe(100);
+      expect(budget(B.id)).toBe(5);
+    } finally {
+      await e.stop();
+    }
+  });
+
+  it("runs the probe in platform.probeTeam", async () => {
+    const config = fromFile(configFile("keys"));
+    const e = await startExporter(
+      {
+        ...config,
+        platform: {
+          ...config.platform,
+          probeTeam: B.id,
+          sandboxDomain: sim.domain,
+          proxyNodeIp: "127.0.0.1",
+          proxyPortHttp: sim.dataPort,
+          proxyScheme: "http",
+        },
+        probe: {
+          ...config.probe,
+          enabled: true,
+          template: sim.team(B.id).state.templates[0]?.templateID ?? "base",
+        },
+      },
+      { logger: pino({ level: "silent" }), clock: systemClock, manual: true },
+    );
+    try {
+      const creates = () => [A, B].map((t) => sim.team(t.id).counters.get("POST /sandboxes"));
+      const before = creates();
+      expect((await e.prober?.runOnce())?.success).toBe(true);
+      const after = creates();
+      expect([(after[0] ?? 0) - (before[0] ?? 0), (after[1] ?? 0) - (before[1] ?? 0)]).toEqual([
+        0, 1,
+      ]);
     } finally {
       await e.stop();
     }
