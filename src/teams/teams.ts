@@ -44,13 +44,14 @@ export function forTeamConfig(config: Config, team: Team): Config {
 
 /**
  * `config` with its one team, if platform.teams lists exactly one, as the single team it is: its
- * id is platform.teamId and its key file gives platform.apiKey, where those are unset.
+ * id is platform.teamId and its key file gives platform.apiKey, where those are unset; its
+ * dailyBudget is cost.budget.daily.
  */
 export function withOneTeam(config: Config, read?: (path: string) => string): Config {
   const [only, ...more] = config.platform.teams;
   if (only === undefined || more.length > 0 || config.platform.discoverTeams) return config;
   const key = readTeamKeys(config, read).get(only.id);
-  return {
+  const one = {
     ...config,
     platform: {
       ...config.platform,
@@ -58,6 +59,7 @@ export function withOneTeam(config: Config, read?: (path: string) => string): Co
       apiKey: config.platform.apiKey || (key ?? ""),
     },
   };
+  return only.dailyBudget === undefined ? one : forTeamConfig(one, only);
 }
 
 /** The collectors a team reads (every one but the cluster's), and those the cluster's part reads. */

@@ -195,7 +195,7 @@ describe("one team listed", () => {
   apiUrl: ${sim.apiUrl}
   retries: 0
   teams:
-    - {id: ${A.id}, apiKeyFile: ${join(dir, "a.key")}}
+    - {id: ${A.id}, apiKeyFile: ${join(dir, "a.key")}, dailyBudget: 7}
 server:
   listen: 127.0.0.1:0
 `,
@@ -215,6 +215,7 @@ server:
         .filter(([k]) => k.startsWith("sandbox_sandboxes{"))
         .reduce((sum, [, v]) => sum + v, 0);
       expect(sandboxes).toBe(sim.team(A.id).state.sandboxes.size);
+      expect(value(body, 'sandbox_cost_budget{period="daily",currency="USD"}')).toBe(7);
       expect(e.teams).toEqual([]);
       reloads.next = fromFile(configFile("keys"));
       const refused = await e.reload();
