@@ -132,8 +132,8 @@ export const ConfigSchema = z
   })
   .superRefine((c, ctx) => {
     // What does not run per team yet: refused with several teams rather than run for one.
-    if (c.platform.teams.length < 2) return;
-    const teams = "several teams (platform.teams)";
+    if (c.platform.teams.length < 2 && !c.platform.discoverTeams) return;
+    const teams = "several teams (platform.teams, platform.discoverTeams)";
     if (c.webhooks.e2bSecretFile !== undefined)
       ctx.addIssue({
         code: "custom",
