@@ -73,7 +73,7 @@ function discovery(root: RootServices, set: TeamSet): TeamDiscovery | undefined 
     add: (id) => set.add({ id }),
     remove: (id) => set.remove(id),
     watched: () => set.exported().map((t) => t.id),
-    listed: new Set(p.teams.map((t) => t.id)),
+    listed: () => set.listed,
     idleMs: p.discoveredTeamIdleMs,
     everyMs: root.pollIntervalMs,
   });
@@ -103,6 +103,8 @@ export class TeamSet {
   /** What every per-team feature does together, as one feature: reload, begin, idle, halt, stop. */
   readonly feature: Started;
   private runs: TeamRun[] = [];
+  /** The ids platform.teams lists now (discovery never touches them). */
+  listed: ReadonlySet<string>;
   private poll: Poll | undefined;
   private begun = false;
   /** The team changes a reload started, in order; a manual cycle waits for them. */
@@ -117,6 +119,7 @@ export class TeamSet {
     private readonly on: ReadonlyArray<readonly [Feature, Prepared]>,
     private readonly all: PreparedSet,
   ) {
+    this.listed = new Set(root.config.platform.teams.map((t) => t.id));
     const { dispatcher, owned } = sharedDispatcher(root);
     this.shared = {
       limiter: root.limiter,
@@ -265,7 +268,10 @@ export class TeamSet {
     const wanted = configuredTeams(next);
     for (const t of wanted) this.root.secrets.add(t.apiKey);
     const same = (a: Team, b: Team) => a.id === b.id && a.name === b.name && a.apiKey === b.apiKey;
-    const kept = this.runs.filter((r) => wanted.some((w) => same(w, r.team)));
+    // A team discovery found and the next list does not name stays: discovery removes it when idle.
+    const found = (r: TeamRun) =>
+      this.discovery?.found(r.team.id) === true && !wanted.some((w) => w.id === r.team.id);
+    const kept = this.runs.filter((r) => found(r) || wanted.some((w) => same(w, r.team)));
     const gone = this.runs.filter((r) => !kept.includes(r)).map((r) => r.team.id);
     const added = wanted.filter((w) => !kept.some((r) => same(w, r.team)));
     // Each team's features read the next configuration as the team has it (its own budget).
@@ -275,6 +281,7 @@ export class TeamSet {
     });
     return () => {
       for (const a of apply) a?.();
+      this.listed = new Set(wanted.map((t) => t.id));
       this.queue(async () => {
         for (const id of gone) await this.remove(id);
         for (const t of added) await this.add(t, { next: forTeamConfig(next, t), ctx });

@@ -48,8 +48,8 @@ export interface DiscoveryOptions {
   remove(id: string): Promise<void>;
   /** The teams watched now. */
   watched(): readonly string[];
-  /** Listed teams: never removed by discovery. */
-  listed: ReadonlySet<string>;
+  /** Listed teams now (a reload changes them): never added or removed by discovery. */
+  listed(): ReadonlySet<string>;
   idleMs: number;
   /** How often running-counts is asked (the platform refreshes it about every 5 s). */
   everyMs: number;
@@ -92,8 +92,10 @@ export class TeamDiscovery {
       return;
     }
     const watched = new Set(this.o.watched());
+    const listed = this.o.listed();
+    for (const id of this.lastBusy.keys()) if (listed.has(id)) this.lastBusy.delete(id);
     for (const [id, n] of counts.teams) {
-      if (this.o.listed.has(id)) continue;
+      if (listed.has(id)) continue;
       if (n > 0 || !this.lastBusy.has(id)) this.lastBusy.set(id, now);
       if (!watched.has(id)) await this.o.add(id);
     }
@@ -107,6 +109,11 @@ export class TeamDiscovery {
       dropped: this.state.dropped + counts.dropped,
       discovered: [...this.lastBusy.keys()],
     };
+  }
+
+  /** Whether `id` is a team discovery found and still watches. */
+  found(id: string): boolean {
+    return this.lastBusy.has(id);
   }
 
   status(): DiscoveryStatus {

@@ -266,6 +266,13 @@ cost:
         teamDiscovery: { discovered: string[] };
       };
       expect(status.teamDiscovery.discovered.sort()).toEqual([B.id, C.id]);
+      // A reload keeps the teams discovery found (the list names only A): same pollers after it.
+      const before = e.teams.map((t) => t.poller);
+      expect((await e.reload()).ok).toBe(true);
+      await e.runCycle();
+      const after = e.teams.map((t) => t.poller);
+      expect(after).toHaveLength(3);
+      after.forEach((p, i) => expect(p).toBe(before[i]));
     } finally {
       await e.stop();
     }

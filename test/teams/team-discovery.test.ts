@@ -8,6 +8,7 @@ import { parseRunningCounts, TeamDiscovery } from "../../src/teams/team-discover
 /** A discovery whose platform answers `answers` in turn; adds and removes are recorded. */
 function discovery(answers: Array<unknown | Error>, idleMs = 1_000) {
   const watched = new Set<string>(["listed"]);
+  const listed = new Set<string>(["listed"]);
   const log: string[] = [];
   const control = {
     getJsonReply: async (
@@ -34,11 +35,11 @@ function discovery(answers: Array<unknown | Error>, idleMs = 1_000) {
       log.push(`-${id}`);
     },
     watched: () => [...watched],
-    listed: new Set(["listed"]),
+    listed: () => listed,
     idleMs,
     everyMs: 100,
   });
-  return { d, log, watched };
+  return { d, log, watched, listed };
 }
 
 describe("TeamDiscovery", () => {
@@ -64,12 +65,18 @@ describe("TeamDiscovery", () => {
   });
 
   it("never removes a listed team, and drops a bad entry without dropping the answer", async () => {
-    const { d, log } = discovery([{ listed: 1, good: 1, "": 2, bad: "x", neg: -1 }, {}], 10);
+    const { d, log, listed } = discovery(
+      [{ listed: 1, good: 1, other: 1, "": 2, bad: "x", neg: -1 }, {}],
+      10,
+    );
     await d.round(0);
-    expect(log).toEqual(["+good"]);
+    expect(log).toEqual(["+good", "+other"]);
     expect(d.status().dropped).toBe(3);
+    // A reload lists `other`: discovery lets go of it, and never removes it.
+    listed.add("other");
     await d.round(1_000);
-    expect(log).toEqual(["+good", "-good"]);
+    expect(log).toEqual(["+good", "+other", "-good"]);
+    expect(d.found("other")).toBe(false);
   });
 
   it("refuses an answer that is not an object of counts", () => {
