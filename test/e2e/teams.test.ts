@@ -272,7 +272,7 @@ cost:
       await e.runCycle();
       const after = e.teams.map((t) => t.poller);
       expect(after).toHaveLength(3);
-      after.forEach((p, i) => expect(p).toBe(before[i]));
+      for (const [i, p] of after.entries()) expect(p).toBe(before[i]);
     } finally {
       await e.stop();
     }
