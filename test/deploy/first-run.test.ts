@@ -6,25 +6,17 @@
 // `npm run demo` exits 0, nothing warns, --help exits.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Exporter, startExporter } from "../../src/app.js";
-import { loadConfig } from "../../src/catalog.js";
-import {
-  demoEnv,
-  demoExporterArgs,
-  registerDemoWebhook,
-  startDemoSimulator,
-} from "../../src/simulator/demo-setup.js";
+import type { Exporter } from "../../src/app.js";
+import { registerDemoWebhook, startDemoSimulator } from "../../src/simulator/demo-setup.js";
 import type { Simulator } from "../../src/simulator/index.js";
-import { systemClock } from "../../src/util/clock.js";
 import { output, waitForOutput } from "../helpers/child.js";
+import { startDemoExporter } from "../helpers/demo-exporter.js";
 import { samples } from "../helpers/exporter.js";
 
 const TOO_MANY = "policy rule would act on too many sandboxes: acting on none";
@@ -50,23 +42,7 @@ describe.each([
 
   beforeAll(async () => {
     sim = await startDemoSimulator(e2b);
-    const { config } = loadConfig({
-      argv: [...demoExporterArgs(sim, e2b, dir), "--listen", "127.0.0.1:0", "--log-format", "json"],
-      env: demoEnv(sim),
-      readFile: (path) => readFileSync(path, "utf8"),
-    });
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(JSON.parse(String(chunk)) as Record<string, unknown>);
-        done();
-      },
-    });
-    exporter = await startExporter(config, {
-      logger: pino({ level: "info" }, sink),
-      clock: systemClock,
-      manual: true,
-      readFile: (path) => readFileSync(path, "utf8"),
-    });
+    ({ exporter } = await startDemoExporter(sim, e2b, dir, lines));
     if (e2b) registerDemoWebhook(sim, exporter.server.url);
     // The example policy acts on a sandbox found idle on two fresh snapshots in a row.
     for (let i = 0; i < CYCLES; i++) await exporter.runCycle();

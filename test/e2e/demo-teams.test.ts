@@ -7,24 +7,20 @@
 // without a warning, and a team count the demo cannot run is refused before anything starts.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Exporter, startExporter } from "../../src/app.js";
-import { loadConfig } from "../../src/catalog.js";
+import type { Exporter } from "../../src/app.js";
+import type { loadConfig } from "../../src/catalog.js";
 import {
-  demoEnv,
-  demoExporterArgs,
   demoSimulatorOptions,
   demoTeamsBanner,
   shapeDemoFleet,
 } from "../../src/simulator/demo-setup.js";
 import { type Simulator, startSimulator } from "../../src/simulator/index.js";
-import { systemClock } from "../../src/util/clock.js";
 import { output, waitForOutput } from "../helpers/child.js";
+import { startDemoExporter } from "../helpers/demo-exporter.js";
 import { samples } from "../helpers/exporter.js";
 
 const TEAMS = 3;
@@ -60,29 +56,7 @@ describe("the demo with --teams 3, in process", () => {
     const { churn: _churn, ...options } = demoSimulatorOptions(true, false, TEAMS);
     sim = await startSimulator(options);
     shapeDemoFleet(sim, true, false);
-    ({ config } = loadConfig({
-      argv: [
-        ...demoExporterArgs(sim, true, dir),
-        "--listen",
-        "127.0.0.1:0",
-        "--log-format",
-        "json",
-      ],
-      env: demoEnv(sim),
-      readFile: (path) => readFileSync(path, "utf8"),
-    }));
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(JSON.parse(String(chunk)) as Record<string, unknown>);
-        done();
-      },
-    });
-    exporter = await startExporter(config, {
-      logger: pino({ level: "info" }, sink),
-      clock: systemClock,
-      manual: true,
-      readFile: (path) => readFileSync(path, "utf8"),
-    });
+    ({ exporter, config } = await startDemoExporter(sim, true, dir, lines));
     for (let i = 0; i < CYCLES; i++) await exporter.runCycle();
     body = await (await fetch(`${exporter.server.url}/metrics`)).text();
   }, 60_000);
