@@ -109,7 +109,7 @@ export async function startExporter(given: Config, deps: AppDeps): Promise<Expor
     poller: running.poller,
     started,
     off: prepared.filter(([, p]) => p === undefined).map(([f]) => f),
-    reloadConfig: deps.reloadConfig ?? (() => config),
+    reloadConfig: () => withOneTeam(deps.reloadConfig?.() ?? given),
     readSecrets: (next, names) => readSecretFiles(next, names),
     ...teams?.listenerParts(running.poller),
   });

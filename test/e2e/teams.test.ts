@@ -217,6 +217,10 @@ server:
       expect(sandboxes).toBe(sim.team(A.id).state.sandboxes.size);
       expect(value(body, 'sandbox_cost_budget{period="daily",currency="USD"}')).toBe(7);
       expect(e.teams).toEqual([]);
+      // A reload reads the one team's budget as the start did.
+      expect((await e.reload()).ok).toBe(true);
+      const again = await scrape(e);
+      expect(value(again, 'sandbox_cost_budget{period="daily",currency="USD"}')).toBe(7);
       reloads.next = fromFile(configFile("keys"));
       const refused = await e.reload();
       expect(refused.ok).toBe(false);
