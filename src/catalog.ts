@@ -129,17 +129,6 @@ export const ConfigSchema = z
         ctx.addIssue({ code: "custom", path: i.path, message: i.message, input: c.cost }),
       ),
     };
-  })
-  .superRefine((c, ctx) => {
-    // What does not run per team yet: refused with several teams rather than run for one.
-    if (c.platform.teams.length < 2 && !c.platform.discoverTeams) return;
-    const teams = "several teams (platform.teams, platform.discoverTeams)";
-    if (c.webhooks.e2bSecretFile !== undefined)
-      ctx.addIssue({
-        code: "custom",
-        path: ["webhooks", "e2bSecretFile"],
-        message: `unset with ${teams}: E2B's webhook feeds one team per exporter for now; poll.events reads every team's events`,
-      });
   });
 
 /** True when A and B are each assignable to the other. */

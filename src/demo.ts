@@ -22,7 +22,6 @@ import {
   DEMO_MAX_TEAMS,
   demoEnv,
   demoExporterArgs,
-  demoRuns,
   demoTeamsBanner,
   registerDemoWebhook,
   servesTeams,
@@ -109,7 +108,7 @@ try {
 }
 // --help and --version start nothing: the simulator must not keep the process alive.
 if (!exporter) await sim.close();
-if (exporter && e2b && demoRuns(sim, "e2bWebhook")) registerDemoWebhook(sim, exporter.server.url);
+if (exporter && e2b) registerDemoWebhook(sim, exporter.server.url);
 if (exporter && promListen !== undefined) {
   try {
     prom = await startDemoPrometheus(new URL(exporter.server.url).host, promListen, demoDir);

@@ -7,8 +7,8 @@ import type { Snapshot } from "./collect/snapshot.js";
 import type { SecretName, SecretValues } from "./config/secret-files.js";
 import type { Config } from "./config/settings.js";
 import type { ExporterMetrics } from "./metrics/exporter-metrics.js";
-import type { EventLedger } from "./metrics/lifecycle-events.js";
 import type { ControlClient } from "./platform/control/control.js";
+import type { LifecycleEvent, LifecycleEventSink } from "./platform/events.js";
 import type { PlatformFacts } from "./platform/facts.js";
 import type { Clock } from "./util/clock.js";
 import { ExporterError } from "./util/errors.js";
@@ -49,13 +49,24 @@ export interface Services extends Effects {
    * poll.events is on or a feature needs it (Needs.ledger). A feature that counts fresh events
    * subscribes (`ledger.onFresh`), whichever feature feeds it and in whatever order they start.
    */
-  readonly ledger: EventLedger | undefined;
+  readonly ledger: Ledger | undefined;
   /** The policy's observers: a feature that follows its pauses (cost) adds its hooks at start. */
   readonly policyHooks: PolicyHooks[];
   /** How the listener is secured at start, as a feature sees it. */
   readonly listener: ListenerAccess;
   /** The latest snapshot the poll published (undefined before the first). */
   latest(): Snapshot | undefined;
+}
+
+/**
+ * What the features use of the event ledger: the EventLedger, or with several teams the router
+ * that passes each event to its team's (src/teams/teams-ledger.ts).
+ */
+export interface Ledger extends LifecycleEventSink {
+  /** The oldest event time whose id is still remembered: an older event may be a replay. */
+  horizon(): number;
+  /** Subscribes to each event new to the ledger, whichever way it came. */
+  onFresh(listener: (event: LifecycleEvent) => void): void;
 }
 
 /** What the poll must read for the features that are on (asked before anything starts). */

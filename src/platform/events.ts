@@ -73,4 +73,9 @@ export interface LifecycleEventSink {
    * of the whole team (its id) is kept.
    */
   otherShard?(event: LifecycleEvent): void;
+  /**
+   * Whether the event is one this sink counts (several teams: a team the exporter watches);
+   * absent: every one. One it does not is shown to `otherShard` like another shard's.
+   */
+  owns?(event: LifecycleEvent): boolean;
 }

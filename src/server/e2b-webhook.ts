@@ -284,8 +284,9 @@ class E2bWebhookReceiver {
     const { o } = this;
     let accepted = 0;
     let otherShard = 0;
+    // Another shard's sandbox, or a team this exporter does not watch: counted elsewhere.
     for (const e of events) {
-      if (o.own !== undefined && !o.own(e.sandboxId)) {
+      if ((o.own !== undefined && !o.own(e.sandboxId)) || o.sink.owns?.(e) === false) {
         // The shard is applied where records arrive: its own shard counts it (its poll or delivery).
         o.sink.otherShard?.(e);
         otherShard++;

@@ -50,15 +50,6 @@ export const DEMO_MAX_TEAMS = 10;
 /** The seed of `--teams N`'s ids and keys: the simulator's default, so every run serves the same. */
 const DEMO_TEAMS_SEED = 1;
 
-/**
- * What the exporter refuses with several teams for now (the configuration says so at load): the
- * teams demo leaves it out, and its banner says what is missing. Deleting a line here puts that
- * part back into the teams demo.
- */
-const NOT_WITH_TEAMS: Partial<Record<"policy" | "e2bWebhook", string>> = {
-  e2bWebhook: "E2B's webhook (each team's events are polled instead)",
-};
-
 /** Sandboxes of each team of `--teams N`, as many as the single demo's fleet. */
 const DEMO_TEAM_SANDBOXES = 300;
 
@@ -194,8 +185,7 @@ export function demoEnv(sim: Simulator): Record<string, string> {
  * API with `e2b`, polls
  * every 5 s, per-sandbox series and resource usage, the probe modules, the example policy in
  * dry-run, pretty logs; on E2B also events, team capacity, template builds and the webhook secret.
- * When `sim` serves several teams: E2B, every team in the config file with its key, and what the
- * exporter does not run with several teams yet left out (NOT_WITH_TEAMS).
+ * When `sim` serves several teams: E2B, every team in the config file with its key.
  * Flags given after these win (`--listen`, `--log-format json`).
  */
 export function demoExporterArgs(sim: Simulator, e2b: boolean, dir: string): string[] {
@@ -208,7 +198,7 @@ export function demoExporterArgs(sim: Simulator, e2b: boolean, dir: string): str
     ...configFileFlags(sim, onE2b, dir),
     ...dataPlaneFlags(sim.dataPort),
     // The example rules, in dry-run: the plan is on /status, the audit in the log.
-    ...(demoRuns(sim, "policy") ? ["--policy", EXAMPLE_POLICY_FILE] : []),
+    ...["--policy", EXAMPLE_POLICY_FILE],
     // Spend at E2B's published rates (E2B's defaults; given here so the self-hosted flavor meters
     // too), by the fleet's team and owner metadata, against a daily budget: the Spend dashboard fills.
     ...["--cost", "--cost-vcpu-second", "0.000014", "--cost-memory-gib-second", "0.0000045"],
@@ -226,27 +216,15 @@ export function demoExporterArgs(sim: Simulator, e2b: boolean, dir: string): str
 }
 
 /**
- * Whether the demo against `sim` runs `part`: always with one team; with several, unless the
- * exporter refuses it there for now (NOT_WITH_TEAMS).
- */
-export function demoRuns(sim: Simulator, part: keyof typeof NOT_WITH_TEAMS): boolean {
-  return !servesTeams(sim) || NOT_WITH_TEAMS[part] === undefined;
-}
-
-/**
  * The banner's lines about the teams of `--teams N`, none with one team: each team's id (its
- * series' `team` label) and name, where the probes run, and what is left out for now.
+ * series' `team` label) and name, and where the probes run.
  */
 export function demoTeamsBanner(sim: Simulator): string[] {
   if (!servesTeams(sim)) return [];
-  const missing = Object.values(NOT_WITH_TEAMS);
-  return [
-    ...sim.teams.map(
-      (t, i) =>
-        `${`team ${i + 1}:`.padEnd(12)}${t.id}  ${t.name}${i === 0 ? "  (the probes run in this team)" : ""}`,
-    ),
-    ...(missing.length > 0 ? [`not yet with several teams: ${missing.join("; ")}`] : []),
-  ];
+  return sim.teams.map(
+    (t, i) =>
+      `${`team ${i + 1}:`.padEnd(12)}${t.id}  ${t.name}${i === 0 ? "  (the probes run in this team)" : ""}`,
+  );
 }
 
 /** As an operator registers the exporter with E2B, in each team: every lifecycle event, signed. */
@@ -271,12 +249,12 @@ export function registerDemoWebhook(sim: Simulator, exporterUrl: string): void {
  * What E2B's hosted API serves beyond the sandbox list, all read by the E2B demo: lifecycle events
  * (polled, and pushed to POST /webhooks/e2b, signed with the secret in a file), team capacity
  * against a configured limit, template build states, the team's storage (snapshots, volumes).
- * With several teams, each team's id is in the config file, and the webhook as demoRuns says.
+ * With several teams, each team's id is in the config file, and the webhook routes each event to
+ * its team.
  */
 function platformTruthFlags(sim: Simulator, dir: string): string[] {
   const file = join(dir, "e2b-webhook-secret");
-  const webhook = demoRuns(sim, "e2bWebhook");
-  if (webhook) writeFileSync(file, DEMO_WEBHOOK_SECRET, { mode: 0o600 });
+  writeFileSync(file, DEMO_WEBHOOK_SECRET, { mode: 0o600 });
   return [
     "--poll-events",
     "--poll-team-metrics",
@@ -288,7 +266,8 @@ function platformTruthFlags(sim: Simulator, dir: string): string[] {
     // tick's team read (before any event arrived) failed, a warning a newcomer cannot act on.
     // Several teams: each id is in platform.teams.
     ...(servesTeams(sim) ? [] : ["--team-id", DEFAULT_TEAM_ID]),
-    ...(webhook ? ["--e2b-webhook-secret-file", file] : []),
+    "--e2b-webhook-secret-file",
+    file,
   ];
 }
 

@@ -38,6 +38,7 @@ import {
   teamServices,
 } from "./teams.js";
 import { TeamsExposition } from "./teams-exposition.js";
+import { TeamsLedger } from "./teams-ledger.js";
 
 export type { TeamRun } from "./team-parts.js";
 
@@ -103,6 +104,9 @@ export class TeamSet {
   /** What every per-team feature does together, as one feature: reload, begin, idle, halt, stop. */
   readonly feature: Started;
   private runs: TeamRun[] = [];
+  private ledgerMap:
+    | { runs: readonly TeamRun[]; map: ReadonlyMap<string, EventLedger> }
+    | undefined;
   /** The ids platform.teams lists now (discovery never touches them). */
   listed: ReadonlySet<string>;
   private poll: Poll | undefined;
@@ -174,7 +178,21 @@ export class TeamSet {
   firstTeam(s: Services): Services {
     const id = s.config.platform.probeTeam;
     const run = id === undefined ? this.runs[0] : this.runs.find((r) => r.team.id === id);
-    return run ? { ...s, control: run.services.control } : s;
+    // E2B's webhook (once) passes each event to its team's ledger.
+    const ledger = new TeamsLedger(() => this.ledgers);
+    return { ...s, ledger, ...(run ? { control: run.services.control } : {}) };
+  }
+
+  /** Each team's event ledger by team id, made again when the teams change. */
+  private get ledgers(): ReadonlyMap<string, EventLedger> {
+    if (this.ledgerMap?.runs !== this.runs) {
+      const entries = this.runs.flatMap((r) => {
+        const l = r.services.metrics.events;
+        return l ? [[r.team.id, l] as const] : [];
+      });
+      this.ledgerMap = { runs: this.runs, map: new Map(entries) };
+    }
+    return this.ledgerMap.map;
   }
 
   /** Each team's part of the poll, for the poll's start. */
@@ -208,7 +226,7 @@ export class TeamSet {
       id: r.team.id,
       poller: r.poller as Poller,
       metrics: r.services.metrics,
-      events: r.services.ledger,
+      events: r.services.metrics.events,
     }));
   }
 
@@ -236,7 +254,7 @@ export class TeamSet {
     if (reloaded) for (const f of started.values()) f.reload?.(reloaded.next, reloaded.ctx)?.();
     if (this.begun) for (const f of started.values()) await f.begin?.();
     if (this.poll) run.poller = this.poll.addTeam(this.pollOf(run));
-    this.runs.push(run);
+    this.runs = [...this.runs, run];
   }
 
   /** Stops team `id`: its features act no more, its reads end (a short grace), its client closes. */

@@ -283,6 +283,81 @@ cost:
   });
 });
 
+describe("E2B's webhook with several teams", () => {
+  it("counts each delivered event in its team, and another team's as not its own", async () => {
+    const secret = "teams-webhook-secret";
+    const registered: Array<{ team: string; hook: { id: string } }> = [];
+    const made: Array<{ key: string; id: string }> = [];
+    writeFileSync(join(dir, "webhook-secret"), secret);
+    const config = fromFile(configFile("keys"));
+    const e = await startExporter(
+      { ...config, webhooks: { ...config.webhooks, e2bSecretFile: join(dir, "webhook-secret") } },
+      { logger: pino({ level: "silent" }), clock: systemClock, manual: true },
+    );
+    try {
+      await e.runCycle();
+      // Every team of the simulator delivers to the exporter, C's too (it watches A and B only).
+      const hooks = [A, B, C].map((t) => ({
+        team: t.id,
+        hook: sim.team(t.id).webhooks.register({
+          name: "teams test",
+          url: `${e.server.url}/webhooks/e2b`,
+          enabled: true,
+          events: ["sandbox.lifecycle.created"],
+          signatureSecret: secret,
+        }),
+      }));
+      registered.push(...hooks);
+      /** Created events counted, by team. */
+      const created = (text: string) => {
+        const out = new Map<string, number>();
+        for (const [k, v] of samples(text)) {
+          if (!k.startsWith("sandbox_lifecycle_events_total{") || !k.includes('type="created"'))
+            continue;
+          const team = /team="([^"]+)"/.exec(k)?.[1] ?? "";
+          out.set(team, (out.get(team) ?? 0) + v);
+        }
+        return out;
+      };
+      const before = created(await scrape(e));
+      for (const t of [B, C]) {
+        const res = await fetch(`${sim.apiUrl}/sandboxes`, {
+          method: "POST",
+          headers: { "x-api-key": t.apiKey, "content-type": "application/json" },
+          body: JSON.stringify({ templateID: sim.team(t.id).state.templates[0]?.templateID }),
+        });
+        expect(res.status).toBe(201);
+        const { sandboxID } = (await res.json()) as { sandboxID: string };
+        made.push({ key: t.apiKey, id: sandboxID });
+      }
+      // Deliveries run on their own: bounded wait for both to arrive.
+      let body = "";
+      const delivered = () =>
+        (value(body, 'sandbox_webhook_deliveries_total{result="accepted"}') ?? 0) >= 1 &&
+        (value(body, 'sandbox_webhook_deliveries_total{result="other_shard"}') ?? 0) >= 1;
+      for (let i = 0; i < 100 && !delivered(); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        body = await scrape(e);
+      }
+      expect(delivered()).toBe(true);
+      const after = created(body);
+      expect((after.get(B.id) ?? 0) - (before.get(B.id) ?? 0)).toBe(1);
+      expect((after.get(A.id) ?? 0) - (before.get(A.id) ?? 0)).toBe(0);
+      expect(after.has(C.id)).toBe(false);
+      expect(value(body, 'sandbox_webhook_deliveries_total{result="duplicate"}')).toBe(0);
+    } finally {
+      for (const { team, hook } of registered) sim.team(team).webhooks.hooks.delete(hook.id);
+      // The fleet as the other cases expect it: the sandboxes made here go.
+      for (const { key, id } of made)
+        await fetch(`${sim.apiUrl}/sandboxes/${id}`, {
+          method: "DELETE",
+          headers: { "x-api-key": key },
+        });
+      await e.stop();
+    }
+  });
+});
+
 describe("the policy per team", () => {
   it("plans in each team on its own, a rule naming a team in that team only", async () => {
     const e = await exporter("keys");
