@@ -18,6 +18,10 @@ export function int(min: number, max?: number) {
 export const bool = z.boolean({ error: "true or false" });
 export const text = z.string({ error: "a string" });
 export const list = z.array(text, { error: "a list of strings" });
+/** A spend budget (cost.budget.daily, a team's dailyBudget): a finite number >= 0. */
+export const budget = z
+  .number({ error: "a budget: a finite number >= 0" })
+  .refine((n) => Number.isFinite(n) && n >= 0, { error: "a budget: a finite number >= 0" });
 
 export function oneOf<const T extends readonly [string, ...string[]]>(values: T) {
   return z.enum(values, { error: `one of ${values.join(", ")}` });

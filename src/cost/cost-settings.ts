@@ -1,7 +1,7 @@
 // The `cost:` section of the configuration: the price table, currency, attribution and budget.
 // The only place its defaults live; src/catalog.ts composes the slice and settles it.
 import { z } from "zod";
-import { bool, int, list, text } from "../config/fields.js";
+import { bool, budget, int, list, text } from "../config/fields.js";
 import { defineSlice, ENV_PREFIX } from "../config/slice.js";
 
 /**
@@ -40,10 +40,6 @@ const attributeKeys = list.superRefine((keys, ctx) => {
       message: `distinct metadata keys ("${twice}" is given twice, which would count its spend twice)`,
     });
 });
-const budget = z
-  .number({ error: "a budget: a finite number >= 0" })
-  .refine((n) => Number.isFinite(n) && n >= 0, { error: "a budget: a finite number >= 0" });
-
 const PriceOverride = z.strictObject({
   vcpuSecond: price.optional(),
   memoryGiBSecond: price.optional(),

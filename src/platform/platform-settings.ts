@@ -2,7 +2,7 @@
 // and the request budget every part of the daemon shares.
 import { isIP } from "node:net";
 import { z } from "zod";
-import { bool, duration, int, oneOf, text } from "../config/fields.js";
+import { bool, budget, duration, int, oneOf, text } from "../config/fields.js";
 import { controlCharacterAt } from "../config/secret-file.js";
 import type { SectionOf } from "../config/slice.js";
 import { defineSlice, ENV_PREFIX } from "../config/slice.js";
@@ -52,10 +52,7 @@ const TeamEntry = z.strictObject(
     /** File holding the team's API key (E2B's cloud); without it, the admin token reads the team. */
     apiKeyFile: text.min(1, { error: "a file path" }).optional(),
     /** The team's daily spend budget (cost.currency); default cost.budget.daily. */
-    dailyBudget: z
-      .number({ error: "a budget: a finite number >= 0" })
-      .refine((n) => Number.isFinite(n) && n >= 0, { error: "a budget: a finite number >= 0" })
-      .optional(),
+    dailyBudget: budget.optional(),
   },
   { error: "a team: {id, name?, apiKeyFile?, dailyBudget?}" },
 );

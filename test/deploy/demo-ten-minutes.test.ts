@@ -2,23 +2,15 @@
 // E2B its churn every 2 s and timeouts, the work logged every minute) and the exporter with the
 // demo's flags. Not one warning, no kill an alert is about, and the example policy never finds too
 // many idle sandboxes, while its dry-run plan goes on.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Exporter, startExporter } from "../../src/app.js";
-import { loadConfig } from "../../src/catalog.js";
-import {
-  demoEnv,
-  demoExporterArgs,
-  demoSimulatorOptions,
-  logWork,
-  shapeDemoFleet,
-} from "../../src/simulator/demo-setup.js";
+import type { Exporter } from "../../src/app.js";
+import { demoSimulatorOptions, logWork, shapeDemoFleet } from "../../src/simulator/demo-setup.js";
 import { Churn, type Simulator, startSimulator } from "../../src/simulator/index.js";
 import { FakeClock } from "../../src/util/clock.js";
+import { startDemoExporter } from "../helpers/demo-exporter.js";
 
 /**
  * One poll cycle every 20 s of the ten minutes (the demo polls every 5 s): the fleet changes on its
@@ -59,23 +51,7 @@ describe.each([
     sim.state.onLifecycle((e) => {
       if (e.type === "killed") kills.push(e.killReason ?? "");
     });
-    const { config } = loadConfig({
-      argv: [...demoExporterArgs(sim, e2b, dir), "--listen", "127.0.0.1:0", "--log-format", "json"],
-      env: demoEnv(sim),
-      readFile: (path) => readFileSync(path, "utf8"),
-    });
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(JSON.parse(String(chunk)) as Logged);
-        done();
-      },
-    });
-    exporter = await startExporter(config, {
-      logger: pino({ level: "info" }, sink),
-      clock,
-      manual: true,
-      readFile: (path) => readFileSync(path, "utf8"),
-    });
+    ({ exporter } = await startDemoExporter(sim, e2b, dir, lines, clock));
     const start = clock.now();
     let nextChurn = start + (churnOptions?.everyMs ?? 0);
     for (let i = 0; i < CYCLES; i++) {
