@@ -1,6 +1,14 @@
 // The cost families in a prom-client registry, read from the accountant when scraped. A value that
 // is not finite (spend overflowed) leaves out its series, counted, never the scrape.
 import { Counter, Gauge, type LabelValues, type Registry } from "prom-client";
+import {
+  counter,
+  type FamilyDescriptor,
+  gauge,
+  metricOptions,
+  setting,
+  TEAM_LABEL,
+} from "../metrics/exposition/descriptor.js";
 import type { CostAccountant } from "./cost-accountant.js";
 import { DROP_REASONS } from "./cost-inputs.js";
 import type { CostSettings } from "./cost-settings.js";
@@ -22,6 +30,70 @@ export interface CostFamiliesOptions {
 
 /** Label value of the spend of attribution values past the top N, and of templates past the cap. */
 export const OTHER_VALUE = "other";
+
+/** The team a cost family's series carry when teams are discovered. */
+const DISCOVERED_TEAM = { name: "team", with: setting("platform.discoverTeams") };
+
+const ON = { on: setting("cost.enabled") };
+
+export const VCPU_SECONDS = counter(
+  "vcpu_seconds_total",
+  "vCPU-seconds allocated to sandboxes, by template and state (running, paused); integrated on the platform's times: startedAt from GET /sandboxes, the end from the killed/paused lifecycle event's execution, else endAt, else midway between walks.",
+  ["template", "state", TEAM_LABEL],
+  ON,
+);
+export const MEMORY_GIB_SECONDS = counter(
+  "memory_gib_seconds_total",
+  "GiB-seconds of RAM allocated to sandboxes, by template and state (running, paused); integrated like sandbox_vcpu_seconds_total.",
+  ["template", "state", TEAM_LABEL],
+  ON,
+);
+export const ESTIMATED_COST = counter(
+  "estimated_cost_total",
+  "Estimated spend on sandboxes, by template and state: running (vCPU x cost.prices.vcpuSecond + GiB x cost.prices.memoryGiBSecond) x seconds, paused GiB x cost.prices.pausedGiBSecond x seconds; each second at the prices in use when it was counted.",
+  ["template", "state", "currency", TEAM_LABEL],
+  ON,
+);
+export const ESTIMATED_COST_ATTRIBUTED = counter(
+  "estimated_cost_attributed_total",
+  `Estimated spend by metadata key (cost.attributeBy) and value: the first cost.maxAttributedValues values by spend keep their own series, the rest count as ${OTHER_VALUE}; ${NONE} is a sandbox without the key (or without metadata), so each key's values sum to the spend.`,
+  ["key", "value", "currency"],
+  ON,
+);
+export const POLICY_ESTIMATED_SAVINGS = counter(
+  "policy_estimated_savings_total",
+  "Running cost the policy avoided, by rule and mode: done, from each pause until the sandbox ran again, was killed or reached its endAt; dry_run, for the sandboxes a dry-run rule planned to pause, while they stayed idle.",
+  ["rule", "mode", "currency"],
+  ON,
+);
+export const COST_INPUTS_DROPPED = counter(
+  "cost_inputs_dropped_total",
+  "Inputs the cost accounting left out, by reason: bad_execution (a lifecycle event's execution that does not end at the event or lasts longer than a run can: clock skew, a zero time), bad_resources (negative or absurd cpuCount/memoryMB), missing_resources (a sandbox listed without cpuCount or memoryMB: no spend until they come; once per sandbox), future_start, future_event, time_backwards (a walk older than the last), unknown_sandbox (a policy action on a sandbox not tracked).",
+  ["reason", DISCOVERED_TEAM],
+  ON,
+);
+export const COST_PRICE = gauge(
+  "cost_price",
+  "The price table in use (cost.prices), per second of one unit: resource vcpu or memory (GiB), state running or paused; per-template overrides are not shown.",
+  ["resource", "state", "currency", DISCOVERED_TEAM],
+  ON,
+);
+export const COST_BUDGET = gauge(
+  "cost_budget",
+  "The spend budget (cost.budget.daily), by period, in the currency; absent when none is set.",
+  ["period", "currency"],
+  ON,
+);
+export const COST_FAMILIES = [
+  VCPU_SECONDS,
+  MEMORY_GIB_SECONDS,
+  ESTIMATED_COST,
+  ESTIMATED_COST_ATTRIBUTED,
+  POLICY_ESTIMATED_SAVINGS,
+  COST_INPUTS_DROPPED,
+  COST_PRICE,
+  COST_BUDGET,
+] as const;
 
 /** Usage summed under one template label. */
 interface LabelledUsage {
@@ -73,16 +145,14 @@ export function registerCostFamilies(a: CostAccountant, o: CostFamiliesOptions):
   const { ns, label } = o;
   const registers = [o.registry];
   /** A counter set afresh at each scrape by `fill`, through `put`, which skips what is not finite. */
-  const counter = <L extends string>(
-    name: string,
-    help: string,
-    labelNames: readonly L[],
+  const register = <L extends string>(
+    d: FamilyDescriptor<"counter">,
     fill: (put: (labels: Record<L, string>, value: number) => void, s: CostSettings) => void,
   ): void => {
+    const options = metricOptions<L>(ns, d);
+    const { name } = options;
     new Counter({
-      name,
-      help,
-      labelNames,
+      ...options,
       registers,
       collect() {
         this.reset();
@@ -100,55 +170,30 @@ export function registerCostFamilies(a: CostAccountant, o: CostFamiliesOptions):
         for (const state of ["running", "paused"] as const)
           put({ template, state }, pick(u, state));
     };
-  counter(
-    `${ns}_vcpu_seconds_total`,
-    "vCPU-seconds allocated to sandboxes, by template and state (running, paused); integrated on the platform's times: startedAt from GET /sandboxes, the end from the killed/paused lifecycle event's execution, else endAt, else midway between walks.",
-    ["template", "state"],
+  register(
+    VCPU_SECONDS,
     usage((u, state) => u[state].vcpuSeconds),
   );
-  counter(
-    `${ns}_memory_gib_seconds_total`,
-    "GiB-seconds of RAM allocated to sandboxes, by template and state (running, paused); integrated like sandbox_vcpu_seconds_total.",
-    ["template", "state"],
+  register(
+    MEMORY_GIB_SECONDS,
     usage((u, state) => u[state].gibSeconds),
   );
-  counter(
-    `${ns}_estimated_cost_total`,
-    "Estimated spend on sandboxes, by template and state: running (vCPU x cost.prices.vcpuSecond + GiB x cost.prices.memoryGiBSecond) x seconds, paused GiB x cost.prices.pausedGiBSecond x seconds; each second at the prices in use when it was counted.",
-    ["template", "state", "currency"],
-    (put, s) => {
-      for (const [template, u] of byTemplate(a, o.maxTemplates, label)) {
-        put({ template, state: "running", currency: s.currency }, u.runningCost);
-        put({ template, state: "paused", currency: s.currency }, u.pausedCost);
-      }
-    },
-  );
+  register(ESTIMATED_COST, (put, s) => {
+    for (const [template, u] of byTemplate(a, o.maxTemplates, label)) {
+      put({ template, state: "running", currency: s.currency }, u.runningCost);
+      put({ template, state: "paused", currency: s.currency }, u.pausedCost);
+    }
+  });
   // The values given a series of their own stay theirs: neither they nor `other` ever go back.
   const admitted = o.settings().attributeBy.map(() => new Set<string>());
-  counter(
-    `${ns}_estimated_cost_attributed_total`,
-    `Estimated spend by metadata key (cost.attributeBy) and value: the first cost.maxAttributedValues values by spend keep their own series, the rest count as ${OTHER_VALUE}; ${NONE} is a sandbox without the key (or without metadata), so each key's values sum to the spend.`,
-    ["key", "value", "currency"],
-    (put, s) => putAttributed(a, admitted, label, put, s),
-  );
-  counter(
-    `${ns}_policy_estimated_savings_total`,
-    "Running cost the policy avoided, by rule and mode: done, from each pause until the sandbox ran again, was killed or reached its endAt; dry_run, for the sandboxes a dry-run rule planned to pause, while they stayed idle.",
-    ["rule", "mode", "currency"],
-    (put, s) => {
-      for (const v of a.savings())
-        put({ rule: v.rule, mode: v.mode, currency: s.currency }, v.cost);
-    },
-  );
-  counter(
-    `${ns}_cost_inputs_dropped_total`,
-    "Inputs the cost accounting left out, by reason: bad_execution (a lifecycle event's execution that does not end at the event or lasts longer than a run can: clock skew, a zero time), bad_resources (negative or absurd cpuCount/memoryMB), missing_resources (a sandbox listed without cpuCount or memoryMB: no spend until they come; once per sandbox), future_start, future_event, time_backwards (a walk older than the last), unknown_sandbox (a policy action on a sandbox not tracked).",
-    ["reason"],
-    (put) => {
-      const dropped = a.dropped();
-      for (const reason of DROP_REASONS) put({ reason }, dropped.get(reason) ?? 0);
-    },
-  );
+  register(ESTIMATED_COST_ATTRIBUTED, (put, s) => putAttributed(a, admitted, label, put, s));
+  register(POLICY_ESTIMATED_SAVINGS, (put, s) => {
+    for (const v of a.savings()) put({ rule: v.rule, mode: v.mode, currency: s.currency }, v.cost);
+  });
+  register(COST_INPUTS_DROPPED, (put) => {
+    const dropped = a.dropped();
+    for (const reason of DROP_REASONS) put({ reason }, dropped.get(reason) ?? 0);
+  });
   registerCostGauges(o);
 }
 
@@ -186,9 +231,7 @@ function putAttributed(
 function registerCostGauges(o: CostFamiliesOptions): void {
   const registers = [o.registry];
   new Gauge({
-    name: `${o.ns}_cost_price`,
-    help: "The price table in use (cost.prices), per second of one unit: resource vcpu or memory (GiB), state running or paused; per-template overrides are not shown.",
-    labelNames: ["resource", "state", "currency"],
+    ...metricOptions<"resource" | "state" | "currency">(o.ns, COST_PRICE),
     registers,
     collect() {
       this.reset();
@@ -200,9 +243,7 @@ function registerCostGauges(o: CostFamiliesOptions): void {
     },
   });
   new Gauge({
-    name: `${o.ns}_cost_budget`,
-    help: "The spend budget (cost.budget.daily), by period, in the currency; absent when none is set.",
-    labelNames: ["period", "currency"],
+    ...metricOptions<"period" | "currency">(o.ns, COST_BUDGET),
     registers,
     collect() {
       this.reset();

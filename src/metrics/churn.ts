@@ -3,7 +3,8 @@
 import { type SandboxList, visitFullRows } from "../collect/sandbox-table.js";
 import { KILL_REASONS } from "../platform/events.js";
 import { idOrder } from "../util/id-order.js";
-import { Family, labels } from "./exposition/text.js";
+import { counter, family, TEAM_LABEL } from "./exposition/descriptor.js";
+import { type Family, labels } from "./exposition/text.js";
 import type { ValueGuard } from "./exposition/value-guard.js";
 import type { KillLookup } from "./lifecycle-events.js";
 import { runSteps, type Steps } from "./render-steps.js";
@@ -31,6 +32,20 @@ const EVENT_REASONS = [
 ] as const;
 const KILL_HELP =
   " With lifecycle events, a sandbox whose killed event says why is counted under the platform's kill reason instead (request, timeout, admin, orphaned, base_template_missing, seal_failed, resume_failed, unknown), the heuristic deciding only when no event came within two more complete walks.";
+
+export const SANDBOXES_CREATED = counter(
+  "sandboxes_created_total",
+  "Sandbox ids that appeared between two consecutive complete walks of GET /v2/sandboxes, by template; counted by the poller.",
+  ["template", TEAM_LABEL],
+);
+/** `{kills}` is KILL_HELP with lifecycle events on. */
+export const SANDBOXES_DISAPPEARED = counter(
+  "sandboxes_disappeared_total",
+  "Sandbox ids that vanished between two consecutive complete walks of GET /v2/sandboxes, by template and reason: expired (at or after the endAt of the last walk that listed it, judged when the walk that missed it ended), early (before it), paused (listed paused), probe (the exporter's own probe sandbox), unknown (no endAt); counted by the poller.{kills}",
+  ["template", "reason", TEAM_LABEL],
+  { vars: { kills: "" } },
+);
+export const CHURN_FAMILIES = [SANDBOXES_CREATED, SANDBOXES_DISAPPEARED] as const;
 /** Complete walks a vanished sandbox waits for its killed event before the heuristic decides. */
 const PENDING_WALKS = 2;
 /** Vanished sandboxes waiting at most; past that the heuristic decides at once. */
@@ -167,16 +182,8 @@ export class ChurnTracker {
   /** The two counter families; none before the first complete walk. */
   families(ns: string, guard?: ValueGuard): Family[] {
     if (this.walks === 0) return [];
-    const created = new Family(
-      `${ns}_sandboxes_created`,
-      "counter",
-      "Sandbox ids that appeared between two consecutive complete walks of GET /v2/sandboxes, by template; counted by the poller.",
-    );
-    const gone = new Family(
-      `${ns}_sandboxes_disappeared`,
-      "counter",
-      `Sandbox ids that vanished between two consecutive complete walks of GET /v2/sandboxes, by template and reason: expired (at or after the endAt of the last walk that listed it, judged when the walk that missed it ended), early (before it), paused (listed paused), probe (the exporter's own probe sandbox), unknown (no endAt); counted by the poller.${this.kills ? KILL_HELP : ""}`,
-    );
+    const created = family(ns, SANDBOXES_CREATED);
+    const gone = family(ns, SANDBOXES_DISAPPEARED, { kills: this.kills ? KILL_HELP : "" });
     for (const t of [...this.created.keys()].sort()) {
       created.add(labels([["template", t]], guard), this.created.get(t) ?? 0);
       const counts = this.disappeared.get(t);

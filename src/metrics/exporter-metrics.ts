@@ -11,6 +11,7 @@ import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { ChurnTracker } from "./churn.js";
 import { collectorStatusFamilies } from "./collector-status-families.js";
+import { family, gauge, setting, TEAM_LABEL } from "./exposition/descriptor.js";
 import { extraLabelNames } from "./exposition/naming.js";
 import { registryAsOpenMetrics } from "./exposition/openmetrics.js";
 import {
@@ -18,7 +19,7 @@ import {
   registerDropFamilies,
   registryAsText,
 } from "./exposition/registry-families.js";
-import { Family, type Format } from "./exposition/text.js";
+import type { Family, Format } from "./exposition/text.js";
 import { RESOURCE_FIELDS, ValueGuard } from "./exposition/value-guard.js";
 import { EventLedger } from "./lifecycle-events.js";
 import { PerSandboxSeries } from "./per-sandbox.js";
@@ -38,6 +39,29 @@ export { negotiateFormat, OPENMETRICS_TYPE, PROMETHEUS_TYPE } from "./scrape-for
 const RENDER_SLICE = 1_000;
 /** Labels of the per-sandbox info series that metadata labels must not take. */
 const FIXED_SANDBOX_LABELS = ["sandbox_id", "template", "state", "shard"];
+
+export const LABEL_VALUES_TRUNCATED = gauge(
+  "exporter_label_values_truncated",
+  "Label values from the platform cut to maxLabelValueLength in the current exposition.",
+  [TEAM_LABEL],
+);
+export const INVALID_VALUES = gauge(
+  "exporter_invalid_values",
+  "Negative cpu and memory values (and negative or NaN usage values) of this shard's sandboxes, left out of the sums, in the latest snapshot.",
+  ["field", TEAM_LABEL],
+);
+export const SANDBOX_SERIES_DROPPED = gauge(
+  "exporter_sandbox_series_dropped",
+  "Sandboxes of this shard left without per-sandbox series by maxSandboxSeries.",
+  [],
+  { on: setting("metrics.perSandboxMetrics") },
+);
+/** The families the metrics layer writes itself (the rest are its parts'). */
+export const EXPOSITION_FAMILIES = [
+  LABEL_VALUES_TRUNCATED,
+  INVALID_VALUES,
+  SANDBOX_SERIES_DROPPED,
+] as const;
 
 /** Settings of the metrics layer. */
 export interface MetricsOptions {
@@ -360,25 +384,13 @@ function walkEndedAt(snapshot: Snapshot): number {
 
 /** What the guard cut or left out of this snapshot's exposition; usage fields when usage is shown. */
 function guardFamilies(ns: string, guard: ValueGuard, usage: boolean): Family[] {
-  const truncated = new Family(
-    `${ns}_exporter_label_values_truncated`,
-    "gauge",
-    "Label values from the platform cut to maxLabelValueLength in the current exposition.",
-  ).add("", guard.truncated);
-  const negative = new Family(
-    `${ns}_exporter_invalid_values`,
-    "gauge",
-    "Negative cpu and memory values (and negative or NaN usage values) of this shard's sandboxes, left out of the sums, in the latest snapshot.",
-  );
+  const truncated = family(ns, LABEL_VALUES_TRUNCATED).add("", guard.truncated);
+  const negative = family(ns, INVALID_VALUES);
   for (const field of usage ? RESOURCE_FIELDS : (["cpu", "memory"] as const))
     negative.add(`{field="${field}"}`, guard.negative[field]);
   return [truncated, negative];
 }
 
 function droppedFamily(ns: string, dropped: number): Family {
-  return new Family(
-    `${ns}_exporter_sandbox_series_dropped`,
-    "gauge",
-    "Sandboxes of this shard left without per-sandbox series by maxSandboxSeries.",
-  ).add("", dropped);
+  return family(ns, SANDBOX_SERIES_DROPPED).add("", dropped);
 }

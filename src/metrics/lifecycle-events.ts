@@ -13,6 +13,7 @@ import {
 } from "../platform/events.js";
 import { PlatformFacts } from "../platform/facts.js";
 import type { Clock } from "../util/clock.js";
+import { counter, histogram, metricOptions, setting } from "./exposition/descriptor.js";
 
 /** Event ids remembered at most (about 100 bytes each), whatever the horizon. */
 const MAX_IDS = 200_000;
@@ -26,6 +27,49 @@ const CLOCK_SKEW_MS = 5_000;
 const MAX_EXTRA_TYPES = 16;
 /** Execution time buckets, seconds: 1 s to a day. */
 const EXECUTION_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 43200, 86400];
+
+/** The ledger is built with poll.events (or for a feature that feeds it: the webhook). */
+const ON = { on: setting("poll.events") };
+
+export const LIFECYCLE_EVENTS = counter(
+  "lifecycle_events_total",
+  "Sandbox lifecycle events by type (created, killed, paused, resumed, updated, checkpointed) and template, each counted once by event id whether read from GET /events/sandboxes or delivered to the webhook.",
+  ["type", "template"],
+  ON,
+);
+export const SANDBOXES_KILLED = counter(
+  "sandboxes_killed_total",
+  "Sandboxes killed by template and the platform's kill reason (the killed event's kill_reason: request, timeout, admin, orphaned, base_template_missing, seal_failed, resume_failed, unknown); from GET /events/sandboxes and the webhook.",
+  ["template", "reason"],
+  ON,
+);
+export const EXECUTION_SECONDS = histogram(
+  "sandbox_execution_seconds",
+  "How long killed sandboxes ran, by template (the killed event's execution.execution_time); from GET /events/sandboxes and the webhook.",
+  ["template"],
+  ON,
+);
+export const EVENT_DUPLICATES = counter(
+  "lifecycle_events_duplicates_total",
+  "Lifecycle events received again (same event id) and not counted, by the way the copy came: poll or webhook.",
+  ["via"],
+  ON,
+);
+export const EVENTS_FOLDED = counter(
+  "exporter_lifecycle_events_folded_total",
+  "Lifecycle events counted under template `other` because metrics.maxEventTemplates templates already have series of their own.",
+  [],
+  ON,
+);
+
+/** The ledger's families. */
+export const LIFECYCLE_EVENT_FAMILIES = [
+  LIFECYCLE_EVENTS,
+  SANDBOXES_KILLED,
+  EXECUTION_SECONDS,
+  EVENT_DUPLICATES,
+  EVENTS_FOLDED,
+] as const;
 
 /** What churn asks of the events: why a sandbox was killed, if an event said so recently. */
 export interface KillLookup {
@@ -81,35 +125,26 @@ export class EventLedger implements LifecycleEventSink, KillLookup {
     this.facts = o.facts ?? new PlatformFacts();
     const registers = [o.registry];
     this.events = new Counter({
-      name: `${o.ns}_lifecycle_events_total`,
-      help: "Sandbox lifecycle events by type (created, killed, paused, resumed, updated, checkpointed) and template, each counted once by event id whether read from GET /events/sandboxes or delivered to the webhook.",
-      labelNames: ["type", "template"],
+      ...metricOptions<"type" | "template">(o.ns, LIFECYCLE_EVENTS),
       registers,
     });
     this.killed = new Counter({
-      name: `${o.ns}_sandboxes_killed_total`,
-      help: "Sandboxes killed by template and the platform's kill reason (the killed event's kill_reason: request, timeout, admin, orphaned, base_template_missing, seal_failed, resume_failed, unknown); from GET /events/sandboxes and the webhook.",
-      labelNames: ["template", "reason"],
+      ...metricOptions<"template" | "reason">(o.ns, SANDBOXES_KILLED),
       registers,
     });
     this.execution = new Histogram({
-      name: `${o.ns}_sandbox_execution_seconds`,
-      help: "How long killed sandboxes ran, by template (the killed event's execution.execution_time); from GET /events/sandboxes and the webhook.",
-      labelNames: ["template"],
+      ...metricOptions(o.ns, EXECUTION_SECONDS),
       buckets: EXECUTION_BUCKETS,
       registers,
     });
     this.duplicates = new Counter({
-      name: `${o.ns}_lifecycle_events_duplicates_total`,
-      help: "Lifecycle events received again (same event id) and not counted, by the way the copy came: poll or webhook.",
-      labelNames: ["via"],
+      ...metricOptions<"via">(o.ns, EVENT_DUPLICATES),
       registers,
     });
     this.duplicates.inc({ via: "poll" }, 0);
     this.duplicates.inc({ via: "webhook" }, 0);
     this.folded = new Counter({
-      name: `${o.ns}_exporter_lifecycle_events_folded_total`,
-      help: "Lifecycle events counted under template `other` because metrics.maxEventTemplates templates already have series of their own.",
+      ...metricOptions(o.ns, EVENTS_FOLDED),
       registers,
     });
   }

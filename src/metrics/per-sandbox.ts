@@ -1,6 +1,7 @@
 // Opt-in per-sandbox series (own shard, capped). As in kube-state-metrics, a sandbox whose fields
 // did not change costs no string building: its lines are copied from the previous render's bytes.
 import type { Sandbox, SandboxUsage } from "../platform/types.js";
+import { gauge, helpOf, metricName, setting } from "./exposition/descriptor.js";
 import { SectionWriter } from "./exposition/section-writer.js";
 import { escapeLabel, formatValue, header } from "./exposition/text.js";
 import { noGuard, type ValueGuard } from "./exposition/value-guard.js";
@@ -10,8 +11,47 @@ import { runSteps, type Steps } from "./render-steps.js";
 const MIB = 1_048_576;
 const CACHED = "Cached from the last successful walk of GET /v2/sandboxes.";
 const USAGE_CACHED = "Cached from the last read of GET /sandboxes/metrics.";
-/** Families: info, start time, end time, cpus, memory, then CPU, memory and disk in use. */
-const FAMILIES = 8;
+const ID = ["sandbox_id"];
+const ON = { on: setting("metrics.perSandboxMetrics") };
+const USAGE = { on: `${setting("metrics.perSandboxMetrics")} and ${setting("poll.usage")}` };
+/** In render order: info, start time, end time, cpus, memory, then CPU, memory and disk in use. */
+export const PER_SANDBOX_FAMILIES = [
+  gauge(
+    "sandbox_info",
+    `One series per sandbox, value 1; metadata labels only from the allow-list. ${CACHED}`,
+    ["sandbox_id", "template", "state"],
+    ON,
+  ),
+  gauge("sandbox_start_time_seconds", `Start time of the sandbox, Unix seconds. ${CACHED}`, ID, ON),
+  gauge(
+    "sandbox_end_timestamp_seconds",
+    `Scheduled end time (endAt) of the sandbox, Unix seconds; no series when the platform sends none. ${CACHED}`,
+    ID,
+    ON,
+  ),
+  gauge("sandbox_cpus", `CPU count of the sandbox. ${CACHED}`, ID, ON),
+  gauge("sandbox_memory_bytes", `Memory of the sandbox. ${CACHED}`, ID, ON),
+  gauge(
+    "sandbox_cpu_used_ratio",
+    `Share of its CPUs the sandbox uses (cpuUsedPct / 100); no series without a usage sample. ${USAGE_CACHED}`,
+    ID,
+    USAGE,
+  ),
+  gauge(
+    "sandbox_memory_used_bytes",
+    `Memory the sandbox uses; no series without a usage sample. ${USAGE_CACHED}`,
+    ID,
+    USAGE,
+  ),
+  gauge(
+    "sandbox_disk_used_bytes",
+    `Disk the sandbox uses; no series without a usage sample. ${USAGE_CACHED}`,
+    ID,
+    USAGE,
+  ),
+] as const;
+/** Families per sandbox. */
+const FAMILIES = PER_SANDBOX_FAMILIES.length;
 /** Bytes per sample line assumed when sizing a first render. */
 const LINE_ESTIMATE = [120, 80, 84, 60, 72, 76, 80, 78];
 /** Matches anything but printable ASCII, tab and newline: then UTF-8 length may differ from length. */
@@ -65,28 +105,10 @@ export class PerSandboxSeries {
   private readonly metaKeys: string[];
 
   constructor(private readonly o: PerSandboxOptions) {
-    const n = `${o.ns}_sandbox`;
-    const names = [
-      `${n}_info`,
-      `${n}_start_time_seconds`,
-      `${n}_end_timestamp_seconds`,
-      `${n}_cpus`,
-      `${n}_memory_bytes`,
-      `${n}_cpu_used_ratio`,
-      `${n}_memory_used_bytes`,
-      `${n}_disk_used_bytes`,
-    ];
-    const helps = [
-      `One series per sandbox, value 1; metadata labels only from the allow-list. ${CACHED}`,
-      `Start time of the sandbox, Unix seconds. ${CACHED}`,
-      `Scheduled end time (endAt) of the sandbox, Unix seconds; no series when the platform sends none. ${CACHED}`,
-      `CPU count of the sandbox. ${CACHED}`,
-      `Memory of the sandbox. ${CACHED}`,
-      `Share of its CPUs the sandbox uses (cpuUsedPct / 100); no series without a usage sample. ${USAGE_CACHED}`,
-      `Memory the sandbox uses; no series without a usage sample. ${USAGE_CACHED}`,
-      `Disk the sandbox uses; no series without a usage sample. ${USAGE_CACHED}`,
-    ];
-    this.heads = names.map((name, i) => header(name, "gauge", helps[i] as string, "prometheus"));
+    const names = PER_SANDBOX_FAMILIES.map((d) => metricName(o.ns, d));
+    this.heads = PER_SANDBOX_FAMILIES.map((d, i) =>
+      header(names[i] as string, d.type, helpOf(d), "prometheus"),
+    );
     this.prefix = names.map((name) => `${name}{sandbox_id="`);
     this.metaKeys = o.metadataLabels.map(([key]) => key);
   }

@@ -2,8 +2,16 @@
 // and how many end soon; with the usage collector on, the CPU, memory and disk they use.
 import { type SandboxList, visitFullRows } from "../collect/sandbox-table.js";
 import type { SandboxUsage } from "../platform/types.js";
+import {
+  family,
+  gauge,
+  type LabelDescriptor,
+  setting,
+  TEAM_LABEL,
+  WITH_SHARDS,
+} from "./exposition/descriptor.js";
 import { MAX_REMEMBERED_STATES } from "./exposition/state-memory.js";
-import { Family, labels } from "./exposition/text.js";
+import { type Family, labels } from "./exposition/text.js";
 import { noGuard, type ValueGuard } from "./exposition/value-guard.js";
 import { runSteps, type Steps } from "./render-steps.js";
 
@@ -13,6 +21,71 @@ const USAGE_CACHED =
   "Sandboxes without a usage sample are left out (see sandboxes_usage_reported). Cached from the last read of GET /sandboxes/metrics.";
 /** A sandbox whose endAt is at most this far after the snapshot's time is ending soon. */
 export const ENDING_SOON_MS = 5 * 60_000;
+
+/** The roll-up's labels: state, template, then the shard's of a sharded exporter. */
+const GROUP: readonly LabelDescriptor[] = [
+  "state",
+  "template",
+  { name: "shard", with: WITH_SHARDS },
+  TEAM_LABEL,
+];
+export const SANDBOXES = gauge("sandboxes", `Sandboxes by state and template. ${CACHED}`, GROUP);
+export const SANDBOXES_CPUS = gauge(
+  "sandboxes_cpus",
+  `Sum of the CPU counts of the sandboxes by state and template. ${CACHED}`,
+  GROUP,
+);
+export const SANDBOXES_MEMORY = gauge(
+  "sandboxes_memory_bytes",
+  `Sum of the memory of the sandboxes by state and template. ${CACHED}`,
+  GROUP,
+);
+export const SANDBOXES_OLDEST = gauge(
+  "sandboxes_oldest_start_time_seconds",
+  `Start time of the oldest sandbox by state and template, Unix seconds. ${CACHED}`,
+  GROUP,
+);
+export const SANDBOXES_ENDING_SOON = gauge(
+  "sandboxes_ending_soon",
+  `Sandboxes by state and template whose endAt is within the next ${ENDING_SOON_MS / 60_000} minutes of the snapshot; only groups with a sandbox that has an endAt. ${CACHED}`,
+  GROUP,
+);
+const USAGE = { on: setting("poll.usage") };
+export const SANDBOXES_USAGE_REPORTED = gauge(
+  "sandboxes_usage_reported",
+  "Sandboxes by state and template with a usage sample: the ones the *_used sums cover. Cached from the last read of GET /sandboxes/metrics.",
+  ["state", "template"],
+  USAGE,
+);
+export const SANDBOXES_CPU_USED = gauge(
+  "sandboxes_cpu_used",
+  `CPUs in use by the sandboxes by state and template (cpuUsedPct / 100 x cpuCount, summed). ${USAGE_CACHED}`,
+  ["state", "template"],
+  USAGE,
+);
+export const SANDBOXES_MEMORY_USED = gauge(
+  "sandboxes_memory_used_bytes",
+  `Memory in use by the sandboxes by state and template. ${USAGE_CACHED}`,
+  ["state", "template"],
+  USAGE,
+);
+export const SANDBOXES_DISK_USED = gauge(
+  "sandboxes_disk_used_bytes",
+  `Disk in use by the sandboxes by state and template. ${USAGE_CACHED}`,
+  ["state", "template"],
+  USAGE,
+);
+export const AGGREGATE_FAMILIES = [
+  SANDBOXES,
+  SANDBOXES_CPUS,
+  SANDBOXES_MEMORY,
+  SANDBOXES_OLDEST,
+  SANDBOXES_ENDING_SOON,
+  SANDBOXES_USAGE_REPORTED,
+  SANDBOXES_CPU_USED,
+  SANDBOXES_MEMORY_USED,
+  SANDBOXES_DISK_USED,
+] as const;
 
 interface Group {
   count: number;
@@ -147,31 +220,11 @@ export class SandboxAggregates {
 
   private families(rows: ReadonlyArray<[string, Group]>): Family[] {
     const ns = this.o.ns;
-    const count = new Family(
-      `${ns}_sandboxes`,
-      "gauge",
-      `Sandboxes by state and template. ${CACHED}`,
-    );
-    const cpus = new Family(
-      `${ns}_sandboxes_cpus`,
-      "gauge",
-      `Sum of the CPU counts of the sandboxes by state and template. ${CACHED}`,
-    );
-    const memory = new Family(
-      `${ns}_sandboxes_memory_bytes`,
-      "gauge",
-      `Sum of the memory of the sandboxes by state and template. ${CACHED}`,
-    );
-    const oldest = new Family(
-      `${ns}_sandboxes_oldest_start_time_seconds`,
-      "gauge",
-      `Start time of the oldest sandbox by state and template, Unix seconds. ${CACHED}`,
-    );
-    const endingSoon = new Family(
-      `${ns}_sandboxes_ending_soon`,
-      "gauge",
-      `Sandboxes by state and template whose endAt is within the next ${ENDING_SOON_MS / 60_000} minutes of the snapshot; only groups with a sandbox that has an endAt. ${CACHED}`,
-    );
+    const count = family(ns, SANDBOXES);
+    const cpus = family(ns, SANDBOXES_CPUS);
+    const memory = family(ns, SANDBOXES_MEMORY);
+    const oldest = family(ns, SANDBOXES_OLDEST);
+    const endingSoon = family(ns, SANDBOXES_ENDING_SOON);
     for (const [l, g] of rows) {
       count.add(l, g.count);
       cpus.add(l, g.cpus);
@@ -186,26 +239,10 @@ export class SandboxAggregates {
   /** The usage families; a group no sample covers has no sums (missing data is not 0). */
   private usageFamilies(rows: ReadonlyArray<[string, Group]>): Family[] {
     const ns = this.o.ns;
-    const reported = new Family(
-      `${ns}_sandboxes_usage_reported`,
-      "gauge",
-      "Sandboxes by state and template with a usage sample: the ones the *_used sums cover. Cached from the last read of GET /sandboxes/metrics.",
-    );
-    const cpus = new Family(
-      `${ns}_sandboxes_cpu_used`,
-      "gauge",
-      `CPUs in use by the sandboxes by state and template (cpuUsedPct / 100 x cpuCount, summed). ${USAGE_CACHED}`,
-    );
-    const memory = new Family(
-      `${ns}_sandboxes_memory_used_bytes`,
-      "gauge",
-      `Memory in use by the sandboxes by state and template. ${USAGE_CACHED}`,
-    );
-    const disk = new Family(
-      `${ns}_sandboxes_disk_used_bytes`,
-      "gauge",
-      `Disk in use by the sandboxes by state and template. ${USAGE_CACHED}`,
-    );
+    const reported = family(ns, SANDBOXES_USAGE_REPORTED);
+    const cpus = family(ns, SANDBOXES_CPU_USED);
+    const memory = family(ns, SANDBOXES_MEMORY_USED);
+    const disk = family(ns, SANDBOXES_DISK_USED);
     for (const [l, g] of rows) {
       reported.add(l, g.reported);
       if (g.reported === 0) continue;

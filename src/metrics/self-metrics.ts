@@ -8,6 +8,13 @@ import {
   staleAt,
 } from "../collect/snapshot.js";
 import type { Clock } from "../util/clock.js";
+import {
+  counter,
+  type FamilyDescriptor,
+  gauge,
+  histogram,
+  metricOptions,
+} from "./exposition/descriptor.js";
 import { registerProcessMetrics } from "./process-metrics.js";
 
 /** Reasons of a failed request (errorReason), each a series at 0 once its endpoint was asked. */
@@ -23,6 +30,78 @@ const REQUEST_ERROR_REASONS = [
 
 /** Request duration buckets, seconds: local simulators answer in ms, remote APIs in 100s of ms. */
 const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export const BUILD_INFO = gauge(
+  "exporter_build_info",
+  "Version of the exporter and of Node.js, value 1.",
+  ["version", "node_version"],
+);
+export const API_REQUEST_DURATION = histogram(
+  "exporter_api_request_duration_seconds",
+  "Duration of requests to the platform API by route, method and HTTP status (or error reason).",
+  ["endpoint", "method", "code"],
+);
+export const API_ERRORS = counter(
+  "exporter_api_errors_total",
+  "Failed requests to the platform API by route, method and reason.",
+  ["endpoint", "method", "reason"],
+);
+export const POLL_CYCLES = counter(
+  "exporter_poll_cycles_total",
+  "Completed poll cycles (walks of the sandbox list, successful or not).",
+);
+export const POLL_SKIPPED_TICKS = counter(
+  "exporter_poll_skipped_ticks_total",
+  "Schedule ticks that found the previous sandbox walk still running (the other collectors were refreshed regardless).",
+);
+export const WALK_DROPS = counter(
+  "exporter_sandbox_walk_drops_total",
+  "Walks whose sandbox count fell by more than poll.confirmDropRatio, by whether a second walk confirmed the drop (confirmed) or not (unconfirmed: the first walk was discarded).",
+  ["result"],
+);
+export const WALKS_ABANDONED = counter(
+  "exporter_sandbox_walks_abandoned_total",
+  "Sandbox walks abandoned as incomplete because they ran past poll.maxWalkMs (an endless or crawling page chain).",
+);
+export const DATA_AGE = gauge(
+  "exporter_data_age_seconds",
+  "Seconds since the collector last succeeded, computed at scrape time; absent before its first success.",
+  ["collector"],
+);
+export const COLLECT_STALE = gauge(
+  "exporter_collect_stale",
+  "1 when the collector's series are the last good data of an earlier cycle (its latest attempt failed, or its last success is older than two poll intervals), else 0; computed at scrape time.",
+  ["collector"],
+);
+export const RELOAD_SUCCESSFUL = gauge(
+  "exporter_config_last_reload_successful",
+  "1 when the last configuration reload (SIGHUP, POST /-/reload) succeeded, else 0.",
+);
+export const RELOAD_TIMESTAMP = gauge(
+  "exporter_config_last_reload_success_timestamp_seconds",
+  "When the configuration was last loaded successfully (start or reload), epoch seconds.",
+);
+export const INVALID_VALUES_DROPPED = counter(
+  "exporter_invalid_values_dropped_total",
+  "Values of platform records left out because they did not parse or were out of range, by resource and field; field id or record counts whole records left out (no id, not an object).",
+  ["resource", "field"],
+);
+
+/** The registry part's own families (the process_* ones are process-metrics.ts'). */
+export const SELF_FAMILIES = [
+  BUILD_INFO,
+  API_REQUEST_DURATION,
+  API_ERRORS,
+  POLL_CYCLES,
+  POLL_SKIPPED_TICKS,
+  WALK_DROPS,
+  WALKS_ABANDONED,
+  DATA_AGE,
+  COLLECT_STALE,
+  RELOAD_SUCCESSFUL,
+  RELOAD_TIMESTAMP,
+  INVALID_VALUES_DROPPED,
+] as const;
 
 /** One finished request to the platform. */
 export interface RequestObservation {
@@ -65,9 +144,7 @@ export function registerInvalidValueMetrics(
   read: () => readonly InvalidValueCount[],
 ): void {
   new Counter({
-    name: `${ns}_exporter_invalid_values_dropped_total`,
-    help: "Values of platform records left out because they did not parse or were out of range, by resource and field; field id or record counts whole records left out (no id, not an object).",
-    labelNames: ["resource", "field"],
+    ...metricOptions(ns, INVALID_VALUES_DROPPED),
     registers: [registry],
     collect() {
       this.reset();
@@ -82,15 +159,12 @@ export function registerInvalidValueMetrics(
  */
 function atScrape(
   registers: Registry[],
-  o: Pick<SelfMetricsOptions, "latest" | "clock">,
-  name: string,
-  help: string,
+  o: Pick<SelfMetricsOptions, "latest" | "clock" | "ns">,
+  d: FamilyDescriptor<"gauge">,
   value: (c: CollectorStatus, now: number) => number | undefined,
 ): void {
   new Gauge({
-    name,
-    help,
-    labelNames: ["collector"],
+    ...metricOptions(o.ns, d),
     registers,
     collect() {
       this.reset();
@@ -125,81 +199,41 @@ export class SelfMetrics {
     const registers = [this.registry];
     const once = o.teamPart === true ? [] : registers;
     new Gauge({
-      name: `${ns}_exporter_build_info`,
-      help: "Version of the exporter and of Node.js, value 1.",
-      labelNames: ["version", "node_version"],
+      ...metricOptions(ns, BUILD_INFO),
       registers: once,
     })
       .labels(o.version, process.version)
       .set(1);
     this.requestDuration = new Histogram({
-      name: `${ns}_exporter_api_request_duration_seconds`,
-      help: "Duration of requests to the platform API by route, method and HTTP status (or error reason).",
-      labelNames: ["endpoint", "method", "code"],
+      ...metricOptions<"endpoint" | "method" | "code">(ns, API_REQUEST_DURATION),
       buckets: REQUEST_BUCKETS,
       registers,
     });
     this.apiErrors = new Counter({
-      name: `${ns}_exporter_api_errors_total`,
-      help: "Failed requests to the platform API by route, method and reason.",
-      labelNames: ["endpoint", "method", "reason"],
+      ...metricOptions<"endpoint" | "method" | "reason">(ns, API_ERRORS),
       registers,
     });
-    this.cycles = new Counter({
-      name: `${ns}_exporter_poll_cycles_total`,
-      help: "Completed poll cycles (walks of the sandbox list, successful or not).",
-      registers,
-    });
-    this.skipped = new Counter({
-      name: `${ns}_exporter_poll_skipped_ticks_total`,
-      help: "Schedule ticks that found the previous sandbox walk still running (the other collectors were refreshed regardless).",
-      registers,
-    });
-    this.drops = new Counter({
-      name: `${ns}_exporter_sandbox_walk_drops_total`,
-      help: "Walks whose sandbox count fell by more than poll.confirmDropRatio, by whether a second walk confirmed the drop (confirmed) or not (unconfirmed: the first walk was discarded).",
-      labelNames: ["result"],
-      registers,
-    });
+    this.cycles = new Counter({ ...metricOptions(ns, POLL_CYCLES), registers });
+    this.skipped = new Counter({ ...metricOptions(ns, POLL_SKIPPED_TICKS), registers });
+    this.drops = new Counter({ ...metricOptions<"result">(ns, WALK_DROPS), registers });
     for (const result of ["confirmed", "unconfirmed"]) this.drops.labels(result).inc(0);
-    this.abandoned = new Counter({
-      name: `${ns}_exporter_sandbox_walks_abandoned_total`,
-      help: "Sandbox walks abandoned as incomplete because they ran past poll.maxWalkMs (an endless or crawling page chain).",
-      registers,
-    });
-    atScrape(
-      registers,
-      o,
-      `${ns}_exporter_data_age_seconds`,
-      "Seconds since the collector last succeeded, computed at scrape time; absent before its first success.",
-      (c, now) =>
-        c.skipped || c.lastSuccessAt === undefined
-          ? undefined
-          : Math.max(0, now - c.lastSuccessAt) / 1000,
+    this.abandoned = new Counter({ ...metricOptions(ns, WALKS_ABANDONED), registers });
+    atScrape(registers, o, DATA_AGE, (c, now) =>
+      c.skipped || c.lastSuccessAt === undefined
+        ? undefined
+        : Math.max(0, now - c.lastSuccessAt) / 1000,
     );
-    atScrape(
-      registers,
-      o,
-      `${ns}_exporter_collect_stale`,
-      "1 when the collector's series are the last good data of an earlier cycle (its latest attempt failed, or its last success is older than two poll intervals), else 0; computed at scrape time.",
-      (c, now) => (c.skipped || c.unsupported ? undefined : staleAt(c, now) ? 1 : 0),
+    atScrape(registers, o, COLLECT_STALE, (c, now) =>
+      c.skipped || c.unsupported ? undefined : staleAt(c, now) ? 1 : 0,
     );
     this.reloadOk =
       o.teamPart === true
         ? undefined
-        : new Gauge({
-            name: `${ns}_exporter_config_last_reload_successful`,
-            help: "1 when the last configuration reload (SIGHUP, POST /-/reload) succeeded, else 0.",
-            registers,
-          });
+        : new Gauge({ ...metricOptions(ns, RELOAD_SUCCESSFUL), registers });
     this.reloadAt =
       o.teamPart === true
         ? undefined
-        : new Gauge({
-            name: `${ns}_exporter_config_last_reload_success_timestamp_seconds`,
-            help: "When the configuration was last loaded successfully (start or reload), epoch seconds.",
-            registers,
-          });
+        : new Gauge({ ...metricOptions(ns, RELOAD_TIMESTAMP), registers });
     this.clock = o.clock;
     // Built from a configuration that loaded: the start counts as a successful load.
     this.reloaded(true);

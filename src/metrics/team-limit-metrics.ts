@@ -9,6 +9,29 @@ import {
   type CreateRejectReason,
   MAX_TEAM_CONCURRENCY_LIMIT,
 } from "../platform/normalize/team-metrics.js";
+import { counter, gauge, metricOptions, setting } from "./exposition/descriptor.js";
+
+/** The team a create's 429 names labels these families when teams are discovered. */
+const DISCOVERED_TEAM = { name: "team", with: setting("platform.discoverTeams") };
+
+export const TEAM_LIMIT_IGNORED = counter(
+  "team_concurrent_sandboxes_limit_ignored_total",
+  `429s of a create whose text named a concurrency limit that is not an integer from 1 to ${MAX_TEAM_CONCURRENCY_LIMIT}: not learned (the first is logged).`,
+  [DISCOVERED_TEAM],
+);
+export const CREATE_REJECTED = counter(
+  "sandbox_create_rejected_total",
+  "Sandbox creates (POST /sandboxes) the platform refused with 429, by reason read from its text: concurrency_limit (the team's concurrent sandboxes), rate_limit, other.",
+  ["reason", DISCOVERED_TEAM],
+);
+export const TEAM_LIMIT = gauge(
+  "team_concurrent_sandboxes_limit",
+  "Concurrent sandboxes the team may run: source=config from platform.teamConcurrencyLimit, source=learned from the latest 429 of a create that named it.",
+  ["source"],
+);
+
+/** The concurrency limit's families. */
+export const TEAM_LIMIT_FAMILIES = [TEAM_LIMIT_IGNORED, CREATE_REJECTED, TEAM_LIMIT] as const;
 
 /** Counts refused creates by reason, and keeps the concurrency limit the latest 429 named. */
 export class TeamLimitMetrics {
@@ -31,22 +54,17 @@ export class TeamLimitMetrics {
     this.facts = o.facts ?? new PlatformFacts({ teamConcurrencyLimit: o.configLimit });
     const registers = [o.registry];
     this.ignored = new Counter({
-      name: `${o.ns}_team_concurrent_sandboxes_limit_ignored_total`,
-      help: `429s of a create whose text named a concurrency limit that is not an integer from 1 to ${MAX_TEAM_CONCURRENCY_LIMIT}: not learned (the first is logged).`,
+      ...metricOptions(o.ns, TEAM_LIMIT_IGNORED),
       registers,
     });
     this.rejected = new Counter({
-      name: `${o.ns}_sandbox_create_rejected_total`,
-      help: "Sandbox creates (POST /sandboxes) the platform refused with 429, by reason read from its text: concurrency_limit (the team's concurrent sandboxes), rate_limit, other.",
-      labelNames: ["reason"],
+      ...metricOptions<"reason">(o.ns, CREATE_REJECTED),
       registers,
     });
     for (const r of CREATE_REJECT_REASONS) this.rejected.labels(r).inc(0);
     const limits = () => this.limits();
     new Gauge({
-      name: `${o.ns}_team_concurrent_sandboxes_limit`,
-      help: "Concurrent sandboxes the team may run: source=config from platform.teamConcurrencyLimit, source=learned from the latest 429 of a create that named it.",
-      labelNames: ["source"],
+      ...metricOptions(o.ns, TEAM_LIMIT),
       registers,
       collect() {
         this.reset();

@@ -1,5 +1,14 @@
 // The probe's metric families in a prom-client registry the caller owns (never the default one).
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import {
+  counter,
+  type FamilyDescriptor,
+  gauge,
+  histogram,
+  labelNames,
+  metricOptions,
+  setting,
+} from "../metrics/exposition/descriptor.js";
 import { STREAM_POINTS } from "./phase.js";
 import type { FailureReason } from "./probe-error.js";
 import { PROBE_PHASES } from "./probe-steps.js";
@@ -50,6 +59,118 @@ const everyReason: [Exclude<FailureReason, (typeof FAILURE_REASONS)[number]>] ex
   : never = true;
 void everyReason;
 
+/** A module's series: its name and template; a module's own labels follow these. */
+const ID = ["module", "template"];
+
+const ON = { on: setting("probe.enabled") };
+
+export const PROBE_SUCCESS = gauge(
+  "probe_success",
+  "Whether the last synthetic probe passed every phase (1) or not (0).",
+  ID,
+  ON,
+);
+export const PROBE_PHASE_SECONDS = gauge(
+  "probe_phase_duration_seconds",
+  "Duration of each phase of the last probe (phases that did not run are absent).",
+  [...ID, "phase"],
+  ON,
+);
+export const PROBE_STREAM_SECONDS = gauge(
+  "probe_stream_seconds",
+  "Seconds from sending process.Process/Start to each point of its stream, last probe.",
+  [...ID, "point"],
+  ON,
+);
+export const PROBE_KEEPALIVES = gauge(
+  "probe_keepalives",
+  "Keepalive events received on the exec stream of the last probe.",
+  ID,
+  ON,
+);
+export const PROBE_RUN_SECONDS = gauge(
+  "probe_run_duration_seconds",
+  "Duration of the last probe, all phases including terminate.",
+  ID,
+  ON,
+);
+export const PROBE_LAST_RUN = gauge(
+  "probe_last_run_timestamp_seconds",
+  "When the last probe finished, Unix seconds.",
+  ID,
+  ON,
+);
+export const PROBE_FAILURES = counter(
+  "probe_failures_total",
+  "Failed probe phases by phase and reason.",
+  [...ID, "phase", "reason"],
+  ON,
+);
+export const PROBE_STEP_SUPPORTED = gauge(
+  "probe_step_supported",
+  "Whether the platform supports each optional step the module runs (0: the step is skipped as unsupported, e.g. autopause where the platform has no auto-pause; not a failure).",
+  [...ID, "step"],
+  ON,
+);
+export const PROBE_HTTP_SECONDS = gauge(
+  "probe_http_duration_seconds",
+  "Seconds from sending the http step's request to a sandbox port to its status line (point first_byte) and its whole body (total), last probe.",
+  [...ID, "point"],
+  ON,
+);
+export const PROBE_WAKE = histogram(
+  "probe_wake_seconds",
+  "Seconds from sending a request to a paused sandbox's port to its answer (the autoresume step: the request alone wakes it).",
+  ID,
+  ON,
+);
+export const PROBE_DURATION = histogram(
+  "probe_duration_seconds",
+  "Duration of probe phases (each lifecycle round observed on its own).",
+  [...ID, "phase"],
+  ON,
+);
+export const PROBE_STREAM_LATENCY = histogram(
+  "probe_stream_latency_seconds",
+  "Seconds from sending process.Process/Start to each point of its stream.",
+  [...ID, "point"],
+  ON,
+);
+export const PROBE_RUNS = counter(
+  "probe_runs_total",
+  "Probes run, by result (success or failure).",
+  [...ID, "result"],
+  ON,
+);
+export const PROBE_ORPHANS = counter(
+  "probe_orphans_deleted_total",
+  "Probe sandboxes left behind by earlier runs and deleted by the orphan sweep.",
+  ID,
+  ON,
+);
+export const PROBE_FAMILIES = [
+  PROBE_SUCCESS,
+  PROBE_PHASE_SECONDS,
+  PROBE_STREAM_SECONDS,
+  PROBE_KEEPALIVES,
+  PROBE_RUN_SECONDS,
+  PROBE_LAST_RUN,
+  PROBE_FAILURES,
+  PROBE_STEP_SUPPORTED,
+  PROBE_HTTP_SECONDS,
+  PROBE_WAKE,
+  PROBE_DURATION,
+  PROBE_STREAM_LATENCY,
+  PROBE_RUNS,
+  PROBE_ORPHANS,
+] as const;
+
+/** prom-client options of a probe family: `id` (module, template, the modules' own) then its own. */
+function probeOptions(ns: string, d: FamilyDescriptor, id: readonly string[]) {
+  const { name, help } = metricOptions(ns, d);
+  return { name, help, labelNames: [...id, ...labelNames(d).slice(ID.length)] };
+}
+
 /** Settings of the probe families. */
 export interface ProbeFamiliesOptions {
   /** Metric name prefix; default "sandbox". */
@@ -89,60 +210,15 @@ export class ProbeFamilies {
     const id = ["module", "template", ...(o.extraLabels ?? [])];
     this.idLabels = id;
     const registers = [registry];
-    this.success = new Gauge({
-      name: `${ns}_probe_success`,
-      help: "Whether the last synthetic probe passed every phase (1) or not (0).",
-      labelNames: id,
-      registers,
-    });
-    this.phaseSeconds = new Gauge({
-      name: `${ns}_probe_phase_duration_seconds`,
-      help: "Duration of each phase of the last probe (phases that did not run are absent).",
-      labelNames: [...id, "phase"],
-      registers,
-    });
-    this.streamSeconds = new Gauge({
-      name: `${ns}_probe_stream_seconds`,
-      help: "Seconds from sending process.Process/Start to each point of its stream, last probe.",
-      labelNames: [...id, "point"],
-      registers,
-    });
-    this.keepalives = new Gauge({
-      name: `${ns}_probe_keepalives`,
-      help: "Keepalive events received on the exec stream of the last probe.",
-      labelNames: id,
-      registers,
-    });
-    this.runSeconds = new Gauge({
-      name: `${ns}_probe_run_duration_seconds`,
-      help: "Duration of the last probe, all phases including terminate.",
-      labelNames: id,
-      registers,
-    });
-    this.lastRun = new Gauge({
-      name: `${ns}_probe_last_run_timestamp_seconds`,
-      help: "When the last probe finished, Unix seconds.",
-      labelNames: id,
-      registers,
-    });
-    this.failures = new Counter({
-      name: `${ns}_probe_failures_total`,
-      help: "Failed probe phases by phase and reason.",
-      labelNames: [...id, "phase", "reason"],
-      registers,
-    });
-    this.stepSupported = new Gauge({
-      name: `${ns}_probe_step_supported`,
-      help: "Whether the platform supports each optional step the module runs (0: the step is skipped as unsupported, e.g. autopause where the platform has no auto-pause; not a failure).",
-      labelNames: [...id, "step"],
-      registers,
-    });
-    this.httpSeconds = new Gauge({
-      name: `${ns}_probe_http_duration_seconds`,
-      help: "Seconds from sending the http step's request to a sandbox port to its status line (point first_byte) and its whole body (total), last probe.",
-      labelNames: [...id, "point"],
-      registers,
-    });
+    this.success = new Gauge({ ...probeOptions(ns, PROBE_SUCCESS, id), registers });
+    this.phaseSeconds = new Gauge({ ...probeOptions(ns, PROBE_PHASE_SECONDS, id), registers });
+    this.streamSeconds = new Gauge({ ...probeOptions(ns, PROBE_STREAM_SECONDS, id), registers });
+    this.keepalives = new Gauge({ ...probeOptions(ns, PROBE_KEEPALIVES, id), registers });
+    this.runSeconds = new Gauge({ ...probeOptions(ns, PROBE_RUN_SECONDS, id), registers });
+    this.lastRun = new Gauge({ ...probeOptions(ns, PROBE_LAST_RUN, id), registers });
+    this.failures = new Counter({ ...probeOptions(ns, PROBE_FAILURES, id), registers });
+    this.stepSupported = new Gauge({ ...probeOptions(ns, PROBE_STEP_SUPPORTED, id), registers });
+    this.httpSeconds = new Gauge({ ...probeOptions(ns, PROBE_HTTP_SECONDS, id), registers });
     const history = o.history === false ? undefined : historyFamilies(registry, ns, id);
     this.wakeHistogram = history?.wakeHistogram;
     this.phaseHistogram = history?.phaseHistogram;
@@ -277,9 +353,7 @@ function observe(
 function historyFamilies(registry: Registry, ns: string, id: readonly string[]) {
   const registers = [registry];
   const wakeHistogram = new Histogram({
-    name: `${ns}_probe_wake_seconds`,
-    help: "Seconds from sending a request to a paused sandbox's port to its answer (the autoresume step: the request alone wakes it).",
-    labelNames: id,
+    ...probeOptions(ns, PROBE_WAKE, id),
     buckets: WAKE_BUCKETS,
     enableExemplars: true,
     registers: [],
@@ -289,33 +363,25 @@ function historyFamilies(registry: Registry, ns: string, id: readonly string[]) 
   // drop them; ours writes them in OpenMetrics only (exposition/openmetrics.ts), so the
   // histograms join the registry by hand and the 0.0.4 text stays as it was.
   const phaseHistogram = new Histogram({
-    name: `${ns}_probe_duration_seconds`,
-    help: "Duration of probe phases (each lifecycle round observed on its own).",
-    labelNames: [...id, "phase"],
+    ...probeOptions(ns, PROBE_DURATION, id),
     buckets: DURATION_BUCKETS,
     enableExemplars: true,
     registers: [],
   });
   registry.registerMetric(phaseHistogram);
   const streamHistogram = new Histogram({
-    name: `${ns}_probe_stream_latency_seconds`,
-    help: "Seconds from sending process.Process/Start to each point of its stream.",
-    labelNames: [...id, "point"],
+    ...probeOptions(ns, PROBE_STREAM_LATENCY, id),
     buckets: DURATION_BUCKETS,
     enableExemplars: true,
     registers: [],
   });
   registry.registerMetric(streamHistogram);
   const runs = new Counter({
-    name: `${ns}_probe_runs_total`,
-    help: "Probes run, by result (success or failure).",
-    labelNames: [...id, "result"],
+    ...probeOptions(ns, PROBE_RUNS, id),
     registers,
   });
   const orphans = new Counter({
-    name: `${ns}_probe_orphans_deleted_total`,
-    help: "Probe sandboxes left behind by earlier runs and deleted by the orphan sweep.",
-    labelNames: id,
+    ...probeOptions(ns, PROBE_ORPHANS, id),
     registers,
   });
   return { wakeHistogram, phaseHistogram, streamHistogram, runs, orphans };

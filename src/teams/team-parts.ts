@@ -4,7 +4,9 @@ import { collectorStatus } from "../collect/collector-status.js";
 import type { Poller } from "../collect/poller.js";
 import type { Snapshot } from "../collect/snapshot.js";
 import type { Services, Started } from "../feature.js";
-import { escapeLabel, Family } from "../metrics/exposition/text.js";
+import { family as familyOf } from "../metrics/exposition/descriptor.js";
+import { escapeLabel } from "../metrics/exposition/text.js";
+import { TEAM_INFO } from "../metrics/team-info-family.js";
 import { statusReport } from "../server/status.js";
 import { ExporterError } from "../util/errors.js";
 import type { Team } from "./teams.js";
@@ -56,11 +58,7 @@ export function teamsStatus(runs: readonly TeamRun[], now: number): Record<strin
 
 /** sandbox_team_info: each watched team, with its name where one is configured. */
 export function teamInfo(ns: string, teams: readonly Team[]): string {
-  const family = new Family(
-    `${ns}_team_info`,
-    "gauge",
-    "The teams this exporter watches (platform.teams), value 1: team is the id every team-scoped series carries, team_name the configured name.",
-  );
+  const family = familyOf(ns, TEAM_INFO);
   for (const t of teams)
     family.add(
       `{team="${escapeLabel(t.id)}"${t.name ? `,team_name="${escapeLabel(t.name)}"` : ""}}`,

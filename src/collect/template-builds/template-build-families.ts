@@ -2,14 +2,41 @@
 // status as a state-set, and why a failed build failed. Exported by shard 0 only. Build count,
 // spawn count and last spawn time are the generic template families (sandbox_template_builds,
 // sandbox_template_spawns, sandbox_template_last_spawned_at_timestamp_seconds): not repeated here.
+import { family, gauge, setting } from "../../metrics/exposition/descriptor.js";
 import { StateMemory } from "../../metrics/exposition/state-memory.js";
-import { Family, labels } from "../../metrics/exposition/text.js";
+import { type Family, labels } from "../../metrics/exposition/text.js";
 import type { ValueGuard } from "../../metrics/exposition/value-guard.js";
 import type { FamiliesContext, FamilyUpdater } from "../collector.js";
 import { BUILD_STATUSES, type TemplateBuild, type TemplateBuilds } from "./template-builds.js";
 
 const LIST = "GET /templates";
 const STATUS = "GET /templates/{id}/builds/{buildID}/status";
+
+const ON = { on: setting("poll.templateBuilds"), flavor: "e2b" } as const;
+
+export const BUILD_STATUS = gauge(
+  "template_build_status",
+  `Status of the template's latest build as a state-set (building, waiting, ready, error): 1 for the current value. Cached from the last successful poll of ${LIST}.`,
+  ["template", "status"],
+  ON,
+);
+export const BUILD_FAILURE_INFO = gauge(
+  "template_build_failure_info",
+  `The template's latest build failed: its id, the step that failed and the reason, value 1. Read once per failed build from ${STATUS}.`,
+  ["template", "build_id", "step", "message"],
+  ON,
+);
+export const BUILD_FAILURE_REASONS_UNREAD = gauge(
+  "template_build_failure_reasons_unread",
+  `Failed latest builds whose reason is not read yet: queued behind the status reads of earlier ticks (at most poll.templateBuildsMaxReads a tick, longest waiting first) or backing off after a read of ${STATUS} that failed.`,
+  [],
+  ON,
+);
+export const TEMPLATE_BUILD_FAMILIES = [
+  BUILD_STATUS,
+  BUILD_FAILURE_INFO,
+  BUILD_FAILURE_REASONS_UNREAD,
+] as const;
 
 /** The collector's families: the updater renders each reading. */
 export function templateBuildFamilies({ ns }: FamiliesContext): FamilyUpdater<TemplateBuilds> {
@@ -27,21 +54,9 @@ export class TemplateBuildFamilies {
   render(builds: readonly TemplateBuild[], guard: ValueGuard): Family[] {
     const unique = [...new Map(builds.map((b) => [b.templateId, b])).values()];
     const states = this.statuses.observe([...BUILD_STATUSES, ...unique.map((b) => b.status)]);
-    const status = new Family(
-      `${this.ns}_template_build_status`,
-      "gauge",
-      `Status of the template's latest build as a state-set (building, waiting, ready, error): 1 for the current value. Cached from the last successful poll of ${LIST}.`,
-    );
-    const failure = new Family(
-      `${this.ns}_template_build_failure_info`,
-      "gauge",
-      `The template's latest build failed: its id, the step that failed and the reason, value 1. Read once per failed build from ${STATUS}.`,
-    );
-    const unread = new Family(
-      `${this.ns}_template_build_failure_reasons_unread`,
-      "gauge",
-      `Failed latest builds whose reason is not read yet: queued behind the status reads of earlier ticks (at most poll.templateBuildsMaxReads a tick, longest waiting first) or backing off after a read of ${STATUS} that failed.`,
-    );
+    const status = family(this.ns, BUILD_STATUS);
+    const failure = family(this.ns, BUILD_FAILURE_INFO);
+    const unread = family(this.ns, BUILD_FAILURE_REASONS_UNREAD);
     unread.add("", unique.filter((b) => b.unread !== undefined).length);
     for (const b of unique) {
       for (const st of states)

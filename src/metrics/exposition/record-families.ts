@@ -1,9 +1,10 @@
 // What the families of the platform's records (nodes, templates) share: a status state-set, a
 // family per numeric field, the HELP suffix of cached values, one record per id.
 
+import { type FamilyDescriptor, family, fieldFamily, labelNames } from "./descriptor.js";
 import { type FieldMetric, fieldMetrics } from "./naming.js";
 import { StateMemory } from "./state-memory.js";
-import { Family, labels } from "./text.js";
+import { type Family, labels } from "./text.js";
 import type { ValueGuard } from "./value-guard.js";
 
 /** HELP suffix: these values are the poller's, not read at scrape time. */
@@ -11,32 +12,30 @@ export function cached(endpoint: string): string {
   return `Cached from the last successful poll of GET ${endpoint}.`;
 }
 
-/** A record kind's status as a state-set; remembers the values seen so each keeps a 0 series. */
+/**
+ * A record kind's status as a state-set (`d` labels: the record's id label, then the status's);
+ * remembers the values seen so each keeps a 0 series.
+ */
 export class StatusSet {
   private readonly memory = new StateMemory();
 
   constructor(
     private readonly ns: string,
-    private readonly kind: "node" | "template",
-    private readonly endpoint: string,
+    private readonly d: FamilyDescriptor<"gauge">,
   ) {}
 
   /** The family of these records' statuses. */
   render(items: ReadonlyArray<{ id: string; status: string }>, guard: ValueGuard): Family {
-    const { kind } = this;
+    const [kind = "id", status = "status"] = labelNames(this.d);
     const statuses = this.memory.observe(items.map((i) => i.status));
-    const f = new Family(
-      `${this.ns}_${kind}_status`,
-      "gauge",
-      `Status of the ${kind} as a state-set: 1 for the current value, 0 for others seen. ${cached(this.endpoint)}`,
-    );
+    const f = family(this.ns, this.d);
     for (const it of items)
       for (const st of statuses)
         f.add(
           labels(
             [
               [kind, it.id],
-              ["status", st],
+              [status, st],
             ],
             guard,
           ),
@@ -46,10 +45,13 @@ export class StatusSet {
   }
 }
 
-/** A family per numeric field of the records; a field whose metric name is taken goes to `skipped`. */
+/**
+ * A family per numeric field of the records, of the generic descriptor `d` (its first label names
+ * the record); a field whose metric name is taken goes to `skipped`.
+ */
 export function numericFamilies(
   ns: string,
-  kind: "node" | "template",
+  d: FamilyDescriptor<"gauge">,
   items: ReadonlyArray<{ id: string; numeric: Record<string, number> }>,
   reserved: ReadonlySet<string>,
   endpoint: string,
@@ -61,13 +63,10 @@ export function numericFamilies(
     reserved,
   );
   for (const f of lost) skipped(`${endpoint} ${f}`);
+  const [kind = "id"] = labelNames(d);
   const out: Family[] = [];
   for (const [field, m] of sorted(metrics)) {
-    const f = new Family(
-      `${ns}_${kind}_${m.suffix}`,
-      "gauge",
-      `Field ${field} of the ${kind}. ${cached(endpoint)}`,
-    );
+    const f = fieldFamily(ns, d, field, m.suffix);
     for (const it of items) {
       const v = it.numeric[field];
       if (v !== undefined) f.add(labels([[kind, it.id]], guard), (v * m.mul) / m.div);

@@ -4,7 +4,22 @@
 // each is counted. Gauges keep NaN and +-Inf: NaN is how a gauge says "unknown", +Inf a bound.
 // Both exposition formats are written from what this reads (openmetrics.ts, registryAsText).
 import { Counter, type Registry } from "prom-client";
+import { counter, type FamilyDescriptor, metricOptions } from "./descriptor.js";
 import { escapeLabel, formatValue } from "./text.js";
+
+export const NONFINITE_DROPPED = counter(
+  "exporter_nonfinite_values_dropped_total",
+  "Samples left out of a scrape because their value was NaN or +-Inf where the family never means one (counters, histograms, summaries, the cost families), by family: each scrape that leaves one out counts it. The rest of the exposition is served.",
+  ["family"],
+);
+export const RENDER_FAILURES = counter(
+  "exporter_family_render_failures_total",
+  "Families left out of a scrape because reading them failed (a value prom-client refuses), by family; logged once per family. The rest of the exposition is served.",
+  ["family"],
+);
+
+/** The exposition's own drop counters. */
+export const DROP_FAMILIES = [NONFINITE_DROPPED, RENDER_FAILURES] as const;
 
 /** A sample as prom-client's JSON holds it (histogram samples carry `metricName`). */
 export interface JsonSample {
@@ -56,12 +71,11 @@ export class ExpositionDrops {
 
 /** Registers the counters of `drops` in `registry`. */
 export function registerDropFamilies(registry: Registry, ns: string, drops: ExpositionDrops): void {
-  const counter = (name: string, help: string, read: ReadonlyMap<string, number>): void => {
-    drops.last.add(name);
+  const register = (d: FamilyDescriptor, read: ReadonlyMap<string, number>): void => {
+    const options = metricOptions(ns, d);
+    drops.last.add(options.name);
     new Counter({
-      name,
-      help,
-      labelNames: ["family"],
+      ...options,
       registers: [registry],
       collect() {
         this.reset();
@@ -69,16 +83,8 @@ export function registerDropFamilies(registry: Registry, ns: string, drops: Expo
       },
     });
   };
-  counter(
-    `${ns}_exporter_nonfinite_values_dropped_total`,
-    "Samples left out of a scrape because their value was NaN or +-Inf where the family never means one (counters, histograms, summaries, the cost families), by family: each scrape that leaves one out counts it. The rest of the exposition is served.",
-    drops.nonFinite,
-  );
-  counter(
-    `${ns}_exporter_family_render_failures_total`,
-    "Families left out of a scrape because reading them failed (a value prom-client refuses), by family; logged once per family. The rest of the exposition is served.",
-    drops.failed,
-  );
+  register(NONFINITE_DROPPED, drops.nonFinite);
+  register(RENDER_FAILURES, drops.failed);
 }
 
 /** Reads a registry's families in order, each on its own, leaving out and counting what is bad. */
