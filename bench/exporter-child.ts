@@ -1,7 +1,8 @@
 // The exporter under test in its own process: the parent drives cycles and probes over IPC and
 // scrapes /metrics over loopback, so this process's RSS and event loop are the exporter's alone.
 // Arguments: the simulator's base URL, then exporter flags.
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import { type IntervalHistogram, monitorEventLoopDelay } from "node:perf_hooks";
 import { getHeapSpaceStatistics, writeHeapSnapshot } from "node:v8";
 import { pino } from "pino";
@@ -24,6 +25,7 @@ const exporter = await startExporter(config, {
 global.gc?.();
 const startMemory = memoryMB();
 let loopDelay: IntervalHistogram | undefined;
+let profiler: Session | undefined;
 
 serveParent(
   { url: exporter.server.url, startMemoryMB: startMemory },
@@ -82,6 +84,27 @@ serveParent(
         getHeapSpaceStatistics().map((s) => [s.space_name, s.space_used_size / 1048576]),
       ),
     heapSnapshot: (args) => writeHeapSnapshot(String(args.path)),
+    /** Starts V8's sampling CPU profiler (every `intervalUs`, default 100 µs). */
+    profileStart: async (args) => {
+      profiler = new Session();
+      profiler.connect();
+      await profiler.post("Profiler.enable");
+      await profiler.post("Profiler.setSamplingInterval", {
+        interval: Number(args.intervalUs ?? 100),
+      });
+      await profiler.post("Profiler.start");
+      return {};
+    },
+    /** Stops the profiler and writes its .cpuprofile (Chrome DevTools' format) to `path`. */
+    profileStop: async (args) => {
+      const s = profiler;
+      if (!s) throw new Error("profileStart was not called");
+      const { profile } = await s.post("Profiler.stop");
+      s.disconnect();
+      profiler = undefined;
+      writeFileSync(String(args.path), JSON.stringify(profile));
+      return { path: args.path };
+    },
     /** One scheduled-style probe into the exporter's metrics; the result's stream points. */
     probe: async () => {
       const r = await exporter.prober?.runOnce();

@@ -4,7 +4,8 @@
 // `npm run bench -- --1m` adds the cases at 1,000,000 sandboxes (a few minutes more);
 // `npm run bench -- --only policy` (or `--only scale`, the 1,000,000-sandbox cases, `--only
 // events`, the lifecycle events cases, `--only retention`, 100,000 snapshots, or `--only teams`,
-// 100,000 sandboxes over 1, 10 and 1,000 teams) runs those cases alone (figures to .tmp/bench/).
+// 100,000 sandboxes over 1, 10 and 1,000 teams, or `--only profile`, V8 CPU profiles of the poll
+// cycle and the scrapes with their top frames) runs those cases alone (figures to .tmp/bench/).
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
@@ -24,6 +25,7 @@ import { latencyCase } from "./latency-case.js";
 import { policyCost } from "./policy-case.js";
 import { MOSTLY_IDLE, policyFleet, printFleetRuns } from "./policy-fleet-case.js";
 import { probeTiming } from "./probe-case.js";
+import { printProfiles, profileCases } from "./profile-case.js";
 import { renderComparison } from "./render-case.js";
 import { printEvents, printMachine, printPolicy, printScale, printTable } from "./report.js";
 import { printRetention, retentionCase } from "./retention.js";
@@ -57,10 +59,10 @@ const onlyAt = process.argv.indexOf("--only");
 const only = onlyAt < 0 ? undefined : process.argv[onlyAt + 1];
 if (
   only !== undefined &&
-  !["policy", "scale", "events", "cost", "retention", "teams"].includes(only)
+  !["policy", "scale", "events", "cost", "retention", "teams", "profile"].includes(only)
 )
   throw new Error(
-    `--only takes "policy", "scale", "events", "cost", "retention" or "teams" (the cases that run alone), not ${only}`,
+    `--only takes "policy", "scale", "events", "cost", "retention", "teams" or "profile" (the cases that run alone), not ${only}`,
   );
 const t0 = performance.now();
 // Other work on the machine skews every figure: the load before and after goes into the results.
@@ -178,6 +180,19 @@ if (only === "policy") {
   console.log(
     `\nwritten to .tmp/bench/results-teams.json; ${results.benchSeconds.teams.toFixed(0)} s`,
   );
+} else if (only === "profile") {
+  const profiles = await profileCases(buildExporterChild(), SANDBOXES);
+  const results = {
+    date: new Date().toISOString(),
+    node: process.version,
+    machine: machine(),
+    profiles,
+  };
+  mkdirSync(".tmp/bench", { recursive: true });
+  writeFileSync(".tmp/bench/results-profile.json", `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`\nsandbox-exporter bench, CPU profiles, ${SANDBOXES} sandboxes`);
+  printMachine(results.machine);
+  printProfiles(profiles);
 } else await everything();
 
 /** Every case but the 1M ones unless --1m; figures to bench/results.json. */

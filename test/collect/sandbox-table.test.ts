@@ -214,6 +214,40 @@ describe("SandboxTable", () => {
     expect([...walk(many, third)].map((s) => s.id)).toEqual(sorted);
   });
 
+  it("builds the same table with the last one beside it as without, whatever the two walks' orders", () => {
+    // Strings shared with the last table (by a merge with its ids, or a step through its walk when
+    // the walk is newest first) must never change a row: only which equal string it holds.
+    const record = fc.record({
+      id: fc.constantFrom(...Array.from({ length: 40 }, (_, i) => `i${(i * 7) % 40}`)),
+      started: fc.integer({ min: 0, max: 6 }),
+      cpu: fc.integer({ min: 0, max: 3 }),
+    });
+    const newestFirst = (rs: { id: string; started: number }[]) =>
+      [...rs].sort((a, b) => b.started - a.started || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const byId = (rs: { id: string }[]) => [...rs].sort((a, b) => (a.id < b.id ? -1 : 1));
+    const orders = [newestFirst, byId, <T>(rs: T[]) => rs];
+    fc.assert(
+      fc.property(
+        fc.array(record, { maxLength: 60 }),
+        fc.array(record, { maxLength: 60 }),
+        fc.nat(2),
+        fc.nat(2),
+        (a, b, oa, ob) => {
+          const table = (rs: typeof a, previous?: SandboxTable) => {
+            const builder = SandboxTable.builder(previous);
+            for (const r of rs)
+              builder.push(sandbox(1, { id: r.id, startedAt: r.started, cpuCount: r.cpu }));
+            return builder.build();
+          };
+          const first = table((orders[oa] as typeof byId)(a) as typeof a);
+          const second = (orders[ob] as typeof byId)(b) as typeof b;
+          expect([...table(second, first)].map(fields)).toEqual([...table(second)].map(fields));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it("orders rows exactly as a plain sort by id then row would, whatever the ids", () => {
     const plain = (ids: string[]) =>
       ids
