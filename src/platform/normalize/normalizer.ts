@@ -3,10 +3,6 @@
 import { KeyNames } from "./collect.js";
 import { compileTable, type FieldMap, type Fields, type FieldTable, openTable } from "./fields.js";
 import { InvalidValues } from "./invalid-values.js";
-import { MetadataShare } from "./metadata-share.js";
-
-/** Distinct metadata maps shared at most (a fleet has few; the cap is a guard). */
-const METADATA_SHARE_LIMIT = 4096;
 
 /**
  * Field tables of every resource compiled for one field map, and the caches of the records seen.
@@ -24,8 +20,8 @@ export class Normalizer {
   readonly overview: FieldTable<never>;
   /** Raw state -> lower-cased state (see records.ts). */
   readonly states = new Map<string, string>();
-  /** One frozen map per metadata content, shared by the sandboxes that carry it. */
-  readonly metadata = new MetadataShare(METADATA_SHARE_LIMIT);
+  /** Metadata content -> one frozen map shared by the sandboxes that carry it. */
+  readonly metadata = new Map<string, Record<string, string>>();
   /** Template ids, one string per distinct id. */
   readonly templateIds = new Map<string, string>();
   /** `prefix[i]` item paths by prefix (see list.ts). */

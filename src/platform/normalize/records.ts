@@ -10,7 +10,6 @@ import {
 import { collectFields, EMPTY_NUMBERS, EMPTY_STRINGS, remember, shareIfSame } from "./collect.js";
 import { type FieldSpec, type FieldTable, keyOf } from "./fields.js";
 import { RECORD_FIELD } from "./invalid-values.js";
-import type { MetadataShare } from "./metadata-share.js";
 import type { Normalizer } from "./normalizer.js";
 import {
   isRecord,
@@ -29,8 +28,8 @@ type Json = Record<string, unknown>;
 /** Distinct state spellings remembered (raw -> lower-cased); states are few, the cap is a guard. */
 const STATE_CACHE_LIMIT = 1024;
 /**
- * Template ids shared across sandboxes (one string per id; equal metadata maps are shared by
- * MetadataShare): a fleet has few, and 100,000 copies held per snapshot cost MBs.
+ * Equal metadata maps and template ids shared across sandboxes (raw key -> one frozen copy): a
+ * fleet has few distinct combinations, and 100,000 copies held per snapshot cost tens of MB.
  */
 const SHARE_CACHE_LIMIT = 4096;
 
@@ -194,16 +193,34 @@ function intern(cache: Map<string, string>, s: string): string {
   return remember(cache, s, SHARE_CACHE_LIMIT, itself);
 }
 
-/** `m` as the shared map of its content (EMPTY_STRINGS as itself). */
-function shareMetadata(cache: MetadataShare, m: Record<string, string>): Record<string, string> {
-  return m === EMPTY_STRINGS ? m : cache.share(m);
+/** One frozen map per distinct metadata content (pairs in record order). */
+function shareMetadata(
+  cache: Map<string, Record<string, string>>,
+  m: Record<string, string>,
+): Record<string, string> {
+  if (m === EMPTY_STRINGS) return m;
+  let key = "";
+  for (const k in m) {
+    const v = m[k] as string;
+    // Length-prefixed, so no key or value can make two different maps collide.
+    key += `${k.length}:${k}${v.length}:${v}`;
+  }
+  const hit = cache.get(key);
+  if (hit !== undefined) return hit;
+  if (cache.size >= SHARE_CACHE_LIMIT) cache.clear();
+  const frozen = Object.freeze(m);
+  cache.set(key, frozen);
+  return frozen;
 }
 
 /**
  * The probe tag alone, as a shared map, else EMPTY_STRINGS. The rest of the metadata is not read,
  * so a slim walk costs one keyed load for it and fails on nothing it does not keep.
  */
-function probeTagOnly(cache: MetadataShare, v: unknown): Record<string, string> {
+function probeTagOnly(
+  cache: Map<string, Record<string, string>>,
+  v: unknown,
+): Record<string, string> {
   let tag: unknown;
   if (isRecord(v)) tag = v[PROBE_TAG_KEY];
   else if (Array.isArray(v))
@@ -213,7 +230,7 @@ function probeTagOnly(cache: MetadataShare, v: unknown): Record<string, string> 
         break;
       }
   if (tag === undefined || tag === null) return EMPTY_STRINGS;
-  return cache.share({ [PROBE_TAG_KEY]: metadataText(tag) });
+  return shareMetadata(cache, { [PROBE_TAG_KEY]: metadataText(tag) });
 }
 
 function lowerState(cache: Map<string, string>, s: string | undefined): string {
