@@ -7,6 +7,7 @@ import type { Snapshot } from "./collect/snapshot.js";
 import type { SecretName, SecretValues } from "./config/secret-files.js";
 import type { Config } from "./config/settings.js";
 import type { ExporterMetrics } from "./metrics/exporter-metrics.js";
+import type { FamilyDescriptor } from "./metrics/exposition/descriptor.js";
 import type { ControlClient } from "./platform/control/control.js";
 import type { LifecycleEvent, LifecycleEventSink } from "./platform/events.js";
 import type { PlatformFacts } from "./platform/facts.js";
@@ -175,6 +176,8 @@ export interface Feature {
    * the exporter's services and the first team's client.
    */
   readonly perTeam?: "each";
+  /** The metric families it writes, as descriptors: the catalog lists them, the reference is written from them. */
+  readonly declares?: readonly FamilyDescriptor[];
   /** Reads and checks what it needs before anything starts (a bad file stops the start); undefined: off. */
   prepare(config: Config, effects: Effects): Prepared | undefined;
   /**

@@ -105,16 +105,6 @@ export const NODE_INFO = gauge(
   ],
 );
 
-/** The cluster collectors' families (E2B's cluster families from its nodes are beside them). */
-export const CLUSTER_FAMILIES = [
-  PLATFORM_UP,
-  HEALTH_STATUS,
-  CLUSTER_FIELD,
-  NODE_STATUS,
-  NODE_FIELD,
-  NODE_INFO,
-] as const;
-
 /** platform_up, and the health status as a state-set. */
 export function healthFamilies({ ns }: FamiliesContext): FamilyUpdater<Health> {
   const memory = new StateMemory();

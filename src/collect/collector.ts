@@ -3,6 +3,7 @@
 import type { Registry } from "prom-client";
 import type { Config } from "../config/settings.js";
 import type { AnySlice } from "../config/slice.js";
+import type { FamilyDescriptor } from "../metrics/exposition/descriptor.js";
 import type { Family } from "../metrics/exposition/text.js";
 import type { ValueGuard } from "../metrics/exposition/value-guard.js";
 import type { CallQuery, JsonReply } from "../platform/control/control.js";
@@ -187,6 +188,8 @@ export interface TickCollector<
   read(ctx: TickContext, previous?: TickData[N]): Promise<Reading<TickData[N]>>;
   /** Makes its metric families (once); the updater renders them from each snapshot's data. */
   families?(ctx: FamiliesContext): FamilyUpdater<TickData[N]>;
+  /** The families it writes, as descriptors: the catalog lists them, the reference is written from them. */
+  readonly declares?: readonly FamilyDescriptor[];
 }
 
 /** The names of the bool poll settings: what can turn an opt-in collector on. */

@@ -1,5 +1,6 @@
 // GET /nodes (and /nodes/{id} with poll.nodeDetails): cluster-wide (shard 0); E2B's are for admins.
-import { nodeFamilies } from "./cluster-families.js";
+import { NODE_FIELD, NODE_INFO, NODE_STATUS, nodeFamilies } from "./cluster-families.js";
+import { CLUSTER_FROM_NODES_FAMILIES } from "./cluster-from-nodes.js";
 import type { TickCollector } from "./collector.js";
 import { oneRequest, withDetails } from "./details.js";
 
@@ -15,4 +16,5 @@ export const nodesCollector: TickCollector<"nodes"> = {
       poll.nodeDetails,
     ),
   families: nodeFamilies,
+  declares: [NODE_STATUS, NODE_FIELD, NODE_INFO, ...CLUSTER_FROM_NODES_FAMILIES],
 };

@@ -1,5 +1,5 @@
 // GET /cluster/overview: cluster-wide (shard 0); E2B serves none, which capability learning finds.
-import { overviewFamilies } from "./cluster-families.js";
+import { CLUSTER_FIELD, overviewFamilies } from "./cluster-families.js";
 import type { TickCollector } from "./collector.js";
 
 export const overviewCollector: TickCollector<"overview"> = {
@@ -9,4 +9,5 @@ export const overviewCollector: TickCollector<"overview"> = {
   runs: (where) => where.clusterWide,
   read: async ({ reader }) => ({ value: await reader.clusterOverview(), requests: 1 }),
   families: overviewFamilies,
+  declares: [CLUSTER_FIELD],
 };

@@ -2,10 +2,12 @@
 // (it subscribes to the ledger, whoever feeds it) and the policy's pauses (cost-accounting.ts).
 import type { Feature } from "../feature.js";
 import { startCost } from "./cost-accounting.js";
+import { COST_FAMILIES } from "./cost-families.js";
 import { enabledChanged } from "./cost-reload.js";
 
 export const costFeature: Feature = {
   name: "cost",
+  declares: COST_FAMILIES,
   // Spend, savings and the budget are the team's: each team is metered on its own.
   perTeam: "each",
   prepare(config) {

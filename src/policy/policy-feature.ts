@@ -6,6 +6,7 @@ import type { Feature, PolicyHooks } from "../feature.js";
 import { PolicyEngine } from "./engine.js";
 import { loadPolicySpec, PolicyFileError } from "./policy-file.js";
 import { PolicyLoop } from "./policy-loop.js";
+import { POLICY_FAMILIES } from "./policy-metrics.js";
 import { forTeam, type PolicySpec, policySpec, readsStorage } from "./policy-settings.js";
 
 /**
@@ -29,6 +30,7 @@ declare module "../feature.js" {
 
 export const policyFeature: Feature = {
   name: "policy",
+  declares: POLICY_FAMILIES,
   // Several teams: an engine per team, its caps, share limit and audit the team's own.
   perTeam: "each",
   prepare(config, effects) {

@@ -2,6 +2,7 @@
 // through the management API and the sandbox's agent; /probe runs one on demand.
 import type { Feature } from "../feature.js";
 import { DataClient } from "../platform/data/data.js";
+import { PROBE_FAMILIES } from "./probe-metrics.js";
 import { ProbeService } from "./probe-service.js";
 
 declare module "../feature.js" {
@@ -13,6 +14,7 @@ declare module "../feature.js" {
 
 export const probeFeature: Feature = {
   name: "probe",
+  declares: PROBE_FAMILIES,
   prepare(config) {
     if (!config.probe.enabled) return undefined;
     return {

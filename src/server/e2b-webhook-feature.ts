@@ -5,9 +5,11 @@ import { type Feature, type ListenerAccess, MissingServiceError } from "../featu
 import { normalizeLifecycleEvent } from "../platform/normalize/events.js";
 import { inShard } from "../util/shard.js";
 import { E2B_WEBHOOK_PATH, e2bWebhookRoute } from "./e2b-webhook.js";
+import { WEBHOOK_FAMILIES } from "./e2b-webhook-families.js";
 
 export const e2bWebhookFeature: Feature = {
   name: "e2b-webhook",
+  declares: WEBHOOK_FAMILIES,
   prepare(config) {
     if (config.webhooks.e2bSecretFile === undefined) return undefined;
     return {

@@ -26,7 +26,7 @@ import {
   type SnapshotSummary,
   summarize,
 } from "./snapshot-facts.js";
-import { storageFamilies } from "./storage-families.js";
+import { STORAGE_FAMILIES, storageFamilies } from "./storage-families.js";
 import { readList, type StorageKind, type StoredTally } from "./storage-lists.js";
 import { storageSlice } from "./storage-settings.js";
 
@@ -81,6 +81,7 @@ export const storageCollector: TickCollector<"storage", typeof storageSlice> = {
   runs: (where) => where.clusterWide,
   read: (ctx, previous) => readStorage(ctx, previous),
   families: storageFamilies,
+  declares: STORAGE_FAMILIES,
 };
 
 const KINDS = ["snapshots", "volumes"] as const;

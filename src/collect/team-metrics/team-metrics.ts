@@ -7,7 +7,7 @@
 import type { TeamMetricPoint } from "../../platform/normalize/team-metrics.js";
 import { ExporterError, errorSummary } from "../../util/errors.js";
 import type { TickCollector } from "../collector.js";
-import { teamFamilies } from "./team-families.js";
+import { TEAM_CAPACITY_FAMILIES, teamFamilies } from "./team-families.js";
 import { teamMetricsSlice } from "./team-metrics-settings.js";
 
 /** How far back the latest point is looked for: E2B records a point every 5 s. */
@@ -89,6 +89,7 @@ export const teamMetricsCollector: TickCollector<"teamMetrics", typeof teamMetri
     return { value, requests: 3 };
   },
   families: teamFamilies,
+  declares: TEAM_CAPACITY_FAMILIES,
 };
 
 /** The maxima raised to the latest point: a peak newer than the last read of the max counts. */

@@ -8,7 +8,7 @@ import { PlatformHttpError, PlatformNotFoundError } from "../../platform/http-er
 import type { BuildStatusReason } from "../../platform/normalize/normalize.js";
 import { mapLimit } from "../../util/concurrency.js";
 import type { Reading, TickCollector, TickContext } from "../collector.js";
-import { templateBuildFamilies } from "./template-build-families.js";
+import { TEMPLATE_BUILD_FAMILIES, templateBuildFamilies } from "./template-build-families.js";
 import { templateBuildsSlice } from "./template-builds-settings.js";
 
 /** Build-status reads in flight at once. */
@@ -63,6 +63,7 @@ export const templateBuildsCollector: TickCollector<"templateBuilds", typeof tem
     runs: (where) => where.clusterWide,
     read: (ctx, previous) => readBuilds(ctx, previous),
     families: templateBuildFamilies,
+    declares: TEMPLATE_BUILD_FAMILIES,
   };
 
 /** One reading: the list, then the status of the failed builds due (at most the cap). */

@@ -4,7 +4,7 @@
 import type { TickCollector } from "../collector.js";
 import { withDetails } from "../details.js";
 import { tickBounds } from "../paging.js";
-import { templateFamilies } from "./template-families.js";
+import { TEMPLATE_FAMILIES, templateFamilies } from "./template-families.js";
 import { readTemplateList, type TemplateList } from "./template-list.js";
 
 export const templatesCollector: TickCollector<"templates"> = {
@@ -35,4 +35,5 @@ export const templatesCollector: TickCollector<"templates"> = {
     };
   },
   families: templateFamilies,
+  declares: TEMPLATE_FAMILIES,
 };
