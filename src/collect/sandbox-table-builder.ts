@@ -59,21 +59,6 @@ function emptyColumns(n: number): Columns {
   };
 }
 
-/**
- * A walk's ids and start times in the order it came (each id as the table stores it): the next
- * walk in the same order finds the strings to share by stepping through it.
- */
-export interface WalkOrder {
-  ids: readonly string[];
-  started: Readonly<Float64Array>;
-}
-
-/** What a builder reuses of the last table: its ids ascending, and its walk as it came. */
-export interface PreviousTable {
-  sorted: readonly string[];
-  walk: WalkOrder;
-}
-
 /** Makes the table (its constructor is the table's own). */
 export type Make = (
   ids: string[],
@@ -81,7 +66,6 @@ export type Make = (
   states: string[],
   probeTags: string[],
   cols: Columns,
-  walk: WalkOrder,
 ) => SandboxTable;
 
 /**
@@ -99,16 +83,14 @@ export class SandboxTableBuilder {
   private readonly states = new Codes();
   private readonly probeTags = new Codes();
 
-  /** Position in `previous.sorted`: the ids before it are smaller than the last id pushed. */
+  /** Position in `previous`: the ids before it are smaller than the last id pushed. */
   private previousAt = 0;
-  /** Position in `previous.walk`: its records before it came before the last one pushed. */
-  private walkAt = 0;
 
   constructor(
     private readonly make: Make,
     expected: number,
-    /** The last table, whose strings equal ids reuse. */
-    private readonly previous: PreviousTable | undefined,
+    /** The last table's ids (ascending), whose strings equal ids reuse while the walk ascends. */
+    private previous: readonly string[] | undefined,
   ) {
     // A little headroom, so a fleet that grew by a few sandboxes still fits in one allocation.
     const capacity = Math.max(INITIAL_CAPACITY, Math.ceil(expected * 1.0625));
@@ -120,9 +102,11 @@ export class SandboxTableBuilder {
   push(s: Sandbox): void {
     const row = this.count++;
     if (row === this.cols.cpu.length) this.grow();
-    if (this.ascending && row > 0 && !(s.id > (this.ids[row - 1] as string)))
+    if (this.ascending && row > 0 && !(s.id > (this.ids[row - 1] as string))) {
       this.ascending = false;
-    const id = this.ascending ? this.known(s.id) : this.inWalk(s.id, s.startedAt ?? Number.NaN);
+      this.previous = undefined;
+    }
+    const id = this.known(s.id);
     if (row < this.ids.length) this.ids[row] = id;
     else this.ids.push(id);
     const c = this.cols;
@@ -143,42 +127,14 @@ export class SandboxTableBuilder {
     if (!this.ascending) return this.sorted();
     // Views when little capacity is left over, copies when much is (a fleet that shrank).
     const trim = n * 8 >= this.cols.cpu.length * 7;
-    const cols = mapColumns(
-      this.cols,
-      (a) => (trim ? a.subarray(0, n) : a.slice(0, n)) as typeof a,
+    return this.made(
+      this.ids,
+      mapColumns(this.cols, (a) => (trim ? a.subarray(0, n) : a.slice(0, n)) as typeof a),
     );
-    return this.made(this.ids, cols, { ids: this.ids, started: cols.started });
   }
 
-  private made(ids: string[], cols: Columns, walk: WalkOrder): SandboxTable {
-    const { templates, states, probeTags } = this;
-    return this.make(ids, templates.values, states.values, probeTags.values, cols, walk);
-  }
-
-  /**
-   * The string of the last walk equal to `id`, else `id`, for a walk in another order than by id:
-   * E2B pages newest first (start time descending, then id), and two walks in that order differ
-   * by the sandboxes that came and went, so one pointer steps through the last walk as through a
-   * merge. Without it every id of such a walk outlived the walk and was promoted, and the last
-   * walk's copies died in the old generation (80 ms of CPU a cycle at 100,000 in the id order's
-   * case). A walk in yet another order only finds fewer strings to share.
-   */
-  private inWalk(id: string, started: number): string {
-    const walk = this.previous?.walk;
-    if (walk === undefined) return id;
-    const { ids, started: times } = walk;
-    let at = this.walkAt;
-    // The last walk's records that come before this one are gone (or moved): step past them.
-    for (; at < ids.length; at++) {
-      const t = times[at] as number;
-      if (!(t > started || (t === started && (ids[at] as string) < id))) break;
-    }
-    if (ids[at] !== id) {
-      this.walkAt = at;
-      return id;
-    }
-    this.walkAt = at + 1;
-    return ids[at] as string;
+  private made(ids: string[], cols: Columns): SandboxTable {
+    return this.make(ids, this.templates.values, this.states.values, this.probeTags.values, cols);
   }
 
   /**
@@ -187,7 +143,7 @@ export class SandboxTableBuilder {
    * promoted through the scavenges of the walk.
    */
   private known(id: string): string {
-    const prev = this.previous?.sorted;
+    const prev = this.previous;
     if (prev === undefined) return id;
     let at = this.previousAt;
     while (at < prev.length && (prev[at] as string) < id) at++;
@@ -211,12 +167,9 @@ export class SandboxTableBuilder {
     }
     const out = new Array<string>(n);
     for (let j = 0; j < n; j++) out[j] = ids[order[j] as number] as string;
-    const rows = ids.length;
-    const walk = { ids, started: this.cols.started.subarray(0, rows) };
     return this.made(
       out,
       mapColumns(this.cols, (a) => pickRows(a, order, n)),
-      walk,
     );
   }
 

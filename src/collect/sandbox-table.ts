@@ -5,7 +5,7 @@
 // tables without sorting, and a table can share the strings of equal ids with the one before it.
 import { EMPTY_NUMBERS, EMPTY_STRINGS } from "../platform/normalize/normalize.js";
 import { PROBE_TAG_KEY, type Sandbox } from "../platform/types.js";
-import { type Columns, SandboxTableBuilder, type WalkOrder } from "./sandbox-table-builder.js";
+import { type Columns, SandboxTableBuilder } from "./sandbox-table-builder.js";
 
 /** What consumers of a snapshot's sandboxes may rely on: a length and iteration. */
 export interface SandboxList extends Iterable<Sandbox> {
@@ -125,8 +125,6 @@ export class SandboxTable implements SandboxList {
     private readonly states: readonly string[],
     probeTags: readonly string[],
     private readonly cols: Columns,
-    /** The walk the table was built from, in its order: the next builder shares its strings. */
-    private readonly walk: WalkOrder,
   ) {
     this.probeMetadata = [
       EMPTY_STRINGS,
@@ -188,14 +186,12 @@ export class SandboxTable implements SandboxList {
   /**
    * Builds a table row by row; a repeated id keeps its last record. `previous` (the last walk's
    * list) sizes the columns once: grown step by step, 100,000 rows reallocate each column a dozen
-   * times, and the large copies land in the old generation. Ids equal to the previous table's
-   * are stored as its strings (found by a merge with its ids, or with its walk when the walk is
-   * not in id order): the freshly parsed copies then die young instead of being promoted, 4 MB
-   * per cycle at 100,000.
+   * times, and the large copies land in the old generation. While the walk comes in id order,
+   * ids equal to the previous table's are stored as its strings: the freshly parsed copies then
+   * die young instead of being promoted, 4 MB per cycle at 100,000.
    */
   static builder(previous?: SandboxList): SandboxTableBuilder {
-    const before =
-      previous instanceof SandboxTable ? { sorted: previous.ids, walk: previous.walk } : undefined;
+    const before = previous instanceof SandboxTable ? previous.ids : undefined;
     return new SandboxTableBuilder((...a) => new SandboxTable(...a), previous?.length ?? 0, before);
   }
 }

@@ -80,4 +80,21 @@ describe("SandboxWalk with whole records (per-sandbox series or the policy on)",
       ]),
     ).toEqual(["e0", "b3", "d2", "a4"]);
   });
+
+  it("finds a record listed twice in a walk by id that a move put out of order, before or after the move", async () => {
+    // "c" first among the ids that ascended, then again after "b" broke the order.
+    expect(
+      await walk([
+        ["a", "c", "e"],
+        ["b", "c"],
+      ]),
+    ).toEqual(["a0", "c4", "e2", "b3"]);
+    // Twice after the order broke.
+    expect(
+      await walk([
+        ["a", "b"],
+        ["f", "c", "g", "c"],
+      ]),
+    ).toEqual(["a0", "b1", "f2", "c5", "g4"]);
+  });
 });
