@@ -2,9 +2,9 @@
 // one point where every error of the channel is scrubbed of secrets.
 
 import { setTimeout as sleepTimer } from "node:timers/promises";
-import { Agent, type Dispatcher, EnvHttpProxyAgent, request } from "undici";
+import { Agent, type Dispatcher, EnvHttpProxyAgent } from "undici";
 import { type Clock, systemClock } from "../../util/clock.js";
-import { deadline, timerMs } from "../../util/duration.js";
+import { timerMs } from "../../util/duration.js";
 import { Secrets } from "../../util/secrets.js";
 import {
   BodyTooLargeError,
@@ -17,9 +17,9 @@ import {
   PlatformNetworkError,
   PlatformNotFoundError,
   PlatformTimeoutError,
-  readCapped,
 } from "../http-errors.js";
 import type { FieldMap } from "../normalize/normalize.js";
+import { requestBuffered } from "./buffered-request.js";
 import type { Caller, RequestBudget } from "./limiter.js";
 import { backoffDelay, isRetryable, parseRetryAfter } from "./retry.js";
 
@@ -129,6 +129,30 @@ export interface Reply {
   body: unknown;
 }
 
+/** Distinct call paths remembered parsed; ids make paths many, the bound keeps them few. */
+const TARGETS_MAX = 256;
+
+/** `query` as URLSearchParams serializes it: empty values left out, an array as the key repeated. */
+function queryString(query: CallQuery | undefined): string {
+  if (query === undefined) return "";
+  const params = new URLSearchParams();
+  for (const k in query) appendParam(params, k, query[k]);
+  return params.toString();
+}
+
+function appendParam(params: URLSearchParams, k: string, v: CallQuery[string]): void {
+  if (typeof v === "object") {
+    for (const x of v) if (x !== "") params.append(k, x);
+  } else if (v !== undefined && v !== "") params.set(k, String(v));
+}
+
+/** A base URL that carries a query of its own: the call's query merged into it by the URL. */
+function withQuery(href: string, query: CallQuery | undefined): { origin: string; path: string } {
+  const url = new URL(href);
+  for (const k in query ?? {}) appendParam(url.searchParams, k, (query as CallQuery)[k]);
+  return { origin: url.origin, path: `${url.pathname}${url.search}` };
+}
+
 /** The headers that say who asks: the API key, or the admin token and the team (several teams). */
 function authHeaders(o: ControlOptions): Record<string, string> {
   // A key names its own team: X-Team-ID goes only with the admin token.
@@ -148,6 +172,8 @@ export class ControlTransport {
   private readonly clock: Clock;
   private readonly base: string;
   private readonly authHeaders: Record<string, string>;
+  /** Call paths parsed below the base URL (see target). */
+  private readonly targets = new Map<string, { origin: string; path: string; search: string }>();
 
   constructor(private readonly o: ControlOptions) {
     this.ownsDispatcher = !o.dispatcher;
@@ -225,13 +251,7 @@ export class ControlTransport {
 
   private async once(call: Call): Promise<Reply> {
     const { method } = call;
-    const prefix = call.root ? "" : (this.o.apiPrefix ?? API_PREFIX);
-    const url = new URL(`${this.base}${prefix}${call.path}`);
-    for (const [k, v] of Object.entries(call.query ?? {})) {
-      if (typeof v === "object") {
-        for (const x of v) if (x !== "") url.searchParams.append(k, x);
-      } else if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
-    }
+    const { origin, path } = this.target(call);
     const headers: Record<string, string> = { accept: "application/json", ...this.authHeaders };
     if (call.admin && this.o.adminToken) headers["x-admin-token"] = this.o.adminToken;
     let payload: string | undefined;
@@ -242,22 +262,22 @@ export class ControlTransport {
     const started = this.clock.now();
     let status: number | undefined;
     let headersMs: number | undefined;
-    // The same strong, cleared deadline as every other call of the daemon (util/duration.ts).
-    const limit = deadline(this.o.timeoutMs);
     try {
-      const res = await request(url, {
+      // The whole exchange bounded by timeoutMs, as every other call of the daemon is.
+      const res = await requestBuffered(this.dispatcher, {
+        origin,
+        path,
         method,
         headers,
-        body: payload,
-        dispatcher: this.dispatcher,
-        signal: limit.signal,
-        headersTimeout: timerMs(this.o.timeoutMs),
-        bodyTimeout: timerMs(this.o.timeoutMs),
+        ...(payload !== undefined ? { body: payload } : {}),
+        timeoutMs: this.o.timeoutMs,
+        maxBodyBytes: this.o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+        onHead: (statusCode) => {
+          status = statusCode;
+          headersMs = this.clock.now() - started;
+        },
       });
-      status = res.statusCode;
-      headersMs = this.clock.now() - started;
-      const raw = await readCapped(res.body, this.o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
-      const reply = this.interpret(call, res.statusCode, res.headers, raw);
+      const reply = this.interpret(call, res.statusCode, res.headers, res.body);
       this.report(call, started, status);
       return reply;
     } catch (err) {
@@ -265,9 +285,26 @@ export class ControlTransport {
       const expected = call.notFoundExpected === true && e instanceof PlatformNotFoundError;
       this.report(call, started, status, expected ? undefined : e);
       throw e;
-    } finally {
-      limit.clear();
     }
+  }
+
+  /**
+   * Origin and encoded path of a call: the path parsed below the base URL once per distinct path
+   * (as `new URL` reads it), the query encoded as URLSearchParams encodes it.
+   */
+  private target(call: Call): { origin: string; path: string } {
+    const prefix = call.root ? "" : (this.o.apiPrefix ?? API_PREFIX);
+    const key = `${prefix}${call.path}`;
+    let t = this.targets.get(key);
+    if (t === undefined) {
+      const url = new URL(`${this.base}${key}`);
+      t = { origin: url.origin, path: url.pathname, search: url.search };
+      if (this.targets.size >= TARGETS_MAX) this.targets.clear();
+      this.targets.set(key, t);
+    }
+    if (t.search !== "") return withQuery(`${this.base}${key}`, call.query);
+    const query = queryString(call.query);
+    return { origin: t.origin, path: query === "" ? t.path : `${t.path}?${query}` };
   }
 
   /** Status and body of one response -> a Reply, or the typed error it stands for. */
