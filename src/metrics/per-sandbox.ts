@@ -56,6 +56,12 @@ const FAMILIES = PER_SANDBOX_FAMILIES.length;
 const LINE_ESTIMATE = [120, 80, 84, 60, 72, 76, 80, 78];
 /** Matches anything but printable ASCII, tab and newline: then UTF-8 length may differ from length. */
 const NON_ASCII = /[^ -~\t\n]/;
+/** The metadata values of every entry when no metadata label is configured (never written to). */
+const NO_META: Array<string | undefined> = [];
+
+function isAscii(s: string): boolean {
+  return !NON_ASCII.test(s);
+}
 
 /** Settings of the per-sandbox families. */
 export interface PerSandboxOptions {
@@ -223,50 +229,50 @@ export class PerSandboxSeries {
     e: Entry | undefined,
     guard: ValueGuard,
   ): Entry {
-    const [pInfo, pStart, pEnd, pCpus, pMemory] = this.prefix as [
-      string,
-      string,
-      string,
-      string,
-      string,
-    ];
+    const pInfo = this.prefix[0] as string;
     const before = guard.truncated;
     const id = escapeLabel(guard.label(s.id));
-    let info = `${pInfo}${id}",template="${escapeLabel(guard.label(s.templateId))}",state="${escapeLabel(guard.label(s.state))}"`;
-    const meta: Array<string | undefined> = [];
-    for (const [key, name] of this.o.metadataLabels) {
+    const template = escapeLabel(guard.label(s.templateId));
+    const state = escapeLabel(guard.label(s.state));
+    // Only label values can be non-ASCII, and all of them are on the info line: the values are
+    // tested, not the line, which would be flattened for it (a copy of every info line).
+    let ascii = isAscii(id) && isAscii(template) && isAscii(state);
+    let info = `${pInfo}${id}",template="${template}",state="${state}"`;
+    const labels = this.o.metadataLabels;
+    const meta: Array<string | undefined> = labels.length === 0 ? NO_META : [];
+    for (const [key, name] of labels) {
       const v = s.metadata[key];
       meta.push(v);
-      info += `,${name}="${v === undefined ? "" : escapeLabel(guard.label(v))}"`;
+      const value = v === undefined ? "" : escapeLabel(guard.label(v));
+      if (ascii && !isAscii(value)) ascii = false;
+      info += `,${name}="${value}"`;
     }
     const cut = guard.truncated - before;
     info += "} 1\n";
-    // Only label values can be non-ASCII, and all of them are on the info line.
-    const ascii = !NON_ASCII.test(info);
     put(writers, 0, at, off, len, info, ascii);
     const { startedAt, endAt, cpuCount, memoryMB } = s;
-    if (startedAt !== undefined)
-      put(writers, 1, at, off, len, `${pStart}${id}"} ${formatValue(startedAt / 1000)}\n`, ascii);
-    else off[at + 1] = (writers[1] as SectionWriter).position;
-    if (endAt !== undefined)
-      put(writers, 2, at, off, len, `${pEnd}${id}"} ${formatValue(endAt / 1000)}\n`, ascii);
-    else off[at + 2] = (writers[2] as SectionWriter).position;
     // A negative size is not a size: left out here, counted by the aggregates.
-    if (cpuCount !== undefined && cpuCount >= 0)
-      put(writers, 3, at, off, len, `${pCpus}${id}"} ${formatValue(cpuCount)}\n`, ascii);
-    else off[at + 3] = (writers[3] as SectionWriter).position;
-    if (memoryMB !== undefined && memoryMB >= 0)
-      put(writers, 4, at, off, len, `${pMemory}${id}"} ${formatValue(memoryMB * MIB)}\n`, ascii);
-    else off[at + 4] = (writers[4] as SectionWriter).position;
-    for (const [f, v] of [
-      [5, u.cpu],
-      [6, u.memory],
-      [7, u.disk],
-    ] as const) {
-      if (v !== undefined)
-        put(writers, f, at, off, len, `${this.prefix[f]}${id}"} ${formatValue(v)}\n`, ascii);
-      else off[at + f] = (writers[f] as SectionWriter).position;
-    }
+    const cpus = cpuCount !== undefined && cpuCount >= 0 ? cpuCount : undefined;
+    const memory = memoryMB !== undefined && memoryMB >= 0 ? memoryMB * MIB : undefined;
+    const p = this.prefix;
+    const start = startedAt === undefined ? undefined : startedAt / 1000;
+    valueLine(writers, 1, at, off, len, p, id, start, ascii);
+    valueLine(
+      writers,
+      2,
+      at,
+      off,
+      len,
+      p,
+      id,
+      endAt === undefined ? undefined : endAt / 1000,
+      ascii,
+    );
+    valueLine(writers, 3, at, off, len, p, id, cpus, ascii);
+    valueLine(writers, 4, at, off, len, p, id, memory, ascii);
+    valueLine(writers, 5, at, off, len, p, id, u.cpu, ascii);
+    valueLine(writers, 6, at, off, len, p, id, u.memory, ascii);
+    valueLine(writers, 7, at, off, len, p, id, u.disk, ascii);
     if (!e)
       return {
         id: s.id,
@@ -316,6 +322,22 @@ function usageOf(u: SandboxUsage | undefined): Used {
 
 function size(v: number | undefined): number | undefined {
   return v !== undefined && v >= 0 ? v : undefined;
+}
+
+/** The value line of family `f` (`prefix[f]`, the id, `v`), or none when `v` is undefined. */
+function valueLine(
+  writers: SectionWriter[],
+  f: number,
+  at: number,
+  off: Int32Array,
+  len: Int32Array,
+  prefix: readonly string[],
+  id: string,
+  v: number | undefined,
+  ascii: boolean,
+): void {
+  if (v === undefined) off[at + f] = (writers[f] as SectionWriter).position;
+  else put(writers, f, at, off, len, `${prefix[f]}${id}"} ${formatValue(v)}\n`, ascii);
 }
 
 /** Appends one line of family `f` for record slot `at`, noting where it went. */
