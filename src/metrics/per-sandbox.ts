@@ -256,18 +256,9 @@ export class PerSandboxSeries {
     const memory = memoryMB !== undefined && memoryMB >= 0 ? memoryMB * MIB : undefined;
     const p = this.prefix;
     const start = startedAt === undefined ? undefined : startedAt / 1000;
+    const end = endAt === undefined ? undefined : endAt / 1000;
     valueLine(writers, 1, at, off, len, p, id, start, ascii);
-    valueLine(
-      writers,
-      2,
-      at,
-      off,
-      len,
-      p,
-      id,
-      endAt === undefined ? undefined : endAt / 1000,
-      ascii,
-    );
+    valueLine(writers, 2, at, off, len, p, id, end, ascii);
     valueLine(writers, 3, at, off, len, p, id, cpus, ascii);
     valueLine(writers, 4, at, off, len, p, id, memory, ascii);
     valueLine(writers, 5, at, off, len, p, id, u.cpu, ascii);

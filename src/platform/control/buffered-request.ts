@@ -42,18 +42,23 @@ export function requestBuffered(
   return new Promise((resolve, reject) => {
     const handler = new BufferingHandler(r, resolve, reject);
     const bound = timerMs(r.timeoutMs);
-    dispatcher.dispatch(
-      {
-        origin: r.origin,
-        path: r.path,
-        method: r.method,
-        headers: r.headers,
-        ...(r.body !== undefined ? { body: r.body } : {}),
-        headersTimeout: bound,
-        bodyTimeout: bound,
-      },
-      handler,
-    );
+    try {
+      dispatcher.dispatch(
+        {
+          origin: r.origin,
+          path: r.path,
+          method: r.method,
+          headers: r.headers,
+          ...(r.body !== undefined ? { body: r.body } : {}),
+          headersTimeout: bound,
+          bodyTimeout: bound,
+        },
+        handler,
+      );
+    } catch (err) {
+      // undici's own dispatchers report through the handler; another may throw (its timer goes too).
+      handler.onResponseError(undefined, err as Error);
+    }
   });
 }
 

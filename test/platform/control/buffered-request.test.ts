@@ -6,8 +6,8 @@ import fc from "fast-check";
 import { Agent } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { requestBuffered } from "../../../src/platform/control/buffered-request.js";
-import { ControlTransport } from "../../../src/platform/control/transport.js";
 import { BodyTooLargeError } from "../../../src/platform/http-errors.js";
+import { testTransport } from "../../helpers/control.js";
 import { listenLoopback } from "../../helpers/loopback.js";
 
 const closers: Array<() => Promise<void>> = [];
@@ -124,16 +124,7 @@ describe("requestBuffered", () => {
 describe("the control channel's request target", () => {
   it("sends the query exactly as URLSearchParams on a URL object encodes it", async () => {
     const { url, seen } = await serve((_req, res) => res.end("[]"));
-    const t = new ControlTransport({
-      apiUrl: `${url}/`,
-      apiKey: "",
-      authStyle: "x-api-key",
-      authHeader: "X-API-Key",
-      timeoutMs: 5_000,
-      retries: 0,
-      envProxy: false,
-      dispatcher: agent(),
-    });
+    const t = testTransport({ apiUrl: `${url}/`, dispatcher: agent() });
     await fc.assert(
       fc.asyncProperty(
         fc.string({ unit: "binary", maxLength: 12 }),
@@ -157,17 +148,7 @@ describe("the control channel's request target", () => {
 
   it("merges the query into one the base URL carries", async () => {
     const { url, seen } = await serve((_req, res) => res.end("[]"));
-    const t = new ControlTransport({
-      apiUrl: `${url}/api?team=a b`,
-      apiPrefix: "",
-      apiKey: "",
-      authStyle: "x-api-key",
-      authHeader: "X-API-Key",
-      timeoutMs: 5_000,
-      retries: 0,
-      envProxy: false,
-      dispatcher: agent(),
-    });
+    const t = testTransport({ apiUrl: `${url}/api?team=a b`, apiPrefix: "", dispatcher: agent() });
     await t.send({ method: "GET", path: "", endpoint: "/", query: { limit: 5 } });
     expect(seen).toEqual(["/api?team=a+b&limit=5"]);
   });
