@@ -112,7 +112,7 @@ async function ours(fleet: Sandbox[]): Promise<Record<string, number>> {
   };
 }
 
-/** prom-client: the four per-sandbox gauges set from the fleet, then registry.metrics(). */
+/** prom-client: the five per-sandbox gauges ours renders, set from the fleet, then registry.metrics(). */
 async function promClient(fleet: Sandbox[]): Promise<Record<string, number>> {
   const registry = new Registry();
   const registers = [registry];
@@ -125,13 +125,15 @@ async function promClient(fleet: Sandbox[]): Promise<Record<string, number>> {
   const gauge = (name: string, help: string) =>
     new Gauge({ name, help, labelNames: ["sandbox_id"], registers });
   const start = gauge("sandbox_sandbox_start_time_seconds", "Start time, Unix seconds.");
+  const end = gauge("sandbox_sandbox_end_timestamp_seconds", "Scheduled end time, Unix seconds.");
   const cpus = gauge("sandbox_sandbox_cpus", "CPU count.");
   const mem = gauge("sandbox_sandbox_memory_bytes", "Memory.");
   const load = (walk: Sandbox[]): void => {
-    for (const g of [info, start, cpus, mem]) g.reset();
+    for (const g of [info, start, end, cpus, mem]) g.reset();
     for (const s of walk) {
       info.labels(s.id, s.templateId, s.state).set(1);
       if (s.startedAt !== undefined) start.labels(s.id).set(s.startedAt / 1000);
+      if (s.endAt !== undefined) end.labels(s.id).set(s.endAt / 1000);
       if (s.cpuCount !== undefined) cpus.labels(s.id).set(s.cpuCount);
       if (s.memoryMB !== undefined) mem.labels(s.id).set(s.memoryMB * 1_048_576);
     }
@@ -157,7 +159,11 @@ async function promClient(fleet: Sandbox[]): Promise<Record<string, number>> {
 }
 
 const fleet = benchFleet(N);
-const figures = mode === "prom-client" ? await promClient(fleet) : await ours(fleet);
-process.stdout.write(
-  `${JSON.stringify({ mode, sandboxes: N, series: N * 4, runs: RUNS, ...figures })}\n`,
+/** Series of the per-sandbox families both sides render: info, then each value the record has. */
+const series = fleet.reduce(
+  (n, s) =>
+    n + 1 + [s.startedAt, s.endAt, s.cpuCount, s.memoryMB].filter((v) => v !== undefined).length,
+  0,
 );
+const figures = mode === "prom-client" ? await promClient(fleet) : await ours(fleet);
+process.stdout.write(`${JSON.stringify({ mode, sandboxes: N, series, runs: RUNS, ...figures })}\n`);

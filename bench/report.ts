@@ -133,7 +133,7 @@ export function printTable(
     undefined,
     r.promClient.loadMs,
     rr,
-    "reset + set of 4 gauges per sandbox",
+    "reset + set of 5 gauges per sandbox",
   );
   row("rendered bytes", r.ours.bytes, r.promClient.bytes, "", "");
 

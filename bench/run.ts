@@ -291,7 +291,7 @@ async function everything(): Promise<void> {
       renderVsRender: render.promClient.renderMs / render.ours.steadyMs,
       firstVsFirst: (render.promClient.loadMs + render.promClient.renderMs) / render.ours.firstMs,
       cachedScrapeP99VsPromClientRender: render.promClient.renderMs / on.scrape.p99Ms,
-      measured: `medians of ${render.runs} after one unmeasured; ours: ExporterMetrics.update of a snapshot of the simulator's fleet, per-sandbox on (aggregates, churn and the four per-sandbox families), first render by a fresh instance and re-render of a walk with 1 % of sandboxes changed (steadyAsyncMs: the same through updateAsync); prom-client: loadMs resets and sets its four gauges from the same fleet, renderMs is registry.metrics()`,
+      measured: `medians of ${render.runs} after one unmeasured; ours: ExporterMetrics.update of a snapshot of the simulator's fleet, per-sandbox on (aggregates, churn and the five per-sandbox families: info, start, end, cpus, memory), first render by a fresh instance and re-render of a walk with 1 % of sandboxes changed (steadyAsyncMs: the same through updateAsync); prom-client: loadMs resets and sets the same five gauges from the same fleet, renderMs is registry.metrics()`,
       target: "prom-client render / ours >= 5x",
     },
     latencyDuringCycles: {
