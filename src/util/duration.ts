@@ -72,6 +72,11 @@ export function timerMs(ms: number): number {
   return Math.min(MAX_TIMER_MS, Math.max(1, Math.ceil(ms)));
 }
 
+/** The reason a deadline fires with: AbortSignal.timeout's, so every isTimeout() check reads it. */
+export function timeoutError(): DOMException {
+  return new DOMException("The operation was aborted due to timeout", "TimeoutError");
+}
+
 /** A deadline that stays armed until cleared; see `deadline`. */
 export interface Deadline {
   /** Aborts with a TimeoutError when the time is up, or with the parent's reason when it aborts. */
@@ -97,10 +102,9 @@ export function deadline(ms: number, parent?: AbortSignal): Deadline {
     clear();
     controller.abort(parent?.reason);
   };
-  // Same reason as AbortSignal.timeout's, so every isTimeout() check reads it as a timeout.
   const fire = (): void => {
     clear();
-    controller.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError"));
+    controller.abort(timeoutError());
   };
   if (parent?.aborted) controller.abort(parent.reason);
   else {

@@ -2,7 +2,7 @@
 // response stream, no AbortController and no URL object per request. At 1,000 list pages a cycle
 // those cost more than undici's own `request()` loop spends in all (docs/benchmark.md, #40).
 import type { Dispatcher } from "undici";
-import { timerMs } from "../../util/duration.js";
+import { timeoutError, timerMs } from "../../util/duration.js";
 import { BodyTooLargeError } from "../http-errors.js";
 
 /** What one request asks for. */
@@ -112,9 +112,7 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    if (this.settled) return;
-    this.settled = true;
-    clearTimeout(this.timer);
+    if (!this.settle()) return;
     const body = Buffer.concat(this.chunks, this.size);
     this.chunks.length = 0;
     this.resolve({ statusCode: this.statusCode, headers: this.headers, body });
@@ -125,18 +123,24 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   }
 
   private timedOut(): void {
-    this.end(new DOMException("The operation was aborted due to timeout", "TimeoutError"));
+    this.end(timeoutError());
     // Before a connection took the request, it is aborted when one does (onRequestStart).
     this.controller?.abort(this.reason as Error);
   }
 
   /** Rejects with `err` unless already settled. */
   private end(err: Error): void {
-    if (this.settled) return;
-    this.settled = true;
+    if (!this.settle()) return;
     this.reason = err;
-    clearTimeout(this.timer);
     this.chunks.length = 0;
     this.reject(err);
+  }
+
+  /** Marks the request settled and disarms the timer; false when it already was. */
+  private settle(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    clearTimeout(this.timer);
+    return true;
   }
 }
