@@ -11,7 +11,6 @@ import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { ChurnTracker } from "./churn.js";
 import { collectorStatusFamilies } from "./collector-status-families.js";
-import { family, gauge, setting, TEAM_LABEL } from "./exposition/descriptor.js";
 import { extraLabelNames } from "./exposition/naming.js";
 import { registryAsOpenMetrics } from "./exposition/openmetrics.js";
 import {
@@ -20,7 +19,8 @@ import {
   registryAsText,
 } from "./exposition/registry-families.js";
 import type { Family, Format } from "./exposition/text.js";
-import { RESOURCE_FIELDS, ValueGuard } from "./exposition/value-guard.js";
+import { ValueGuard } from "./exposition/value-guard.js";
+import { droppedFamily, guardFamilies } from "./guard-families.js";
 import { EventLedger } from "./lifecycle-events.js";
 import { PerSandboxSeries } from "./per-sandbox.js";
 import { runSteps, runStepsYielding, type Steps } from "./render-steps.js";
@@ -39,29 +39,6 @@ export { negotiateFormat, OPENMETRICS_TYPE, PROMETHEUS_TYPE } from "./scrape-for
 const RENDER_SLICE = 1_000;
 /** Labels of the per-sandbox info series that metadata labels must not take. */
 const FIXED_SANDBOX_LABELS = ["sandbox_id", "template", "state", "shard"];
-
-export const LABEL_VALUES_TRUNCATED = gauge(
-  "exporter_label_values_truncated",
-  "Label values from the platform cut to maxLabelValueLength in the current exposition.",
-  [TEAM_LABEL],
-);
-export const INVALID_VALUES = gauge(
-  "exporter_invalid_values",
-  "Negative cpu and memory values (and negative or NaN usage values) of this shard's sandboxes, left out of the sums, in the latest snapshot.",
-  ["field", TEAM_LABEL],
-);
-export const SANDBOX_SERIES_DROPPED = gauge(
-  "exporter_sandbox_series_dropped",
-  "Sandboxes of this shard left without per-sandbox series by maxSandboxSeries.",
-  [],
-  { on: setting("metrics.perSandboxMetrics") },
-);
-/** The families the metrics layer writes itself (the rest are its parts'). */
-export const EXPOSITION_FAMILIES = [
-  LABEL_VALUES_TRUNCATED,
-  INVALID_VALUES,
-  SANDBOX_SERIES_DROPPED,
-] as const;
 
 /** Settings of the metrics layer. */
 export interface MetricsOptions {
@@ -251,6 +228,8 @@ export class ExporterMetrics {
     /** The collectors' counters: rendered per format, after the gauges. */
     const collected: Family[] = [];
     let big: Buffer[] = [];
+    /** The per-sandbox sections' gzip members, compressed while they were rendered. */
+    let bigGzip: Promise<Buffer>[] | undefined;
     if (shard.index === 0) {
       const { families, skipped } = this.platform.render(snapshot, guard);
       for (const f of families) (f.type === "counter" ? collected : small).push(f);
@@ -278,8 +257,10 @@ export class ExporterMetrics {
       if (this.perSandbox) {
         yield;
         const records = Array.isArray(own) ? (own as readonly Sandbox[]) : Array.from(own);
-        const out = yield* this.perSandbox.steps(records, guard, slice, usage);
+        // Once scrapers ask for gzip, the sections are compressed while they are rendered.
+        const out = yield* this.perSandbox.steps(records, guard, slice, usage, this.gzipWanted);
         big = out.chunks;
+        bigGzip = out.gzipped;
         if (out.dropped > 0)
           this.warnOnce(
             "cap",
@@ -293,8 +274,14 @@ export class ExporterMetrics {
     const counters = [...this.churn.families(ns, guard), ...collected];
     for (const f of counters) this.drops.dropNonFinite(`${f.name}_total`, f.nonFinite);
     small.push(...guardFamilies(ns, guard, usage !== undefined));
-    const text = small.map((f) => f.render("prometheus")).join("");
-    return { gauges: [Buffer.from(text, "utf8"), ...big], counters, countersText: {} };
+    const head = Buffer.from(small.map((f) => f.render("prometheus")).join(""), "utf8");
+    const cached: Cached = { gauges: [head, ...big], counters, countersText: {} };
+    // Concatenated gzip members decompress to the concatenated bodies (RFC 1952, section 2.2).
+    if (bigGzip)
+      cached.gaugesGzip = Promise.all([gzipChunks([head]), ...bigGzip]).then((m) =>
+        Buffer.concat(m),
+      );
+    return cached;
   }
 
   /** Records one platform API request (called by the control client). */
@@ -380,17 +367,4 @@ export class ExporterMetrics {
 function walkEndedAt(snapshot: Snapshot): number {
   const walk = snapshot.collectors.sandboxes;
   return walk.lastAttemptAt + walk.durationMs;
-}
-
-/** What the guard cut or left out of this snapshot's exposition; usage fields when usage is shown. */
-function guardFamilies(ns: string, guard: ValueGuard, usage: boolean): Family[] {
-  const truncated = family(ns, LABEL_VALUES_TRUNCATED).add("", guard.truncated);
-  const negative = family(ns, INVALID_VALUES);
-  for (const field of usage ? RESOURCE_FIELDS : (["cpu", "memory"] as const))
-    negative.add(`{field="${field}"}`, guard.negative[field]);
-  return [truncated, negative];
-}
-
-function droppedFamily(ns: string, dropped: number): Family {
-  return family(ns, SANDBOX_SERIES_DROPPED).add("", dropped);
 }

@@ -3,6 +3,7 @@ import { gunzipSync } from "node:zlib";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { ExporterMetrics, Format } from "../../src/metrics/exporter-metrics.js";
+import { gzipChunks } from "../../src/metrics/scrape-format.js";
 import type { Sandbox } from "../../src/platform/types.js";
 import { metricsWith, sandbox, snapshot } from "./fixtures.js";
 
@@ -134,5 +135,30 @@ describe("ExporterMetrics.updateAsync", () => {
     await Promise.all([pending, done]);
     expect(settled).toBe(true);
     expect(await body(metrics, "prometheus", true)).toContain('sandbox_id="a"');
+  });
+
+  it("compresses a fleet's sections while rendering them: gzip equals the plain body, render after render", async () => {
+    // Enough sandboxes that each section is written in many batches (and copied on the second walk).
+    const ids = Array.from({ length: 5_000 }, (_, i) => `sbx-${String(i).padStart(5, "0")}`);
+    const { metrics } = metricsWith({
+      perSandboxMetrics: true,
+      metadataLabels: ["team"],
+      maxSandboxSeries: 10_000,
+    });
+    await body(metrics, "prometheus", true); // a scraper asked for gzip
+    const walks = [
+      fleet(ids),
+      [...fleet(ids.slice(0, 2_500), "paused"), ...fleet(ids.slice(2_500))],
+    ];
+    for (const [n, sandboxes] of walks.entries()) {
+      await metrics.updateAsync(snapshot({ cycle: n + 1, sandboxes }));
+      const zipped = await metrics.render("prometheus", true);
+      // Members of their own (the head, then a family each): not the one member made after a render.
+      const { gauges } = await metrics.parts("prometheus");
+      expect(zipped.body[0]?.equals(await gzipChunks(gauges))).toBe(false);
+      const plain = await body(metrics, "prometheus");
+      expect(plain.length).toBeGreaterThan(400_000);
+      expect(gunzipSync(Buffer.concat(zipped.body)).toString("utf8")).toBe(plain);
+    }
   });
 });

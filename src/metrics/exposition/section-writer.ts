@@ -21,7 +21,15 @@ export class SectionWriter {
   private srcStart = 0;
   private srcEnd = 0;
 
-  constructor(capacity: number) {
+  /**
+   * `sink`, when given, receives the bytes as they are laid down (views of the Buffer being
+   * written, never changed afterwards), in order: e.g. a gzip member compressing the section while
+   * it is rendered.
+   */
+  constructor(
+    capacity: number,
+    private readonly sink?: (bytes: Buffer) => void,
+  ) {
     this.buf = Buffer.allocUnsafeSlow(Math.max(capacity, 1024));
   }
 
@@ -74,12 +82,14 @@ export class SectionWriter {
 
   private flushText(): void {
     this.ensure(this.textBytes);
+    const from = this.len;
     this.len += this.buf.write(
       this.text,
       this.len,
       this.textBytes,
       this.textAscii ? "latin1" : "utf8",
     );
+    this.sink?.(this.buf.subarray(from, this.len));
     this.text = "";
     this.textBytes = 0;
     this.textAscii = true;
@@ -88,7 +98,9 @@ export class SectionWriter {
   private flushCopy(): void {
     const src = this.src as Buffer;
     this.ensure(this.srcEnd - this.srcStart);
+    const from = this.len;
     this.len += src.copy(this.buf, this.len, this.srcStart, this.srcEnd);
+    this.sink?.(this.buf.subarray(from, this.len));
     // The pending range is part of `len` now; leaving it set would count it twice in `position`.
     this.src = undefined;
     this.srcStart = 0;
