@@ -17,6 +17,9 @@ RUN npm ci --omit=dev --no-audit --no-fund
 # Runtime image: compiled output and production node_modules, non-root, no secrets.
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
+# glibc returns every block over 128 KiB to the system when it is freed (docs/operations.md, Docker):
+# without it a cycle's multi-MB exposition buffers stay in the process after they are garbage.
+ENV GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

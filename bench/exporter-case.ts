@@ -3,7 +3,7 @@
 
 import { execFileSync } from "node:child_process";
 import { copyFileSync } from "node:fs";
-import { imageNodeFlags } from "../tools/dockerfile.js";
+import { imageEnv, imageNodeFlags } from "../tools/dockerfile.js";
 import { type BenchChild, forkChild } from "./ipc.js";
 import { median, ScrapeClient, type ScrapeFigures } from "./scrape-client.js";
 
@@ -26,12 +26,14 @@ export interface ExporterChild {
  * Compiles the measured children (the exporter, the bare loop, the render comparison) and the src/
  * they import to plain JS, so each runs on node alone as the exporter does in production (tsx's
  * loader alone adds tens of MB of RSS and its own start-up work). All run with the node flags of
- * the image's ENTRYPOINT (BENCH_NODE_FLAGS, space-separated, overrides them).
+ * the image's ENTRYPOINT (BENCH_NODE_FLAGS, space-separated, overrides them) and, as does every
+ * process forked after this call (the simulator too), in the environment of the image's ENV lines.
  */
 export function buildExporterChild(): ExporterChild {
   execFileSync("node_modules/.bin/tsc", ["-p", "bench/tsconfig.child.json"], { stdio: "inherit" });
   // src/version.ts reads ../package.json; the copy also marks the build as ESM.
   copyFileSync("package.json", `${BUILD_DIR}/package.json`);
+  Object.assign(process.env, imageEnv());
   const override = process.env.BENCH_NODE_FLAGS;
   const nodeFlags =
     override === undefined ? imageNodeFlags() : override.split(" ").filter((f) => f !== "");

@@ -4,6 +4,7 @@
 // child directory (`npx tsc -p bench/tsconfig.child.json` in each checkout, then copy package.json
 // into its .tmp/bench-build/).
 // `npx tsx bench/paired-cycles.ts <old>/.tmp/bench-build/bench <new>/.tmp/bench-build/bench [id|started] [off|on] [rounds]`
+import { imageEnv, imageNodeFlags } from "../tools/dockerfile.js";
 import { LIFTED_BUDGET } from "./exporter-case.js";
 import { forkChild } from "./ipc.js";
 import { median } from "./scrape-client.js";
@@ -14,7 +15,9 @@ if (!oldDir || !newDir)
     "usage: paired-cycles.ts <old build dir> <new build dir> [id|started] [off|on] [rounds]",
   );
 const WARM = 2;
-const flags = ["--max-semi-space-size=4"];
+// Every child as the image runs the exporter: its ENTRYPOINT's node flags, its ENV.
+const flags = imageNodeFlags();
+Object.assign(process.env, imageEnv());
 const perSandbox =
   mode === "on" ? ["--per-sandbox-metrics", "--max-sandbox-series", "1000000"] : [];
 const sim = await forkChild<{ apiUrl: string }>("bench/sim-child.ts", ["100000", order]);

@@ -15,3 +15,19 @@ export function imageNodeFlags(dockerfile = readFileSync("Dockerfile", "utf8")):
     throw new Error(`unexpected Dockerfile ENTRYPOINT: ${JSON.stringify(argv)}`);
   return argv.slice(1, end);
 }
+
+/** The environment the Dockerfile's final stage sets: its `ENV key=value ...` lines, in order. */
+export function imageEnv(dockerfile = readFileSync("Dockerfile", "utf8")): Record<string, string> {
+  const final = dockerfile.split(/^FROM /m).at(-1) ?? "";
+  const env: Record<string, string> = {};
+  for (const line of final.split("\n")) {
+    if (!line.startsWith("ENV ")) continue;
+    for (const pair of line.slice(4).trim().split(/\s+/)) {
+      const eq = pair.indexOf("=");
+      if (eq < 1 || /["'\\]/.test(pair))
+        throw new Error(`unexpected Dockerfile ENV (key=value without quotes): ${line}`);
+      env[pair.slice(0, eq)] = pair.slice(eq + 1);
+    }
+  }
+  return env;
+}

@@ -5,7 +5,7 @@ import { copyFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { startSimulator } from "../../src/simulator/index.js";
-import { dockerInstruction, imageNodeFlags } from "../../tools/dockerfile.js";
+import { dockerInstruction, imageEnv, imageNodeFlags } from "../../tools/dockerfile.js";
 import { output, scrapeThenTerminate } from "../helpers/child.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -30,6 +30,14 @@ describe("Docker image commands", () => {
     expect(unit).toContain(
       `ExecStart=/usr/bin/node ${flags.join(" ")} /opt/sandbox-exporter/dist/cli.js`,
     );
+    // The image's environment too, but NODE_ENV (the unit runs the production build anyway).
+    const env = imageEnv(dockerfile);
+    expect(env).toMatchObject({
+      NODE_ENV: "production",
+      GLIBC_TUNABLES: "glibc.malloc.mmap_threshold=131072",
+    });
+    for (const [key, value] of Object.entries(env))
+      if (key !== "NODE_ENV") expect(unit).toContain(`Environment=${key}=${value}\n`);
     const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
       scripts: Record<string, string>;
     };
@@ -37,6 +45,20 @@ describe("Docker image commands", () => {
     // The StatefulSet runs the image's entrypoint as it is (no shell wrapper, no second command).
     const sts = readFileSync(join(ROOT, "deploy", "kubernetes", "statefulset.yaml"), "utf8");
     expect(sts).not.toMatch(/^\s*command:/m);
+  });
+
+  it("reads the final stage's ENV lines, and refuses a form it does not parse", () => {
+    const text = [
+      "FROM node AS build",
+      "ENV BUILD_ONLY=1",
+      "FROM node",
+      "ENV A=1 B=x=y",
+      "ENV C=",
+      'ENTRYPOINT ["node"]',
+    ].join("\n");
+    expect(imageEnv(text)).toEqual({ A: "1", B: "x=y", C: "" });
+    expect(() => imageEnv('FROM node\nENV A="quoted value"')).toThrow(/ENV A="quoted value"/);
+    expect(() => imageEnv("FROM node\nENV A 1")).toThrow(/key=value/);
   });
 
   it("ENTRYPOINT and CMD serve /metrics from the compiled build and exit 0 on SIGTERM", async () => {
@@ -56,7 +78,7 @@ describe("Docker image commands", () => {
     // Loopback and an ephemeral port instead of the CMD's 0.0.0.0:9464, which may be taken here.
     const child = spawn(process.execPath, [...entry.slice(1), "--listen", "127.0.0.1:0"], {
       cwd: IMAGE,
-      env: { PATH: process.env.PATH, NODE_ENV: "production", SANDBOX_API_URL: sim.apiUrl },
+      env: { PATH: process.env.PATH, ...imageEnv(dockerfile), SANDBOX_API_URL: sim.apiUrl },
     });
     const out = output(child);
     try {
