@@ -26,6 +26,10 @@ export interface LatencyCase {
   cycles: number;
   /** Median ms from a cycle's start until its exposition and gzip were cached. */
   cycleToCachedMs: number;
+  /** Median of the same cycles' walks (the poller's own start to end of the sandbox list). */
+  walkMs: number;
+  /** Median over the cycles of each one's start-to-cached time over its own walk. */
+  cycleToCachedVsWalk: number;
   bytesGzip: number;
   duringCycles: LatencyFigures;
   betweenCycles: LatencyFigures;
@@ -38,6 +42,7 @@ export interface LatencyCase {
 interface CycleWindow {
   startAt: number;
   settledAt: number;
+  walkMs: number;
 }
 
 function figures(scrapes: TimedScrape[]): LatencyFigures {
@@ -99,12 +104,16 @@ export async function latencyCase(
     const during = scrapes.filter(overlaps);
     const between = scrapes.filter((s) => !overlaps(s));
     const spans = windows.map((w) => w.settledAt - w.startAt).sort((a, b) => a - b);
+    const mid = <T>(xs: T[]) => xs[Math.floor(xs.length / 2)];
+    const byWalk = windows.map((w) => (w.settledAt - w.startAt) / w.walkMs).sort((a, b) => a - b);
     return {
       sandboxes,
       scheduleMs: o.scheduleMs,
       scrapeEveryMs: SCRAPE_EVERY_MS,
       cycles: windows.length,
-      cycleToCachedMs: spans[Math.floor(spans.length / 2)] ?? Number.NaN,
+      cycleToCachedMs: mid(spans) ?? Number.NaN,
+      walkMs: mid(windows.map((w) => w.walkMs).sort((a, b) => a - b)) ?? Number.NaN,
+      cycleToCachedVsWalk: mid(byWalk) ?? Number.NaN,
       bytesGzip: scrapes.at(-1)?.bytes ?? 0,
       duringCycles: figures(during),
       betweenCycles: figures(between),

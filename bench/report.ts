@@ -176,6 +176,13 @@ export function printTable(
     `med of ${latency.cycles}`,
     "target: p99 < 50 ms during cycles",
   );
+  row(
+    "the same over the cycle's own walk ms",
+    latency.walkMs,
+    undefined,
+    `med of ${latency.cycles}`,
+    `ratio ${latency.cycleToCachedVsWalk.toFixed(2)} (median of each cycle's; <= 1.2)`,
+  );
 
   const m = off.memory;
   const n = on.memory;

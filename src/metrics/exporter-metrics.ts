@@ -228,8 +228,6 @@ export class ExporterMetrics {
     /** The collectors' counters: rendered per format, after the gauges. */
     const collected: Family[] = [];
     let big: Buffer[] = [];
-    /** The per-sandbox sections' gzip members, compressed while they were rendered. */
-    let bigGzip: Promise<Buffer>[] | undefined;
     if (shard.index === 0) {
       const { families, skipped } = this.platform.render(snapshot, guard);
       for (const f of families) (f.type === "counter" ? collected : small).push(f);
@@ -257,10 +255,8 @@ export class ExporterMetrics {
       if (this.perSandbox) {
         yield;
         const records = Array.isArray(own) ? (own as readonly Sandbox[]) : Array.from(own);
-        // Once scrapers ask for gzip, the sections are compressed while they are rendered.
-        const out = yield* this.perSandbox.steps(records, guard, slice, usage, this.gzipWanted);
+        const out = yield* this.perSandbox.steps(records, guard, slice, usage);
         big = out.chunks;
-        bigGzip = out.gzipped;
         if (out.dropped > 0)
           this.warnOnce(
             "cap",
@@ -274,14 +270,8 @@ export class ExporterMetrics {
     const counters = [...this.churn.families(ns, guard), ...collected];
     for (const f of counters) this.drops.dropNonFinite(`${f.name}_total`, f.nonFinite);
     small.push(...guardFamilies(ns, guard, usage !== undefined));
-    const head = Buffer.from(small.map((f) => f.render("prometheus")).join(""), "utf8");
-    const cached: Cached = { gauges: [head, ...big], counters, countersText: {} };
-    // Concatenated gzip members decompress to the concatenated bodies (RFC 1952, section 2.2).
-    if (bigGzip)
-      cached.gaugesGzip = Promise.all([gzipChunks([head]), ...bigGzip]).then((m) =>
-        Buffer.concat(m),
-      );
-    return cached;
+    const text = small.map((f) => f.render("prometheus")).join("");
+    return { gauges: [Buffer.from(text, "utf8"), ...big], counters, countersText: {} };
   }
 
   /** Records one platform API request (called by the control client). */

@@ -7,7 +7,6 @@ import { escapeLabel, formatValue, header } from "./exposition/text.js";
 import { noGuard, type ValueGuard } from "./exposition/value-guard.js";
 import { WalkIndex, type WalkRecord } from "./exposition/walk-index.js";
 import { runSteps, type Steps } from "./render-steps.js";
-import { GzipMember } from "./scrape-format.js";
 
 const MIB = 1_048_576;
 const CACHED = "Cached from the last successful walk of GET /v2/sandboxes.";
@@ -75,8 +74,6 @@ export interface PerSandboxOptions {
 /** One render: a Buffer per non-empty family, how many sandboxes got series, how many the cap cut. */
 export interface PerSandboxOutput {
   chunks: Buffer[];
-  /** With `compress`: each chunk's gzip member, in the same order (compressed while rendered). */
-  gzipped?: Promise<Buffer>[];
   written: number;
   dropped: number;
 }
@@ -136,34 +133,13 @@ export class PerSandboxSeries {
 
   /**
    * The same render in steps, yielding after every `slice` sandboxes. Steps of two renders must not
-   * interleave: each render continues the records of the one before. With `compress`, each family's
-   * section is gzipped (on the zlib thread pool) while it is written, one member per family.
+   * interleave: each render continues the records of the one before.
    */
   *steps(
     sandboxes: readonly Sandbox[],
     guard: ValueGuard,
     slice: number,
     usage?: ReadonlyMap<string, SandboxUsage>,
-    compress = false,
-  ): Steps<PerSandboxOutput> {
-    const members = compress ? this.heads.map(() => new GzipMember()) : undefined;
-    let finished = false;
-    try {
-      const out = yield* this.write(sandboxes, guard, slice, usage, members);
-      finished = true;
-      return out;
-    } finally {
-      // A render that did not finish leaves no zlib stream behind.
-      if (!finished) for (const m of members ?? []) m.drop();
-    }
-  }
-
-  private *write(
-    sandboxes: readonly Sandbox[],
-    guard: ValueGuard,
-    slice: number,
-    usage: ReadonlyMap<string, SandboxUsage> | undefined,
-    members: GzipMember[] | undefined,
   ): Steps<PerSandboxOutput> {
     const walk = this.entries.begin();
     const old = this.last;
@@ -172,10 +148,8 @@ export class PerSandboxSeries {
     const len = new Int32Array(expected * FAMILIES);
     const writers = this.heads.map((head, i) => {
       const prev = old.sections[i];
-      const member = members?.[i];
       const w = new SectionWriter(
         prev ? prev.length + (prev.length >> 4) : expected * (LINE_ESTIMATE[i] as number),
-        member && ((bytes) => member.write(bytes)),
       );
       w.write(head, head.length);
       return w;
@@ -221,15 +195,8 @@ export class PerSandboxSeries {
       sections.push(w.finish());
     }
     this.last = { sections, off, len };
-    const kept = (i: number) => (sections[i] as Buffer).length > (this.heads[i] as string).length;
-    const chunks = sections.filter((_, i) => kept(i));
-    if (!members) return { chunks, written, dropped };
-    const gzipped: Promise<Buffer>[] = [];
-    for (const [i, m] of members.entries()) {
-      if (kept(i)) gzipped.push(m.end());
-      else m.drop();
-    }
-    return { chunks, written, dropped, gzipped };
+    const chunks = sections.filter((b, i) => b.length > (this.heads[i] as string).length);
+    return { chunks, written, dropped };
   }
 
   private unchanged(e: Entry, s: Sandbox, u: Used): boolean {

@@ -24,47 +24,15 @@ export function negotiateFormat(accept: string | undefined): Format {
   return openMetrics > 0 && openMetrics >= text ? "openmetrics" : "prometheus";
 }
 
-/**
- * One gzip member fed piece by piece, e.g. while the Buffer it compresses is still being written:
- * each piece is compressed on the zlib thread pool as it arrives. Pieces must not change after
- * they are written.
- */
-export class GzipMember {
-  private readonly z = createGzip({ level: GZIP_LEVEL });
-  /** The member's bytes once ended; rejects when zlib failed or the member was dropped. */
-  readonly done: Promise<Buffer>;
-
-  constructor() {
-    const out: Buffer[] = [];
-    this.done = new Promise((resolve, reject) => {
-      this.z.on("data", (c: Buffer) => out.push(c));
-      this.z.on("end", () => resolve(Buffer.concat(out)));
-      this.z.on("error", reject);
-      this.z.on("close", () => reject(new Error("gzip member dropped before its end")));
-    });
-    // Whoever ends the member awaits `done`; a dropped member's rejection is nobody's error.
-    this.done.catch(() => undefined);
-  }
-
-  write(piece: Buffer): void {
-    if (piece.length > 0) this.z.write(piece);
-  }
-
-  /** No more pieces: resolves to the member. */
-  end(): Promise<Buffer> {
-    this.z.end();
-    return this.done;
-  }
-
-  /** Abandons the member (a render that did not finish): its zlib stream is freed. */
-  drop(): void {
-    this.z.destroy();
-  }
-}
-
 /** One gzip member of several Buffers, compressed on the zlib thread pool. */
 export function gzipChunks(chunks: readonly Buffer[]): Promise<Buffer> {
-  const member = new GzipMember();
-  for (const c of chunks) member.write(c);
-  return member.end();
+  return new Promise((resolve, reject) => {
+    const z = createGzip({ level: GZIP_LEVEL });
+    const out: Buffer[] = [];
+    z.on("data", (c: Buffer) => out.push(c));
+    z.on("end", () => resolve(Buffer.concat(out)));
+    z.on("error", reject);
+    for (const c of chunks) z.write(c);
+    z.end();
+  });
 }

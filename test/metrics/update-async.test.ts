@@ -3,7 +3,6 @@ import { gunzipSync } from "node:zlib";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { ExporterMetrics, Format } from "../../src/metrics/exporter-metrics.js";
-import { gzipChunks } from "../../src/metrics/scrape-format.js";
 import type { Sandbox } from "../../src/platform/types.js";
 import { metricsWith, sandbox, snapshot } from "./fixtures.js";
 
@@ -137,7 +136,7 @@ describe("ExporterMetrics.updateAsync", () => {
     expect(await body(metrics, "prometheus", true)).toContain('sandbox_id="a"');
   });
 
-  it("compresses a fleet's sections while rendering them: gzip equals the plain body, render after render", async () => {
+  it("serves a big fleet's gzip body equal to the plain one, render after render", async () => {
     // Enough sandboxes that each section is written in many batches (and copied on the second walk).
     const ids = Array.from({ length: 5_000 }, (_, i) => `sbx-${String(i).padStart(5, "0")}`);
     const { metrics } = metricsWith({
@@ -153,9 +152,6 @@ describe("ExporterMetrics.updateAsync", () => {
     for (const [n, sandboxes] of walks.entries()) {
       await metrics.updateAsync(snapshot({ cycle: n + 1, sandboxes }));
       const zipped = await metrics.render("prometheus", true);
-      // Members of their own (the head, then a family each): not the one member made after a render.
-      const { gauges } = await metrics.parts("prometheus");
-      expect(zipped.body[0]?.equals(await gzipChunks(gauges))).toBe(false);
       const plain = await body(metrics, "prometheus");
       expect(plain.length).toBeGreaterThan(400_000);
       expect(gunzipSync(Buffer.concat(zipped.body)).toString("utf8")).toBe(plain);

@@ -21,15 +21,7 @@ export class SectionWriter {
   private srcStart = 0;
   private srcEnd = 0;
 
-  /**
-   * `sink`, when given, receives the bytes as they are laid down (views of the Buffer being
-   * written, never changed afterwards), in order: e.g. a gzip member compressing the section while
-   * it is rendered.
-   */
-  constructor(
-    capacity: number,
-    private readonly sink?: (bytes: Buffer) => void,
-  ) {
+  constructor(capacity: number) {
     this.buf = Buffer.allocUnsafeSlow(Math.max(capacity, 1024));
   }
 
@@ -82,14 +74,12 @@ export class SectionWriter {
 
   private flushText(): void {
     this.ensure(this.textBytes);
-    const from = this.len;
     this.len += this.buf.write(
       this.text,
       this.len,
       this.textBytes,
       this.textAscii ? "latin1" : "utf8",
     );
-    this.sink?.(this.buf.subarray(from, this.len));
     this.text = "";
     this.textBytes = 0;
     this.textAscii = true;
@@ -98,9 +88,7 @@ export class SectionWriter {
   private flushCopy(): void {
     const src = this.src as Buffer;
     this.ensure(this.srcEnd - this.srcStart);
-    const from = this.len;
     this.len += src.copy(this.buf, this.len, this.srcStart, this.srcEnd);
-    this.sink?.(this.buf.subarray(from, this.len));
     // The pending range is part of `len` now; leaving it set would count it twice in `position`.
     this.src = undefined;
     this.srcStart = 0;
