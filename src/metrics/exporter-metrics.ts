@@ -91,7 +91,7 @@ interface Cached {
   gauges: Buffer[];
   counters: Family[];
   countersText: Partial<Record<Format, Buffer>>;
-  gaugesGzip?: Promise<Buffer>;
+  gaugesGzip?: Promise<Buffer[]>;
 }
 
 /** Owns the registry and the cached exposition of the latest snapshot. */
@@ -335,13 +335,13 @@ export class ExporterMetrics {
     this.gzipWanted = true;
     // Concatenated gzip members decompress to the concatenated bodies (RFC 1952, section 2.2).
     return {
-      body: [await this.gaugesGzip(cache), gzipSync(tail, { level: GZIP_LEVEL })],
+      body: [...(await this.gaugesGzip(cache)), gzipSync(tail, { level: GZIP_LEVEL })],
       contentType,
       contentEncoding: "gzip",
     };
   }
 
-  private gaugesGzip(cache: Cached): Promise<Buffer> {
+  private gaugesGzip(cache: Cached): Promise<Buffer[]> {
     cache.gaugesGzip ??= gzipChunks(cache.gauges);
     return cache.gaugesGzip;
   }

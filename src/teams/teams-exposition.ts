@@ -24,15 +24,19 @@ interface SplitGauges {
   readonly families: FamilyText[];
 }
 
+/** The merged snapshot families, the parts' Buffers they were made from, and their gzip. */
+interface MergedGauges {
+  key: readonly (readonly Buffer[])[];
+  body: Buffer;
+  gzip?: Promise<Buffer[]>;
+}
+
 /** The merged body of every part, cached per snapshot of each. */
 export class TeamsExposition {
   private readonly split = new Map<ExporterMetrics, SplitGauges>();
   /** Each part's snapshot counters, split and labelled once per snapshot and format. */
   private readonly counters = new Map<ExporterMetrics, Map<Format, SplitCounters>>();
-  private merged: { key: readonly (readonly Buffer[])[]; body: Buffer; gzip?: Promise<Buffer> } = {
-    key: [],
-    body: Buffer.alloc(0),
-  };
+  private merged: MergedGauges = { key: [], body: Buffer.alloc(0) };
 
   /**
    * `parts`: the parts now (a reload adds and removes teams); `info`: the exporter's extra
@@ -65,7 +69,7 @@ export class TeamsExposition {
     gauges.gzip ??= gzipChunks([gauges.body]);
     // Both members on the zlib thread pool: a body of many teams runs to tens of MB.
     const [head, rest] = await Promise.all([gauges.gzip, gzipChunks([end])]);
-    return { body: [head, rest], contentType, contentEncoding: "gzip" };
+    return { body: [...head, ...rest], contentType, contentEncoding: "gzip" };
   }
 
   /**
