@@ -30,7 +30,10 @@ export function negotiateFormat(accept: string | undefined): Format {
  * time (docs/benchmark.md, #40). Below it one member is cheaper than the split.
  */
 export const GZIP_SPLIT_BYTES = 4 * 1024 * 1024;
-/** Members compressed at once: two, so the pool never holds every core a small machine has. */
+/**
+ * Members compressed at once: two, as measured on two cores; more would only take turns with the
+ * event loop and the scrapes for the same cores (the pool has four threads).
+ */
 const GZIP_LANES = 2;
 
 /**

@@ -67,7 +67,7 @@ export class TeamsExposition {
     const contentType = format === "openmetrics" ? OPENMETRICS_TYPE : PROMETHEUS_TYPE;
     if (!gzip) return { body: [gauges.body, end], contentType };
     gauges.gzip ??= gzipChunks([gauges.body]);
-    // Both members on the zlib thread pool: a body of many teams runs to tens of MB.
+    // Every member on the zlib thread pool: a body of many teams runs to tens of MB.
     const [head, rest] = await Promise.all([gauges.gzip, gzipChunks([end])]);
     return { body: [...head, ...rest], contentType, contentEncoding: "gzip" };
   }
