@@ -26,8 +26,8 @@ export function negotiateFormat(accept: string | undefined): Format {
 
 /**
  * Bodies at least this big are compressed as two gzip members side by side (GZIP_LANES): on the
- * pool's threads at once, the cycle's 40 MB body at 100,000 sandboxes is cached in about half the
- * time (docs/benchmark.md, #40). Below it one member is cheaper than the split.
+ * pool's threads at once, the 40 MB body of 100,000 sandboxes is compressed in about half the
+ * time (docs/benchmark.md, #40). Below it, one member: a split would save little.
  */
 export const GZIP_SPLIT_BYTES = 4 * 1024 * 1024;
 /**
