@@ -10,6 +10,18 @@ const PAGE = 100;
 const SCRAPE_EVERY_MS = 100;
 const WARM_CYCLES = 2;
 
+/**
+ * The bench's latency case: a cycle every 3 s for `seconds` (BENCH_LATENCY_SECONDS, default 30),
+ * then a third of that of scrapes with no cycle. The full run and the paired runs use the same.
+ */
+export function latencyOptions(seconds = Number(process.env.BENCH_LATENCY_SECONDS ?? 30)): {
+  scheduleMs: number;
+  forMs: number;
+  idleMs: number;
+} {
+  return { scheduleMs: 3_000, forMs: seconds * 1000, idleMs: (seconds * 1000) / 3 };
+}
+
 /** Latency of a class of scrapes, ms. */
 export interface LatencyFigures {
   n: number;

@@ -1,11 +1,12 @@
 // Two builds of the exporter through the latency case in turn (per-sandbox on, a cycle every 3 s
-// for 30 s, gzip scrapes every 100 ms), for a change to the render, its gzip or the scrapes that
-// one full run cannot tell from the machine's spread. Builds as for paired-cycles.ts: compiled
-// bench child directories. The order alternates from round to round.
+// for 30 s or BENCH_LATENCY_SECONDS, gzip scrapes every 100 ms, as in the full run), for a change
+// to the render, its gzip or the scrapes that one full run cannot tell from the machine's spread.
+// Builds as for paired-cycles.ts: compiled bench child directories. The order alternates from
+// round to round.
 // `npx tsx bench/paired-latency.ts <old>/.tmp/bench-build/bench <new>/.tmp/bench-build/bench [rounds]`
 import { imageEnv, imageNodeFlags } from "../tools/dockerfile.js";
 import { forkChild } from "./ipc.js";
-import { type LatencyCase, latencyCase } from "./latency-case.js";
+import { type LatencyCase, latencyCase, latencyOptions } from "./latency-case.js";
 import { median } from "./scrape-client.js";
 
 const [oldDir, newDir, roundsArg = "3"] = process.argv.slice(2);
@@ -25,11 +26,7 @@ try {
   for (let r = 0; r < Number(roundsArg); r++)
     for (const [name, dir] of r % 2 ? [...builds].reverse() : builds) {
       const exporter = { script: `${dir}/exporter-child.js`, nodeFlags: [...nodeFlags] };
-      const x = await latencyCase(exporter, sim.ready.apiUrl, {
-        scheduleMs: 3_000,
-        forMs: 30_000,
-        idleMs: 10_000,
-      });
+      const x = await latencyCase(exporter, sim.ready.apiUrl, latencyOptions());
       runs[name].push(x);
       const d = x.duringCycles;
       console.log(

@@ -21,7 +21,7 @@ import {
   WARM_CYCLES,
 } from "./exporter-case.js";
 import { forkChild } from "./ipc.js";
-import { latencyCase } from "./latency-case.js";
+import { latencyCase, latencyOptions } from "./latency-case.js";
 import { policyCost } from "./policy-case.js";
 import { MOSTLY_IDLE, policyFleet, printFleetRuns } from "./policy-fleet-case.js";
 import { probeTiming } from "./probe-case.js";
@@ -37,8 +37,7 @@ const PROBE_RUNS = Number(process.env.BENCH_PROBE_RUNS ?? 20);
 const SCRAPES = 100;
 const SCALE_SANDBOXES = Number(process.env.BENCH_SCALE_SANDBOXES ?? 1_000_000);
 const SNAPSHOTS = Number(process.env.BENCH_SNAPSHOTS ?? 100_000);
-const LATENCY_S = Number(process.env.BENCH_LATENCY_SECONDS ?? 30);
-const LATENCY = { scheduleMs: 3_000, forMs: LATENCY_S * 1000, idleMs: (LATENCY_S * 1000) / 3 };
+const LATENCY = latencyOptions();
 const POLICY = {
   cycles: Number(process.env.BENCH_POLICY_CYCLES ?? 10),
   schedule: process.env.BENCH_POLICY_SCHEDULE ?? "15s",
