@@ -53,23 +53,25 @@ export async function gzipChunks(chunks: readonly Buffer[]): Promise<Buffer[]> {
 export function splitBytes(chunks: readonly Buffer[], lanes: number, minBytes: number): Buffer[][] {
   let total = 0;
   for (const c of chunks) total += c.length;
-  if (lanes <= 1 || total < minBytes) return [[...chunks]];
+  if (lanes <= 1 || total === 0 || total < minBytes) return [[...chunks]];
   const share = Math.ceil(total / lanes);
-  const runs: Buffer[][] = [[]];
+  let run: Buffer[] = [];
+  const runs = [run];
   let room = share;
   for (const chunk of chunks) {
     let c = chunk;
+    // A run is only started for bytes left over, so none is empty.
     while (c.length > room) {
-      if (room > 0) (runs.at(-1) as Buffer[]).push(c.subarray(0, room));
+      if (room > 0) run.push(c.subarray(0, room));
       c = c.subarray(room);
-      runs.push([]);
+      run = [];
+      runs.push(run);
       room = share;
     }
-    if (c.length > 0) (runs.at(-1) as Buffer[]).push(c);
+    if (c.length > 0) run.push(c);
     room -= c.length;
   }
-  const full = runs.filter((r) => r.length > 0);
-  return full.length > 0 ? full : [[]];
+  return runs;
 }
 
 /** One gzip member of several Buffers, compressed on the zlib thread pool. */
