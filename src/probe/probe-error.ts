@@ -87,7 +87,10 @@ export function failureReason(err: unknown, signal?: AbortSignal): FailureReason
   if (err instanceof PlatformTimeoutError || isTimeout(err)) return "timeout";
   if (err instanceof PlatformNetworkError) return "network";
   if (err instanceof PlatformBodyError) return "bad_body";
-  if (err instanceof ConnectError) return "end_stream_error";
+  // The agent ends the stream with deadline_exceeded when the Connect-Timeout-Ms we sent expires:
+  // the phase's own limit, reached on the agent's clock before ours.
+  if (err instanceof ConnectError)
+    return err.connectCode === "deadline_exceeded" ? "timeout" : "end_stream_error";
   if (err instanceof EnvelopeError)
     return err.code === "ERR_ENVELOPE_TRUNCATED" ? "truncated" : "malformed_stream";
   return "other";

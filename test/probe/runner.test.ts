@@ -157,6 +157,17 @@ describe("a failure in each phase", () => {
       options: { phaseTimeouts: { exec: 150 } },
     },
     {
+      // Connect-Timeout-Ms carries the phase's limit: the agent may reach it before our timer.
+      name: "the agent's deadline_exceeded (our Connect-Timeout-Ms expired on its clock first)",
+      phase: "exec",
+      reason: "timeout",
+      inject: (b) => {
+        b.sim.faults.stream = {
+          endStreamError: { code: "deadline_exceeded", message: "the operation timed out" },
+        };
+      },
+    },
+    {
       name: "an end-of-stream error",
       phase: "exec",
       reason: "end_stream_error",
