@@ -5,7 +5,6 @@ import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import type { Dispatcher } from "undici";
 import { FEATURES, TICK_COLLECTORS } from "./catalog.js";
-import { type Poll, startPoll } from "./collect/poll-feature.js";
 import type { Poller } from "./collect/poller.js";
 import type { Snapshot } from "./collect/snapshot.js";
 import { readSecretFiles } from "./config/secret-files.js";
@@ -14,6 +13,7 @@ import type { Effects, Exposed, Feature, Prepared, Started } from "./feature.js"
 import type { ExporterMetrics } from "./metrics/exporter-metrics.js";
 import type { EventLedger } from "./metrics/lifecycle-events.js";
 import type { PolicyEngine } from "./policy/engine.js";
+import { type Poll, startPoll } from "./poll/poll-feature.js";
 import type { ProbeService } from "./probe/probe-service.js";
 import { type RunningServer, startListener } from "./server/listen.js";
 import { mergeNeeds, startServices } from "./services.js";

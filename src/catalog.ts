@@ -21,11 +21,11 @@ import { fieldMapSlice, logSlice, shardSlice, statesSlice } from "./config/share
 import { type AnySlice, composeSection } from "./config/slice.js";
 import { costFeature } from "./cost/cost-feature.js";
 import { costSlice, settleCost } from "./cost/cost-settings.js";
+import type { FamilyDescriptor } from "./exposition/descriptor.js";
+import { DROP_FAMILIES } from "./exposition/registry-families.js";
 import type { Feature } from "./feature.js";
 import { CHURN_FAMILIES } from "./metrics/churn.js";
 import { COLLECTOR_STATUS_FAMILIES } from "./metrics/collector-status-families.js";
-import type { FamilyDescriptor } from "./metrics/exposition/descriptor.js";
-import { DROP_FAMILIES } from "./metrics/exposition/registry-families.js";
 import { EXPOSITION_FAMILIES } from "./metrics/guard-families.js";
 import { LIFECYCLE_EVENT_FAMILIES } from "./metrics/lifecycle-events.js";
 import { LIMITER_FAMILIES } from "./metrics/limiter-metrics.js";

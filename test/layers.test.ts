@@ -17,8 +17,8 @@ const TOOLING = [/^simulator\//, /^demo\.ts$/];
 const LAYERS: ReadonlyArray<{ name: string; paths: readonly RegExp[] }> = [
   { name: "util", paths: [/^util\//, /^version\.ts$/] },
   { name: "settings machinery", paths: [/^config\//] },
-  { name: "exposition and platform clients", paths: [/^metrics\/exposition\//, /^platform\//] },
-  { name: "collectors", paths: [/^collect\/(?!poll-feature\.ts$)/] },
+  { name: "exposition and platform clients", paths: [/^exposition\//, /^platform\//] },
+  { name: "collectors", paths: [/^collect\//] },
   { name: "metrics", paths: [/^metrics\//] },
   { name: "feature contract", paths: [/^feature\.ts$/] },
   {
@@ -28,7 +28,7 @@ const LAYERS: ReadonlyArray<{ name: string; paths: readonly RegExp[] }> = [
   { name: "probe steps", paths: [/^probe\/steps\//] },
   {
     name: "features",
-    paths: [/^collect\/poll-feature\.ts$/, /^cost\//, /^policy\//, /^probe\//, /^server\//],
+    paths: [/^poll\//, /^cost\//, /^policy\//, /^probe\//, /^server\//],
   },
   { name: "catalog", paths: [/^catalog\.ts$/] },
   { name: "composition root", paths: [/^app\.ts$/, /^cli\.ts$/, /^services\.ts$/, /^teams\//] },

@@ -1,5 +1,5 @@
 // Writes the metric reference (docs/metrics.md) from the families the code declares: every module
-// declares its families as descriptors (src/metrics/exposition/descriptor.ts) and the catalog lists
+// declares its families as descriptors (src/exposition/descriptor.ts) and the catalog lists
 // them (METRIC_FAMILIES), so nothing is started here. `npm run docs:metrics` writes the file; a
 // test compares them, and test/docs/metric-descriptors.test.ts checks the descriptors against what
 // exporters started on the simulator export.
@@ -16,7 +16,7 @@ import {
   setting,
   WITH_SHARDS,
   WITH_TEAMS,
-} from "../src/metrics/exposition/descriptor.js";
+} from "../src/exposition/descriptor.js";
 
 const ROOT = join(import.meta.dirname, "..");
 /** The generated file; the part between the markers is the generator's, the rest hand-written. */

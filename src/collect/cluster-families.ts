@@ -7,17 +7,17 @@ import {
   gauge,
   setting,
   TEAM_LABEL,
-} from "../metrics/exposition/descriptor.js";
-import { extraLabelNames, fieldMetrics } from "../metrics/exposition/naming.js";
+} from "../exposition/descriptor.js";
+import { extraLabelNames, fieldMetrics } from "../exposition/naming.js";
 import {
   cached,
   numericFamilies,
   StatusSet,
   sorted,
   uniqueById,
-} from "../metrics/exposition/record-families.js";
-import { StateMemory } from "../metrics/exposition/state-memory.js";
-import { type Family, labels } from "../metrics/exposition/text.js";
+} from "../exposition/record-families.js";
+import { StateMemory } from "../exposition/state-memory.js";
+import { type Family, labels } from "../exposition/text.js";
 import type { ClusterOverview, Health, PlatformNode } from "../platform/types.js";
 import { clusterFromNodes } from "./cluster-from-nodes.js";
 import type { FamiliesContext, FamilyUpdater } from "./collector.js";

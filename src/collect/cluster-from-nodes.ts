@@ -1,9 +1,9 @@
 // Cluster capacity summed over GET /nodes, for platforms without /cluster/overview (E2B): the
 // overview's families under the same names, so dashboards and the capacity rules need one query.
 
-import { type FamilyDescriptor, family, gauge } from "../metrics/exposition/descriptor.js";
-import { fieldMetrics } from "../metrics/exposition/naming.js";
-import type { Family } from "../metrics/exposition/text.js";
+import { type FamilyDescriptor, family, gauge } from "../exposition/descriptor.js";
+import { fieldMetrics } from "../exposition/naming.js";
+import type { Family } from "../exposition/text.js";
 import type { PlatformNode } from "../platform/types.js";
 
 /** Where every derived family comes from, for its HELP. */

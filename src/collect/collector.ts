@@ -3,9 +3,9 @@
 import type { Registry } from "prom-client";
 import type { Config } from "../config/settings.js";
 import type { AnySlice } from "../config/slice.js";
-import type { FamilyDescriptor } from "../metrics/exposition/descriptor.js";
-import type { Family } from "../metrics/exposition/text.js";
-import type { ValueGuard } from "../metrics/exposition/value-guard.js";
+import type { FamilyDescriptor } from "../exposition/descriptor.js";
+import type { Family } from "../exposition/text.js";
+import type { ValueGuard } from "../exposition/value-guard.js";
 import type { CallQuery, JsonReply } from "../platform/control/control.js";
 import type { LifecycleEventSink } from "../platform/events.js";
 import { PlatformHttpError, PlatformNotFoundError } from "../platform/http-errors.js";

@@ -3,8 +3,8 @@
 import type { Registry } from "prom-client";
 import { SandboxTable } from "../collect/sandbox-table.js";
 import type { Snapshot } from "../collect/snapshot.js";
+import { ValueGuard } from "../exposition/value-guard.js";
 import type { PolicyAct, PolicyHooks } from "../feature.js";
-import { ValueGuard } from "../metrics/exposition/value-guard.js";
 import type { FreshEventListener } from "../metrics/lifecycle-events.js";
 import type { LifecycleEvent } from "../platform/events.js";
 import type { Sandbox } from "../platform/types.js";

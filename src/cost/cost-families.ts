@@ -8,7 +8,7 @@ import {
   metricOptions,
   setting,
   TEAM_LABEL,
-} from "../metrics/exposition/descriptor.js";
+} from "../exposition/descriptor.js";
 import type { CostAccountant } from "./cost-accountant.js";
 import { DROP_REASONS } from "./cost-inputs.js";
 import type { CostSettings } from "./cost-settings.js";

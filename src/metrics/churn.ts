@@ -1,11 +1,11 @@
 // Churn counters: sandbox ids appearing and vanishing between consecutive complete walks, the
 // vanished ones by why they went as far as the last walk that saw them can tell.
 import { type SandboxList, visitFullRows } from "../collect/sandbox-table.js";
+import { counter, family, TEAM_LABEL } from "../exposition/descriptor.js";
+import { type Family, labels } from "../exposition/text.js";
+import type { ValueGuard } from "../exposition/value-guard.js";
 import { KILL_REASONS } from "../platform/events.js";
 import { idOrder } from "../util/id-order.js";
-import { counter, family, TEAM_LABEL } from "./exposition/descriptor.js";
-import { type Family, labels } from "./exposition/text.js";
-import type { ValueGuard } from "./exposition/value-guard.js";
 import type { KillLookup } from "./lifecycle-events.js";
 import { runSteps, type Steps } from "./render-steps.js";
 

@@ -1,8 +1,8 @@
 // The poller's own health per collector, from the snapshot (data age is computed at scrape time).
 import { forEachRow } from "../collect/sandbox-table.js";
 import { collectorStatuses, type Snapshot } from "../collect/snapshot.js";
-import { family, gauge, setting, TEAM_LABEL } from "./exposition/descriptor.js";
-import { type Family, labels } from "./exposition/text.js";
+import { family, gauge, setting, TEAM_LABEL } from "../exposition/descriptor.js";
+import { type Family, labels } from "../exposition/text.js";
 
 export const COLLECT_DURATION = gauge(
   "exporter_collect_duration_seconds",

@@ -6,20 +6,20 @@ import { gzipSync } from "node:zlib";
 import type { Registry } from "prom-client";
 import type { TickCollector } from "../collect/collector.js";
 import type { Snapshot } from "../collect/snapshot.js";
+import { extraLabelNames } from "../exposition/naming.js";
+import { registryAsOpenMetrics } from "../exposition/openmetrics.js";
+import {
+  ExpositionDrops,
+  registerDropFamilies,
+  registryAsText,
+} from "../exposition/registry-families.js";
+import type { Family, Format } from "../exposition/text.js";
+import { ValueGuard } from "../exposition/value-guard.js";
 import type { PlatformFacts } from "../platform/facts.js";
 import type { Sandbox } from "../platform/types.js";
 import type { Clock } from "../util/clock.js";
 import { ChurnTracker } from "./churn.js";
 import { collectorStatusFamilies } from "./collector-status-families.js";
-import { extraLabelNames } from "./exposition/naming.js";
-import { registryAsOpenMetrics } from "./exposition/openmetrics.js";
-import {
-  ExpositionDrops,
-  registerDropFamilies,
-  registryAsText,
-} from "./exposition/registry-families.js";
-import type { Family, Format } from "./exposition/text.js";
-import { ValueGuard } from "./exposition/value-guard.js";
 import { droppedFamily, guardFamilies } from "./guard-families.js";
 import { EventLedger } from "./lifecycle-events.js";
 import { PerSandboxSeries } from "./per-sandbox.js";
@@ -29,7 +29,7 @@ import { GZIP_LEVEL, gzipChunks, OPENMETRICS_TYPE, PROMETHEUS_TYPE } from "./scr
 import { type RequestObservation, SelfMetrics } from "./self-metrics.js";
 import { TickCollectorFamilies } from "./tick-collector-families.js";
 
-export type { Format } from "./exposition/text.js";
+export type { Format } from "../exposition/text.js";
 export { negotiateFormat, OPENMETRICS_TYPE, PROMETHEUS_TYPE } from "./scrape-format.js";
 
 /**

@@ -1,8 +1,8 @@
 // The families the metrics layer writes itself, beside its parts': what the ValueGuard cut or left
 // out of a snapshot's exposition, and the sandboxes the per-sandbox cap left without series.
-import { family, gauge, setting, TEAM_LABEL } from "./exposition/descriptor.js";
-import type { Family } from "./exposition/text.js";
-import { RESOURCE_FIELDS, type ValueGuard } from "./exposition/value-guard.js";
+import { family, gauge, setting, TEAM_LABEL } from "../exposition/descriptor.js";
+import type { Family } from "../exposition/text.js";
+import { RESOURCE_FIELDS, type ValueGuard } from "../exposition/value-guard.js";
 
 export const LABEL_VALUES_TRUNCATED = gauge(
   "exporter_label_values_truncated",

@@ -4,6 +4,7 @@
 // events collector passes only its own sandboxes' events, so the families are per shard.
 
 import { Counter, Histogram, type Registry } from "prom-client";
+import { counter, histogram, metricOptions, setting } from "../exposition/descriptor.js";
 import {
   KILL_REASONS,
   type KillReason,
@@ -13,7 +14,6 @@ import {
 } from "../platform/events.js";
 import { PlatformFacts } from "../platform/facts.js";
 import type { Clock } from "../util/clock.js";
-import { counter, histogram, metricOptions, setting } from "./exposition/descriptor.js";
 
 /** Event ids remembered at most (about 100 bytes each), whatever the horizon. */
 const MAX_IDS = 200_000;

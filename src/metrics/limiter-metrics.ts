@@ -1,7 +1,7 @@
 // The daemon's request budget seen from outside: who waits for a token, and for how long.
 import { Counter, Gauge, type Registry } from "prom-client";
+import { counter, gauge, metricOptions } from "../exposition/descriptor.js";
 import { CALLERS, type Caller } from "../platform/control/limiter.js";
-import { counter, gauge, metricOptions } from "./exposition/descriptor.js";
 
 export const API_REQUESTS_WAITING = gauge(
   "exporter_api_requests_waiting",

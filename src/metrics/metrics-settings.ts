@@ -10,7 +10,7 @@ const metricPrefix = text.regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, {
   error: "a metric name prefix matching [a-zA-Z_][a-zA-Z0-9_]*",
 });
 
-/** A metadata key that still names something once snake_cased into a label (see metrics/exposition/naming.ts). */
+/** A metadata key that still names something once snake_cased into a label (see exposition/naming.ts). */
 const metadataKey = text.regex(/[A-Za-z0-9]/, {
   error: "a metadata key with at least one letter or digit",
 });

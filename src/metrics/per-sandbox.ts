@@ -1,11 +1,12 @@
 // Opt-in per-sandbox series (own shard, capped). As in kube-state-metrics, a sandbox whose fields
 // did not change costs no string building: its lines are copied from the previous render's bytes.
+
+import { gauge, helpOf, metricName, setting } from "../exposition/descriptor.js";
+import { SectionWriter } from "../exposition/section-writer.js";
+import { escapeLabel, formatValue, header } from "../exposition/text.js";
+import { noGuard, type ValueGuard } from "../exposition/value-guard.js";
+import { WalkIndex, type WalkRecord } from "../exposition/walk-index.js";
 import type { Sandbox, SandboxUsage } from "../platform/types.js";
-import { gauge, helpOf, metricName, setting } from "./exposition/descriptor.js";
-import { SectionWriter } from "./exposition/section-writer.js";
-import { escapeLabel, formatValue, header } from "./exposition/text.js";
-import { noGuard, type ValueGuard } from "./exposition/value-guard.js";
-import { WalkIndex, type WalkRecord } from "./exposition/walk-index.js";
 import { runSteps, type Steps } from "./render-steps.js";
 
 const MIB = 1_048_576;

@@ -3,7 +3,7 @@
 // emit nodejs_* gauges named `_total`, which `promtool check metrics` rejects; so only these.
 import { createRequire } from "node:module";
 import type { Registry } from "prom-client";
-import { counter, gauge } from "./exposition/descriptor.js";
+import { counter, gauge } from "../exposition/descriptor.js";
 
 const require = createRequire(import.meta.url);
 

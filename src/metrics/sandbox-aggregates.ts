@@ -1,7 +1,6 @@
 // Sandboxes rolled up by state x template (always on): count, CPU and memory sums, oldest start,
 // and how many end soon; with the usage collector on, the CPU, memory and disk they use.
 import { type SandboxList, visitFullRows } from "../collect/sandbox-table.js";
-import type { SandboxUsage } from "../platform/types.js";
 import {
   family,
   gauge,
@@ -9,10 +8,11 @@ import {
   setting,
   TEAM_LABEL,
   WITH_SHARDS,
-} from "./exposition/descriptor.js";
-import { MAX_REMEMBERED_STATES } from "./exposition/state-memory.js";
-import { type Family, labels } from "./exposition/text.js";
-import { noGuard, type ValueGuard } from "./exposition/value-guard.js";
+} from "../exposition/descriptor.js";
+import { MAX_REMEMBERED_STATES } from "../exposition/state-memory.js";
+import { type Family, labels } from "../exposition/text.js";
+import { noGuard, type ValueGuard } from "../exposition/value-guard.js";
+import type { SandboxUsage } from "../platform/types.js";
 import { runSteps, type Steps } from "./render-steps.js";
 
 const MIB = 1_048_576;

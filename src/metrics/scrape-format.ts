@@ -1,7 +1,7 @@
 // What a scrape asks for and gets: the format its Accept header prefers, the content types, and
 // the gzip the snapshot part is compressed with (speed over ratio, off the event loop).
 import { createGzip } from "node:zlib";
-import type { Format } from "./exposition/text.js";
+import type { Format } from "../exposition/text.js";
 
 export const PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 export const OPENMETRICS_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8";

@@ -7,14 +7,14 @@ import {
   type Snapshot,
   staleAt,
 } from "../collect/snapshot.js";
-import type { Clock } from "../util/clock.js";
 import {
   counter,
   type FamilyDescriptor,
   gauge,
   histogram,
   metricOptions,
-} from "./exposition/descriptor.js";
+} from "../exposition/descriptor.js";
+import type { Clock } from "../util/clock.js";
 import { registerProcessMetrics } from "./process-metrics.js";
 
 /** Reasons of a failed request (errorReason), each a series at 0 once its endpoint was asked. */

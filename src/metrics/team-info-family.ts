@@ -1,6 +1,6 @@
 // sandbox_team_info, the teams this exporter watches. The team set (src/teams/, in the composition
 // root) writes it; its descriptor is declared here, below the catalog, so the catalog can list it.
-import { gauge, setting, WITH_TEAMS } from "./exposition/descriptor.js";
+import { gauge, setting, WITH_TEAMS } from "../exposition/descriptor.js";
 
 export const TEAM_INFO = gauge(
   "team_info",

@@ -3,13 +3,13 @@
 // text of a 429 that names it (source="learned"); both show when both are known. A 429 naming a
 // limit out of range (classifyCreateRejection) teaches nothing: it is counted, and logged once.
 import { Counter, Gauge, type Registry } from "prom-client";
+import { counter, gauge, metricOptions, setting } from "../exposition/descriptor.js";
 import { PlatformFacts } from "../platform/facts.js";
 import {
   CREATE_REJECT_REASONS,
   type CreateRejectReason,
   MAX_TEAM_CONCURRENCY_LIMIT,
 } from "../platform/normalize/team-metrics.js";
-import { counter, gauge, metricOptions, setting } from "./exposition/descriptor.js";
 
 /** The team a create's 429 names labels these families when teams are discovered. */
 const DISCOVERED_TEAM = { name: "team", with: setting("platform.discoverTeams") };

@@ -3,8 +3,8 @@
 import { Registry } from "prom-client";
 import type { FamilyUpdater, TickCollector } from "../collect/collector.js";
 import type { Snapshot, TickData, TickName } from "../collect/snapshot.js";
-import type { Family } from "./exposition/text.js";
-import { noGuard } from "./exposition/value-guard.js";
+import type { Family } from "../exposition/text.js";
+import { noGuard } from "../exposition/value-guard.js";
 
 /** Renders every tick collector's families; each keeps what it remembers across snapshots. */
 export class TickCollectorFamilies {

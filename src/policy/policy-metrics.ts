@@ -1,6 +1,6 @@
 // The policy's metric families in the registry the caller owns.
 import { Counter, Gauge, type Registry } from "prom-client";
-import { counter, gauge, metricOptions, setting } from "../metrics/exposition/descriptor.js";
+import { counter, gauge, metricOptions, setting } from "../exposition/descriptor.js";
 import type { ActivityStats } from "./activity.js";
 import type { PolicyResult } from "./executor.js";
 import { PAUSE_BANDS } from "./pause-clock.js";

@@ -8,7 +8,7 @@ import {
   labelNames,
   metricOptions,
   setting,
-} from "../metrics/exposition/descriptor.js";
+} from "../exposition/descriptor.js";
 import { STREAM_POINTS } from "./phase.js";
 import type { FailureReason } from "./probe-error.js";
 import { PROBE_PHASES } from "./probe-steps.js";

@@ -1,7 +1,7 @@
 // The families of POST /webhooks/e2b: deliveries by result, events dropped by reason, and what the
 // deliveries being read hold.
 import { Counter, Gauge, type Registry } from "prom-client";
-import { counter, gauge, metricOptions, setting } from "../metrics/exposition/descriptor.js";
+import { counter, gauge, metricOptions, setting } from "../exposition/descriptor.js";
 import type { InflightBudget } from "../util/inflight-budget.js";
 
 /** Every `result` of the deliveries counter, exported at 0 from the start. */

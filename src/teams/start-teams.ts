@@ -2,7 +2,6 @@
 // policy) started with them, its poll publishing to them, its section of /status; the one body
 // every part's series merge into; and a reload that adds, removes or changes teams.
 import type { TickCollector } from "../collect/collector.js";
-import type { Poll, TeamPoll } from "../collect/poll-feature.js";
 import type { Poller } from "../collect/poller.js";
 import type { Config } from "../config/settings.js";
 import type {
@@ -16,6 +15,7 @@ import type {
 } from "../feature.js";
 import type { ExporterMetrics } from "../metrics/exporter-metrics.js";
 import type { EventLedger } from "../metrics/lifecycle-events.js";
+import type { Poll, TeamPoll } from "../poll/poll-feature.js";
 import type { ListenerParts } from "../server/listen.js";
 import { hasGoodData } from "../server/readiness.js";
 import type { RootServices } from "../services.js";

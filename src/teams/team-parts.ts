@@ -3,9 +3,9 @@
 import { collectorStatus } from "../collect/collector-status.js";
 import type { Poller } from "../collect/poller.js";
 import type { Snapshot } from "../collect/snapshot.js";
+import { family as familyOf } from "../exposition/descriptor.js";
+import { escapeLabel } from "../exposition/text.js";
 import type { Services, Started } from "../feature.js";
-import { family as familyOf } from "../metrics/exposition/descriptor.js";
-import { escapeLabel } from "../metrics/exposition/text.js";
 import { TEAM_INFO } from "../metrics/team-info-family.js";
 import { statusReport } from "../server/status.js";
 import { ExporterError } from "../util/errors.js";

@@ -2,9 +2,10 @@
 // team label) and each team's part with `team="<id>"` on every sample, each family written once.
 // A team's snapshot families are split and labelled once per snapshot; the merged body is made
 // again only when a part's snapshot changed. The live registries are merged at every scrape.
+
+import { type FamilyText, mergeFamilies, splitFamilies } from "../exposition/merge.js";
+import { escapeLabel } from "../exposition/text.js";
 import type { ExporterMetrics, Format, Rendered } from "../metrics/exporter-metrics.js";
-import { type FamilyText, mergeFamilies, splitFamilies } from "../metrics/exposition/merge.js";
-import { escapeLabel } from "../metrics/exposition/text.js";
 import { gzipChunks, OPENMETRICS_TYPE, PROMETHEUS_TYPE } from "../metrics/scrape-format.js";
 
 /** One part of the body: a team's metrics with its label, or the exporter's (no label). */

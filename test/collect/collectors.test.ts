@@ -2,7 +2,7 @@ import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { COLLECTOR_SLICES, ConfigSchema, TICK_COLLECTORS } from "../../src/catalog.js";
 import { optedIn, type TickCollector } from "../../src/collect/collector.js";
-import { Family } from "../../src/metrics/exposition/text.js";
+import { Family } from "../../src/exposition/text.js";
 import { TickCollectorFamilies } from "../../src/metrics/tick-collector-families.js";
 import { pollSettings } from "../helpers/poller.js";
 import { snapshot } from "../metrics/fixtures.js";

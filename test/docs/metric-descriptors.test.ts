@@ -9,7 +9,7 @@ import {
   instances,
   labelNames,
   metricName,
-} from "../../src/metrics/exposition/descriptor.js";
+} from "../../src/exposition/descriptor.js";
 import { type FamilyDoc, familyDocs, switchOrder } from "../../tools/docs-metrics.js";
 import { parseExposition } from "../helpers/exposition-families.js";
 import { type Sighting, type SurveyedFamily, scenarios, survey } from "../helpers/metric-survey.js";

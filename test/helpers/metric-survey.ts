@@ -8,13 +8,8 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { startExporter } from "../../src/app.js";
 import { ConfigSchema, SETTINGS } from "../../src/catalog.js";
-import {
-  type Flavor,
-  setting,
-  WITH_SHARDS,
-  WITH_TEAMS,
-} from "../../src/metrics/exposition/descriptor.js";
-import { Family } from "../../src/metrics/exposition/text.js";
+import { type Flavor, setting, WITH_SHARDS, WITH_TEAMS } from "../../src/exposition/descriptor.js";
+import { Family } from "../../src/exposition/text.js";
 import {
   DEFAULT_TEAM_ID,
   type SimTeamOptions,

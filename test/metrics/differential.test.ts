@@ -2,7 +2,7 @@
 import { gunzipSync } from "node:zlib";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { SectionWriter } from "../../src/metrics/exposition/section-writer.js";
+import { SectionWriter } from "../../src/exposition/section-writer.js";
 import type { Sandbox } from "../../src/platform/types.js";
 import { fnv1a32 } from "../../src/util/shard.js";
 import { metricsWith, openMetricsProblems, sandbox, snapshot, T0 } from "./fixtures.js";

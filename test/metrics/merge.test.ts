@@ -1,7 +1,7 @@
 // Several expositions made one (several teams): a family written once with every part's samples,
 // each team's samples labelled, the exporter's left as they are.
 import { describe, expect, it } from "vitest";
-import { mergeFamilies, splitFamilies } from "../../src/metrics/exposition/merge.js";
+import { mergeFamilies, splitFamilies } from "../../src/exposition/merge.js";
 
 const PART = `# HELP x_sandboxes Sandboxes by state.
 # TYPE x_sandboxes gauge

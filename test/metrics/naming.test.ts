@@ -4,7 +4,7 @@ import {
   fieldMetric,
   fieldMetrics,
   labelName,
-} from "../../src/metrics/exposition/naming.js";
+} from "../../src/exposition/naming.js";
 
 const suffix = (f: string) => fieldMetric(f)?.suffix;
 

@@ -1,7 +1,7 @@
 // Exemplars in the OpenMetrics text written from prom-client's JSON, and none in the 0.0.4 text.
 import { Counter, Histogram, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { registryAsOpenMetrics } from "../../src/metrics/exposition/openmetrics.js";
+import { registryAsOpenMetrics } from "../../src/exposition/openmetrics.js";
 import { openMetricsProblems } from "./fixtures.js";
 
 /** OpenMetrics 1.0's exemplar: ` # {labels} value [timestamp]` after a sample's value. */

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { noGuard } from "../../src/metrics/exposition/value-guard.js";
+import { noGuard } from "../../src/exposition/value-guard.js";
 import { PerSandboxSeries } from "../../src/metrics/per-sandbox.js";
 import type { Sandbox, SandboxUsage } from "../../src/platform/types.js";
 import { sandbox, T0 } from "./fixtures.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { SandboxTable } from "../../src/collect/sandbox-table.js";
-import type { Family } from "../../src/metrics/exposition/text.js";
-import { ValueGuard } from "../../src/metrics/exposition/value-guard.js";
+import type { Family } from "../../src/exposition/text.js";
+import { ValueGuard } from "../../src/exposition/value-guard.js";
 import { ENDING_SOON_MS, SandboxAggregates } from "../../src/metrics/sandbox-aggregates.js";
 import type { Sandbox, SandboxUsage } from "../../src/platform/types.js";
 import { sandbox, T0 } from "./fixtures.js";

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { TICK_COLLECTORS } from "../../src/catalog.js";
 import { TemplateBuildFamilies } from "../../src/collect/template-builds/template-build-families.js";
-import { ValueGuard } from "../../src/metrics/exposition/value-guard.js";
+import { ValueGuard } from "../../src/exposition/value-guard.js";
 import { TickCollectorFamilies } from "../../src/metrics/tick-collector-families.js";
 import { Normalizer, normalizeTemplate } from "../../src/platform/normalize/normalize.js";
 import { snapshot } from "./fixtures.js";

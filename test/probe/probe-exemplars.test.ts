@@ -2,7 +2,7 @@
 // exemplars: on the bucket each duration fell in, only when OpenMetrics is negotiated.
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { registryAsOpenMetrics } from "../../src/metrics/exposition/openmetrics.js";
+import { registryAsOpenMetrics } from "../../src/exposition/openmetrics.js";
 import { ProbeFamilies, ProbeMetrics, probeExemplar } from "../../src/probe/probe-metrics.js";
 import type { Prober } from "../../src/probe/prober.js";
 import type { ProbeResult } from "../../src/probe/runner.js";

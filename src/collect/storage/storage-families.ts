@@ -1,8 +1,8 @@
 // The storage collector's families: snapshots and volumes listed, snapshots first seen (a
 // counter), snapshots by age, by name, never used and of unknown age, the detail reads, and the
 // opt-in per-snapshot series. Exported by shard 0 only.
-import { counter, family, gauge, setting } from "../../metrics/exposition/descriptor.js";
-import { type Family, labels } from "../../metrics/exposition/text.js";
+import { counter, family, gauge, setting } from "../../exposition/descriptor.js";
+import { type Family, labels } from "../../exposition/text.js";
 import type { FamiliesContext, FamilyUpdater, FamilyView } from "../collector.js";
 import { AGE_BANDS } from "./snapshot-facts.js";
 import type { StorageInventory } from "./storage.js";

@@ -1,9 +1,9 @@
 // Team capacity (the teamMetrics collector, poll.teamMetrics): the team's concurrent sandboxes and
 // start rate, and their maxima over the window. Exported by shard 0 only. A value the platform did
 // not give (it answered `[]`) is no series, never a 0. The limit is TeamLimitMetrics' (prom-client).
-import { family, gauge, setting } from "../../metrics/exposition/descriptor.js";
-import { type Family, labels } from "../../metrics/exposition/text.js";
-import type { ValueGuard } from "../../metrics/exposition/value-guard.js";
+import { family, gauge, setting } from "../../exposition/descriptor.js";
+import { type Family, labels } from "../../exposition/text.js";
+import type { ValueGuard } from "../../exposition/value-guard.js";
 import { formatDuration } from "../../util/duration.js";
 import type { FamiliesContext, FamilyUpdater } from "../collector.js";
 import type { TeamCapacity } from "./team-metrics.js";

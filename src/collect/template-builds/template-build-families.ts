@@ -2,10 +2,10 @@
 // status as a state-set, and why a failed build failed. Exported by shard 0 only. Build count,
 // spawn count and last spawn time are the generic template families (sandbox_template_builds,
 // sandbox_template_spawns, sandbox_template_last_spawned_at_timestamp_seconds): not repeated here.
-import { family, gauge, setting } from "../../metrics/exposition/descriptor.js";
-import { StateMemory } from "../../metrics/exposition/state-memory.js";
-import { type Family, labels } from "../../metrics/exposition/text.js";
-import type { ValueGuard } from "../../metrics/exposition/value-guard.js";
+import { family, gauge, setting } from "../../exposition/descriptor.js";
+import { StateMemory } from "../../exposition/state-memory.js";
+import { type Family, labels } from "../../exposition/text.js";
+import type { ValueGuard } from "../../exposition/value-guard.js";
 import type { FamiliesContext, FamilyUpdater } from "../collector.js";
 import { BUILD_STATUSES, type TemplateBuild, type TemplateBuilds } from "./template-builds.js";
 

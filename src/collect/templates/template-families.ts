@@ -1,14 +1,14 @@
 // The templates collector's families: status, version, replicas, error and every numeric field of
 // each template, and the template count when the platform serves no cluster overview (E2B).
 
-import { family, gauge, TEAM_LABEL } from "../../metrics/exposition/descriptor.js";
+import { family, gauge, TEAM_LABEL } from "../../exposition/descriptor.js";
 import {
   cached,
   numericFamilies,
   StatusSet,
   uniqueById,
-} from "../../metrics/exposition/record-families.js";
-import { type Family, labels } from "../../metrics/exposition/text.js";
+} from "../../exposition/record-families.js";
+import { type Family, labels } from "../../exposition/text.js";
 import type { Template } from "../../platform/types.js";
 import type { FamiliesContext, FamilyUpdater } from "../collector.js";
 

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { fieldMetric } from "../../../src/metrics/exposition/naming.js";
+import { fieldMetric } from "../../../src/exposition/naming.js";
 import { registerInvalidValueMetrics } from "../../../src/metrics/self-metrics.js";
 import {
   deferList,

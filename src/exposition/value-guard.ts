@@ -1,7 +1,7 @@
 // What the platform may not put in an exposition: label values too long for a Prometheus with
 // label_value_length_limit (one such series rejects the whole scrape), negative resource sizes.
 
-import { fnv1a32 } from "../../util/shard.js";
+import { fnv1a32 } from "../util/shard.js";
 
 /**
  * Length of what replaces the cut end: `...[truncated 1a2b3c4d]`, the hash of the whole value, so

@@ -3,12 +3,12 @@
 // features; what a failed collector means is logged here.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
+import { Poller, type PollerOptions } from "../collect/poller.js";
+import type { Snapshot } from "../collect/snapshot.js";
 import type { Needs, Services } from "../feature.js";
 import { registerInvalidValueMetrics } from "../metrics/self-metrics.js";
 import { systemClock } from "../util/clock.js";
 import { type Schedule, startSchedule } from "../util/schedule.js";
-import { Poller, type PollerOptions } from "./poller.js";
-import type { Snapshot } from "./snapshot.js";
 
 /**
  * How long stop() waits for poll reads still in flight (the poller gave up on them; they may hang

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, Summary } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { registryAsOpenMetrics } from "../../../src/metrics/exposition/openmetrics.js";
+import { registryAsOpenMetrics } from "../../src/exposition/openmetrics.js";
 import {
   escapeHelp,
   escapeLabel,
@@ -8,8 +8,8 @@ import {
   formatValue,
   header,
   labels,
-} from "../../../src/metrics/exposition/text.js";
-import { openMetricsProblems } from "../fixtures.js";
+} from "../../src/exposition/text.js";
+import { openMetricsProblems } from "../metrics/fixtures.js";
 
 describe("exposition text", () => {
   it("formats values as Prometheus parses them, integers never in exponent form", () => {

@@ -1,11 +1,11 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { registryAsOpenMetrics } from "../../../src/metrics/exposition/openmetrics.js";
+import { registryAsOpenMetrics } from "../../src/exposition/openmetrics.js";
 import {
   ExpositionDrops,
   registerDropFamilies,
   registryAsText,
-} from "../../../src/metrics/exposition/registry-families.js";
+} from "../../src/exposition/registry-families.js";
 
 function registry(): Registry {
   const r = new Registry();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { WalkIndex, type WalkRecord } from "../../../src/metrics/exposition/walk-index.js";
+import { WalkIndex, type WalkRecord } from "../../src/exposition/walk-index.js";
 
 type Rec = WalkRecord & { n: number };
 

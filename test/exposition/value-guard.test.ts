@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { ValueGuard } from "../../../src/metrics/exposition/value-guard.js";
-import { linesOf, metricsWith, sandbox, scrapeText, snapshot } from "../fixtures.js";
-import { hugeLabelText } from "../scenes.js";
+import { ValueGuard } from "../../src/exposition/value-guard.js";
+import { linesOf, metricsWith, sandbox, scrapeText, snapshot } from "../metrics/fixtures.js";
+import { hugeLabelText } from "../metrics/scenes.js";
 
 describe("ValueGuard", () => {
   it("keeps values up to the limit and cuts longer ones to exactly the limit, with a visible suffix", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SectionWriter } from "../../../src/metrics/exposition/section-writer.js";
+import { SectionWriter } from "../../src/exposition/section-writer.js";
 
 describe("SectionWriter", () => {
   it("copies a long run of adjacent ranges in batches, byte for byte", () => {
