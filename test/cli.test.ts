@@ -186,7 +186,8 @@ describe("sandbox-exporter CLI", () => {
     } finally {
       child.kill("SIGKILL");
     }
-  }, 30_000);
+    // Above its own bounded waits (banner 15 s, first runs 10 s and more) and a cold tsx start.
+  }, 90_000);
 
   it("names every opt-in collector on in its start-up line, storage too, and says the rules act when the file says dryRun: false", async () => {
     const sim = await startSimulator({ sandboxes: 5 });

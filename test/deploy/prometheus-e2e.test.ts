@@ -18,7 +18,8 @@ import {
 
 const RULES_DIR = join(import.meta.dirname, "..", "..", "deploy", "prometheus", "rules");
 const JOB = "sandbox-exporter";
-const TEST_TIMEOUT_MS = 75_000;
+/** Above the bounded waits in sequence (readiness 20 s, five waits of WAIT_MS), so they report first. */
+const TEST_TIMEOUT_MS = 160_000;
 /** Longest wait for one set of alerts to fire or resolve. */
 const WAIT_MS = 25_000;
 const POLL_EVERY_MS = 250;

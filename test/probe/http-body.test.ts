@@ -139,10 +139,11 @@ describe("the http step's answer", () => {
       const drip = setInterval(() => res.write("x"), 20);
       res.on("close", () => clearInterval(drip));
     });
-    const [reason, message] = await failure(runOn(s.port), 299.6);
+    // 899.6 ms, said as 900ms; the headers come well within it on a loaded machine too.
+    const [reason, message] = await failure(runOn(s.port), 899.6);
     expect(reason).toBe("timeout");
     expect(message).toMatch(
-      /^GET :8000\/sandbox-exporter-probe\.txt: body not complete within 300ms; headers arrived after \d{1,3}ms$/,
+      /^GET :8000\/sandbox-exporter-probe\.txt: body not complete within 900ms; headers arrived after \d{1,3}ms$/,
     );
   });
 });

@@ -166,8 +166,10 @@ describe("GET /probe?module=", () => {
       module("slow", { totalTimeoutMs: 30_000, phaseTimeoutMs: 30_000 }),
     ]);
     bed.sim.faults.stream = { firstDataDelayMs: 60_000 };
+    // A 3.5 s cap, far below the module's 30 s and the 60 s stream: the cap ends the run, and
+    // create has seconds for itself on a loaded machine.
     const res = await fetch(`${base}/probe?module=slow`, {
-      headers: { "X-Prometheus-Scrape-Timeout-Seconds": "1.5" },
+      headers: { "X-Prometheus-Scrape-Timeout-Seconds": "4" },
     });
     expect(res.status).toBe(200);
     const body = await res.text();

@@ -37,19 +37,20 @@ async function readError(url: string, timeoutMs: number): Promise<PlatformTimeou
   return err as PlatformTimeoutError;
 }
 
+// 900 ms: the headers come within it on a loaded machine too (the assertions need them to).
 describe("a control read that times out", () => {
   it("says the body did not finish, and when the headers came, when they did", async () => {
-    const err = await readError(await trickling(true), 300);
+    const err = await readError(await trickling(true), 900);
     expect(err.code).toBe("ERR_PLATFORM_TIMEOUT");
     expect(err.message).toMatch(
-      /^GET \/sandboxes\/\{id\}: body not complete within 300ms; headers arrived after \d{1,3}ms$/,
+      /^GET \/sandboxes\/\{id\}: body not complete within 900ms; headers arrived after \d{1,3}ms$/,
     );
-    expect(err.headersMs).toBeLessThan(300);
+    expect(err.headersMs).toBeLessThan(900);
   });
 
   it("says no response when no headers came", async () => {
-    const err = await readError(await trickling(false), 300);
-    expect(err.message).toBe("GET /sandboxes/{id}: no response within 300ms");
+    const err = await readError(await trickling(false), 900);
+    expect(err.message).toBe("GET /sandboxes/{id}: no response within 900ms");
     expect(err.headersMs).toBeUndefined();
   });
 });

@@ -4,7 +4,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import fc from "fast-check";
 import { Agent } from "undici";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { requestBuffered } from "../../../src/platform/control/buffered-request.js";
 import { BodyTooLargeError } from "../../../src/platform/http-errors.js";
 import { testTransport } from "../../helpers/control.js";
@@ -97,7 +97,8 @@ describe("requestBuffered", () => {
     const err = await requestBuffered(agent(), {
       ...GET,
       origin: url,
-      timeoutMs: 200,
+      // Far above the headers' arrival on a loaded machine; the drip would go on for ever.
+      timeoutMs: 1_000,
       onHead: (s) => heads.push(s),
     }).catch((e: unknown) => e);
     expect((err as Error).name).toBe("TimeoutError");
@@ -111,6 +112,8 @@ describe("requestBuffered", () => {
     const first = requestBuffered(one, { ...GET, origin: url, timeoutMs: 2_000 }).finally(() => {
       firstSettled = true;
     });
+    // The first holds the one connection before the second asks for it.
+    await vi.waitFor(() => expect(seen).toHaveLength(1), { timeout: 1_000 });
     const second = await requestBuffered(one, { ...GET, origin: url, timeoutMs: 150 }).catch(
       (e: unknown) => e,
     );
