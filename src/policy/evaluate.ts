@@ -2,7 +2,7 @@
 
 import type { SnapshotFact } from "../collect/storage/snapshot-facts.js";
 import type { Sandbox } from "../platform/types.js";
-import { formatDuration } from "../util/duration.js";
+import { formatDuration, formatSpan } from "../util/duration.js";
 import {
   ageHolds,
   idleHolds,
@@ -318,7 +318,7 @@ function decideInTurn<T>(
       decide(
         c,
         "skipped_cooldown",
-        `${c.why}; acted on ${formatDuration(now - lastAction)} ago, cooldown ${formatDuration(rule.cooldown)}`,
+        `${c.why}; acted on ${formatSpan(now - lastAction, rule.cooldown)} ago, cooldown ${formatDuration(rule.cooldown)}`,
       );
     } else if (ruleActs >= ruleLimit || cycle.acts >= spec.maxActionsPerCycle) {
       const which =
@@ -343,13 +343,17 @@ export function conditionText(
   const parts: string[] = [];
   const { last, paused } = at;
   if (rule.idleFor !== undefined && last !== undefined)
-    parts.push(`idle ${formatDuration(now - last)} >= ${formatDuration(rule.idleFor)}`);
+    parts.push(`idle ${formatSpan(now - last, rule.idleFor)} >= ${formatDuration(rule.idleFor)}`);
   if (rule.pausedFor !== undefined && paused !== undefined)
-    parts.push(`paused ${formatDuration(now - paused)} >= ${formatDuration(rule.pausedFor)}`);
+    parts.push(
+      `paused ${formatSpan(now - paused, rule.pausedFor)} >= ${formatDuration(rule.pausedFor)}`,
+    );
   if (s.startedAt !== undefined) {
-    const age = formatDuration(now - s.startedAt);
-    if (rule.maxAge !== undefined) parts.push(`age ${age} > ${formatDuration(rule.maxAge)}`);
-    else if (rule.minAge !== undefined) parts.push(`age ${age} >= ${formatDuration(rule.minAge)}`);
+    const age = now - s.startedAt;
+    if (rule.maxAge !== undefined)
+      parts.push(`age ${formatSpan(age, rule.maxAge, true)} > ${formatDuration(rule.maxAge)}`);
+    else if (rule.minAge !== undefined)
+      parts.push(`age ${formatSpan(age, rule.minAge)} >= ${formatDuration(rule.minAge)}`);
   }
   return parts.length > 0 ? parts.join("; ") : "matches";
 }

@@ -4,7 +4,7 @@ import type { PolicyHooks } from "../feature.js";
 import { PlatformNotFoundError } from "../platform/http-errors.js";
 import type { SnapshotDetail } from "../platform/normalize/snapshot-detail.js";
 import type { Sandbox, SandboxUsage } from "../platform/types.js";
-import { formatDuration } from "../util/duration.js";
+import { formatDuration, formatSpan } from "../util/duration.js";
 import { errorMessage } from "../util/errors.js";
 import type { ActivityTracker } from "./activity.js";
 import type { DecisionOutcome, SandboxDecision } from "./evaluate.js";
@@ -97,7 +97,7 @@ export async function applyDecision(
       return { result: "skipped_unverified", detail: `activity re-read failed: ${a.error}` };
     if (a.source === "gone") return { result: "skipped_gone" };
     if (!idleHolds(rule, a.at, now)) {
-      const ago = a.at === undefined ? "unknown" : `${formatDuration(now - a.at)} ago`;
+      const ago = a.at === undefined ? "unknown" : `${formatSpan(now - a.at)} ago`;
       return { result: "skipped_changed", detail: `active since the snapshot (last ${ago})` };
     }
     const usage = ctx.spec.activity.usage;

@@ -7,7 +7,7 @@ import {
   templateIdOf,
   untagged,
 } from "../collect/storage/snapshot-facts.js";
-import { formatDuration } from "../util/duration.js";
+import { formatDuration, formatSpan } from "../util/duration.js";
 import {
   blastRadiusStop,
   type Candidate,
@@ -87,12 +87,6 @@ function keptByRules(
   return kept;
 }
 
-/** A snapshot's age as a person reads it: to the minute past an hour, else to the second. */
-function coarse(ms: number): string {
-  const unit = ms >= 3_600_000 ? 60_000 : 1_000;
-  return formatDuration(Math.floor(ms / unit) * unit);
-}
-
 /** When it was last of use: its last spawn, else its making (or first sight). */
 function lastUse(f: SnapshotFact): number {
   return typeof f.lastSpawnedAt === "number" ? f.lastSpawnedAt : bornAt(f);
@@ -113,14 +107,18 @@ export function conditionsHold(
     const age = now - bornAt(f);
     if (age <= rule.olderThan) return undefined;
     const from = f.createdAt === undefined ? " (since first listed)" : "";
-    parts.push(`age ${coarse(age)}${from} > ${formatDuration(rule.olderThan)}`);
+    parts.push(
+      `age ${formatSpan(age, rule.olderThan, true)}${from} > ${formatDuration(rule.olderThan)}`,
+    );
   }
   if (rule.unusedFor !== undefined) {
     if (f.createdAt === undefined || f.lastSpawnedAt === undefined) return undefined;
     const idle = now - lastUse(f);
     if (idle < rule.unusedFor) return undefined;
     const never = f.lastSpawnedAt === null ? " (never used)" : "";
-    parts.push(`unused ${coarse(idle)}${never} >= ${formatDuration(rule.unusedFor)}`);
+    parts.push(
+      `unused ${formatSpan(idle, rule.unusedFor)}${never} >= ${formatDuration(rule.unusedFor)}`,
+    );
   }
   return parts.length > 0 ? parts.join("; ") : "matches";
 }

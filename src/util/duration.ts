@@ -50,6 +50,18 @@ export function formatDuration(ms: number): string {
   return `${h ? `${h}h` : ""}${m ? `${m}m` : ""}${s ? `${s}s` : ""}`;
 }
 
+/**
+ * A measured span as a person reads it: to the minute from an hour, to the second from a second.
+ * Beside the `limit` it met (`>` when `strict`, else `>=`), it stays as measured where rounding
+ * down would no longer show that: `age 2h0.5s > 2h`, not `age 2h > 2h`.
+ */
+export function formatSpan(ms: number, limit?: number, strict = false): string {
+  const unit = ms >= 3_600_000 ? 60_000 : ms >= 1_000 ? 1_000 : 1;
+  const down = Math.floor(ms / unit) * unit;
+  const shows = limit === undefined || ms < limit || (strict ? down > limit : down >= limit);
+  return formatDuration(shows ? down : ms);
+}
+
 /** The interval in ms when `spec` is a duration, undefined when it is not one (e.g. a cron expression). */
 export function intervalOf(spec: string): number | undefined {
   try {

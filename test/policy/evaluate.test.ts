@@ -123,6 +123,30 @@ describe("evaluatePolicy", () => {
     expect(outcomes).toEqual(["pending", "act", "skipped_cooldown"]);
   });
 
+  it("gives its reasons in figures a person reads: to the minute from an hour, to the second below", () => {
+    const spec = policySpec(
+      { dryRun: true, enabled: true },
+      { rules: [rule({ maxAge: "2h", cooldown: "10m" })], maxMatchPercent: 100 },
+    );
+    // Idle 68h22m0.518s, 68h22m4.541s old: the figures the demo's audit lines used to carry.
+    const sandboxes = [sandbox("a", { startedAt: NOW - 246_124_541 })];
+    const activity = new Map([["a", NOW - 246_120_518]]);
+    const first = evaluatePolicy({
+      sandboxes,
+      activity,
+      spec,
+      states,
+      memory: EMPTY_MEMORY,
+      now: NOW,
+    });
+    expect(first.decisions[0]?.reason).toMatch(
+      /^idle 68h22m >= 30m; age 68h22m > 2h; held on 1 of/,
+    );
+    const acted = { ...first.memory, lastAction: new Map([["r\0a", NOW - 299_700]]) };
+    const later = evaluatePolicy({ sandboxes, activity, spec, states, memory: acted, now: NOW });
+    expect(later.decisions[0]?.reason).toMatch(/; acted on 4m59s ago, cooldown 10m$/);
+  });
+
   const arbSandbox = fc.record({
     id: fc.string({ minLength: 1, maxLength: 4 }),
     templateId: fc.constantFrom("t1", "t2", "t3"),

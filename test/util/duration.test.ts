@@ -4,6 +4,7 @@ import {
   DurationError,
   deadline,
   formatDuration,
+  formatSpan,
   intervalOf,
   parseDuration,
 } from "../../src/util/duration.js";
@@ -82,6 +83,41 @@ describe("formatDuration", () => {
       fc.property(fc.integer({ min: 0, max: 10 * 86_400_000 }), (ms) => {
         expect(parseDuration(formatDuration(ms))).toBe(ms);
       }),
+    );
+  });
+});
+
+describe("formatSpan", () => {
+  it.each([
+    [450.7, undefined, false, "450ms"],
+    [80_500, undefined, false, "1m20s"],
+    [246_120_518, undefined, false, "68h22m"],
+    // Rounded down where the comparison still shows...
+    [246_120_518, 30 * 60_000, false, "68h22m"],
+    [7_290_000, 7_200_000, true, "2h1m"],
+    // ...as measured where rounding down would hide it.
+    [7_200_500, 7_200_000, true, "2h0.5s"],
+    [7_259_000, 7_200_000, true, "2h59s"],
+    [1_999, 1_500, false, "1.999s"],
+    // Short of its limit (a cooldown not over): rounding down keeps it short.
+    [299_700, 600_000, false, "4m59s"],
+  ])("writes %d ms beside the limit %s (strict %s) as %s", (ms, limit, strict, text) => {
+    expect(formatSpan(ms, limit, strict)).toBe(text);
+  });
+
+  it("always shows the comparison with its limit as it held", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 10 * 86_400_000 }),
+        fc.integer({ min: 0, max: 10 * 86_400_000 }),
+        fc.boolean(),
+        (ms, limit, strict) => {
+          const shown = parseDuration(formatSpan(ms, limit, strict));
+          expect(shown).toBeLessThanOrEqual(ms);
+          const held = strict ? ms > limit : ms >= limit;
+          expect(strict ? shown > limit : shown >= limit).toBe(held);
+        },
+      ),
     );
   });
 });
