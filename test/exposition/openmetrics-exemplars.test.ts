@@ -2,7 +2,7 @@
 import { Counter, Histogram, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { registryAsOpenMetrics } from "../../src/exposition/openmetrics.js";
-import { openMetricsProblems } from "./fixtures.js";
+import { openMetricsProblems } from "../metrics/fixtures.js";
 
 /** OpenMetrics 1.0's exemplar: ` # {labels} value [timestamp]` after a sample's value. */
 const EXEMPLAR =
